@@ -1,0 +1,3 @@
+from physverify.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""Checks, their results, and running one check with its time budget.
+
+A check states one piece of correct behaviour (an order of accuracy, a conserved
+quantity, an exact solution) and returns a Result. ``run_check`` is the single place
+where a check is executed: whatever the code under test raises is recorded as an
+ERROR result, ``SkipCheck`` becomes SKIP, and ``budget_s`` is enforced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib.util
+import math
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASS = "PASS"
+FAIL = "FAIL"
+EXACT = "EXACT"
+INCONCLUSIVE = "INCONCLUSIVE"
+ERROR = "ERROR"
+SKIP = "SKIP"
+STATUSES = (PASS, FAIL, EXACT, INCONCLUSIVE, ERROR, SKIP)
+
+# A check still running at this multiple of its budget is stopped and reported
+# INCONCLUSIVE, so that one slow check cannot starve the checks after it.
+OVERRUN_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one check: a status from STATUSES and a sentence saying why."""
+
+    status: str
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}; expected one of {', '.join(STATUSES)}")
+
+    @property
+    def ok(self) -> bool:
+        """True for PASS and EXACT (EXACT: the error is at round-off, a stronger pass)."""
+        return self.status in (PASS, EXACT)
+
+
+@dataclass(frozen=True)
+class OrderResult(Result):
+    """A Result from an order-of-accuracy study, keeping the numbers it was decided on.
+
+    ``hs`` and ``errors`` are tuples of floats (the step sizes and errors actually
+    measured, coarsest first); ``fitted`` is the observed order, or None when it could
+    not be measured.
+    """
+
+    expected: float | None = None
+    fitted: float | None = None
+    hs: tuple[float, ...] = field(default_factory=tuple)
+    errors: tuple[float, ...] = field(default_factory=tuple)
+
+
+class SkipCheck(Exception):
+    """Raise inside a check's ``run`` to report SKIP (e.g. an optional dependency is missing)."""
+
+
+def requires(*modules: str) -> None:
+    """Raise SkipCheck unless every named module can be imported.
+
+    Call it at the top of a check's ``run``: ``requires("numba")``. Nothing is imported;
+    only whether the module can be found is looked up.
+    """
+    missing = [name for name in modules if _find_spec(name) is None]
+    if missing:
+        raise SkipCheck(f"needs {', '.join(missing)}, which is not installed")
+
+
+def _find_spec(name: str) -> object | None:
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent package missing, or a malformed name
+        return None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One statement of correct behaviour.
+
+    ``family`` groups checks by method (``"mms"``, ``"reference"``, ``"invariant"``,
+    ``"exact"``...), ``label`` says in plain words what is tested, ``run()`` returns a
+    Result, and ``budget_s`` (optional) is the time the check may take.
+    """
+
+    family: str
+    label: str
+    run: Callable[[], Result]
+    budget_s: float | None = None
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What running a Check gave: its label, family, status, message and wall-clock seconds."""
+
+    label: str
+    family: str
+    status: str
+    message: str
+    seconds: float
+    result: Result | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (PASS, EXACT)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ledger form of spec section 3: {label, family, status, message, seconds}."""
+        return {
+            "label": self.label,
+            "family": self.family,
+            "status": self.status,
+            "message": self.message,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+# --- the budget -------------------------------------------------------------------
+# The deadline of the check being run, as a time.monotonic() value. Order studies read
+# it (remaining_budget) to stop adding resolutions before the next one would overrun.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("physverify_deadline", default=None)
+
+
+def remaining_budget() -> float | None:
+    """Seconds left in the budget of the check now running, or None when it has none."""
+    deadline = _deadline.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+class _BudgetOverrun(BaseException):
+    # A BaseException, so that a broad ``except Exception`` in the code under test
+    # cannot swallow the stop.
+    pass
+
+
+@contextlib.contextmanager
+def _hard_stop_after(seconds: float) -> Iterator[None]:
+    """Raise _BudgetOverrun in the main thread after ``seconds`` (POSIX main thread only).
+
+    Elsewhere (Windows, another thread) there is no safe way to interrupt Python code,
+    so the check simply runs to its end.
+    """
+    usable = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and math.isfinite(seconds)
+        and seconds > 0
+    )
+    if not usable:
+        yield
+        return
+
+    def _raise(signum: int, frame: object) -> None:
+        raise _BudgetOverrun()
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _validate_budget(budget_s: float | None) -> float | None:
+    if budget_s is None:
+        return None
+    budget = float(budget_s)
+    if not math.isfinite(budget) or budget <= 0:
+        raise ValueError(f"budget_s must be a positive number of seconds, not {budget_s!r}")
+    return budget
+
+
+def run_check(check: Check) -> CheckOutcome:
+    """Run one check and never raise: every outcome of ``check.run()`` becomes a status.
+
+    - a Result is kept as it is;
+    - SkipCheck (or a failed ``requires``) gives SKIP with its message;
+    - any other exception gives ERROR with ``"TypeName: message"`` and where it was raised;
+    - a check still running at OVERRUN_FACTOR times its ``budget_s`` is stopped and
+      reported INCONCLUSIVE, so the checks after it still run;
+    - a return value that is not a Result gives ERROR (the check itself is miswritten).
+    """
+    start = time.monotonic()
+    budget = _validate_budget(check.budget_s)
+    token = _deadline.set(None if budget is None else start + budget)
+    try:
+        with _hard_stop_after(OVERRUN_FACTOR * budget if budget is not None else math.inf):
+            result = _call(check)
+    finally:
+        _deadline.reset(token)
+    seconds = time.monotonic() - start
+    return CheckOutcome(check.label, check.family, result.status, result.message, seconds, result)
+
+
+def _call(check: Check) -> Result:
+    try:
+        value = check.run()
+    except SkipCheck as exc:
+        return Result(SKIP, str(exc) or "skipped by the check")
+    except _BudgetOverrun:
+        return Result(
+            INCONCLUSIVE,
+            f"still running at {OVERRUN_FACTOR:g} times its budget of {check.budget_s:g} s, so it was stopped "
+            "and the other checks went on; give it a larger budget_s or fewer resolutions",
+        )
+    except Exception as exc:  # recorded: a crash of the code under test is an ERROR result
+        return Result(ERROR, describe_exception(exc))
+    if not isinstance(value, Result):
+        return Result(ERROR, f"the check returned {type(value).__name__}, not a physverify Result")
+    return value
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: message (at file.py:LINE in function)"``, naming the innermost frame."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f" (at {os.path.basename(last.filename)}:{last.lineno} in {last.name})"
+    return text
+
+
+def outcomes_to_dicts(outcomes: Sequence[CheckOutcome]) -> list[dict[str, Any]]:
+    """The ledger form of a list of outcomes."""
+    return [outcome.to_dict() for outcome in outcomes]
+
+
+def result_fields(result: Result) -> dict[str, Any]:
+    """Every field of a Result (OrderResult included) as plain JSON-ready values."""
+    return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(result).items()}
