@@ -1,0 +1,161 @@
+"""The command line: parse, call one function per command, print, exit. Nothing else.
+
+Every command lives in its own module and returns data carrying its exit code; the
+renderers in ``report/`` turn it into text. Expected failures are PhysverifyError and
+are caught once, in ``main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from physverify import __version__
+from physverify.errors import PhysverifyError
+from physverify.verdict import EXIT_ERROR
+
+DEFAULT_LEDGER = "confirm_ledger.jsonl"
+
+
+# --- flags that several commands share ---------------------------------------------
+def _add_ledger_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_LEDGER) -> None:
+    parser.add_argument("--ledger", default=default, metavar="FILE", help=f"the JSONL ledger (default: {default})")
+
+
+def _add_timeout_option(parser: argparse.ArgumentParser, default: str | None, what: str) -> None:
+    parser.add_argument("--timeout", default=default, metavar="S", help=f"{what} (default: {default} s)")
+
+
+def _add_trusted_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trusted",
+        action="store_true",
+        help="the code under test is yours or reviewed: run it outside a sandbox (see sandbox/README.md)",
+    )
+
+
+def _add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", metavar="-|FILE", help="write the result as JSON to FILE, or to stdout with -")
+
+
+def _emit(text: str, output: str | None = None) -> None:
+    """Write ``text`` to stdout, or to the file ``output`` (created or replaced)."""
+    if not text.endswith("\n"):
+        text += "\n"
+    if output is None or output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+
+
+# --- the parser -----------------------------------------------------------------------
+def _confirm_parser(sub: argparse._SubParsersAction) -> None:
+    confirm = sub.add_parser(
+        "confirm",
+        help="settle one suspected defect: run its control and checks, record a verdict",
+        description="Run one claim file's control and checks in a fresh process and record the verdict "
+        "(exit 0 rejected, 1 confirmed, 2 not decidable, a load error or a refusal). "
+        "'physverify confirm init CLAIM.py --text ... --file F --line N' writes a template.",
+    )
+    confirm.add_argument("claim", metavar="CLAIM.py", help="the claim file (or 'init' to write a template)")
+    confirm.add_argument("init_path", nargs="?", metavar="NEW_CLAIM.py", help=argparse.SUPPRESS)
+    _add_ledger_option(confirm)
+    _add_timeout_option(confirm, "300", "the time limit for the whole run, control and checks together")
+    _add_json_option(confirm)
+    _add_trusted_option(confirm)
+    confirm.add_argument(
+        "--allow-dependent-reference",
+        metavar="REASON",
+        help="run although the reference looks like it uses the code under test; the reason is recorded",
+    )
+    confirm.add_argument("--text", help="confirm init: the claim as it was stated")
+    confirm.add_argument("--file", help="confirm init: the file the claim is about, relative to the repository root")
+    confirm.add_argument("--line", help="confirm init: the line number in that file")
+
+
+def _run_parser(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run the checks() of spec files (verify_*.py) as a plain check suite",
+        description="Run each spec file's checks() in a fresh process; one line per check. "
+        "Exit 0 when no check is FAIL, ERROR or INCONCLUSIVE, 1 otherwise, 2 when a spec cannot be loaded.",
+    )
+    run.add_argument("specs", nargs="+", metavar="SPEC.py")
+    _add_timeout_option(run, "600", "the time limit for each spec file")
+    _add_json_option(run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="physverify",
+        description="Settle suspected defects in physics simulation code against references written from the "
+        "physics, and keep the verdicts as a gate.",
+    )
+    parser.add_argument("--version", action="version", version=f"physverify {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _confirm_parser(sub)
+    _run_parser(sub)
+    return parser
+
+
+# --- the commands ---------------------------------------------------------------------
+def _confirm(args: argparse.Namespace) -> int:
+    from physverify import claim, confirm
+    from physverify.report import text
+
+    if args.claim == "init":
+        if args.init_path is None:
+            raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
+        written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line)
+        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then control() and checks()\n")
+        return 0
+    if args.init_path is not None:
+        raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
+    evaluation = confirm.confirm(
+        Path(args.claim),
+        ledger=Path(args.ledger),
+        timeout_s=args.timeout,
+        trusted=args.trusted,
+        allow_dependent_reference=args.allow_dependent_reference,
+    )
+    _emit_json_or_text(evaluation.record, args.json, lambda: text.render_confirm(evaluation.record))
+    return evaluation.verdict.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
+    from physverify import run_specs
+    from physverify.report import text
+
+    outcome = run_specs.run_specs([Path(p) for p in args.specs], timeout_s=args.timeout)
+    _emit_json_or_text(outcome.to_dict(), args.json, lambda: text.render_run(outcome))
+    return outcome.exit_code
+
+
+def _emit_json_or_text(obj: object, json_target: str | None, render_text: object) -> None:
+    import json
+
+    if json_target is None:
+        _emit(render_text())  # type: ignore[operator]
+    else:
+        _emit(json.dumps(obj, indent=None if json_target == "-" else 2, ensure_ascii=False), json_target)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "confirm":
+            return _confirm(args)
+        elif args.command == "run":
+            return _run(args)
+        elif args.command is None:
+            parser.print_help()
+            return EXIT_ERROR
+        raise NotImplementedError(args.command)
+    except PhysverifyError as exc:
+        sys.stderr.write(f"physverify: {exc}\n")
+        return EXIT_ERROR
+    except BrokenPipeError:  # `physverify ... | head`: the reader left, nothing to report
+        return EXIT_ERROR
