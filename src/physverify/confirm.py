@@ -1,0 +1,188 @@
+"""One claim, end to end (spec sections 2-6): read, check independence, run, decide, record.
+
+``evaluate`` is the one path from a claim file to its ledger object; ``replay`` and the
+MCP tools call it too. ``confirm`` adds what the command adds: the trust rule, the
+timeout check and the ledger write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from physverify import __version__, claim, isolate, specscan
+from physverify.checks import ERROR
+from physverify.errors import RefusedError, UsageError
+from physverify.ledger import append_record, claim_key, repo_commit, repo_root_for
+from physverify.verdict import Verdict, decide
+
+LEDGER_VERSION = 1
+DEFAULT_TIMEOUT_S = 300.0
+SANDBOX_HINT = "sandbox/README.md"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The ledger object of one run and the verdict it holds."""
+
+    record: dict[str, Any]
+    verdict: Verdict
+
+
+def parse_timeout(value: object, *, flag: str = "--timeout") -> float:
+    """A positive, finite number of seconds; UsageError for anything else (spec section 4)."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} must be a number of seconds, not {value!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise UsageError(f"{flag} must be a positive, finite number of seconds, not {value!r}")
+    return seconds
+
+
+def require_trust(trusted: bool) -> None:
+    """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5)."""
+    if trusted or os.environ.get("PHYSVERIFY_REPO"):
+        return
+    raise RefusedError(
+        "refusing to run the code under test: pass --trusted if the code is yours or reviewed, "
+        f"or run it inside the sandbox ('physverify sandbox -- confirm ...', see {SANDBOX_HINT})"
+    )
+
+
+def confirm(
+    claim_path: Path,
+    *,
+    ledger: Path,
+    timeout_s: object = DEFAULT_TIMEOUT_S,
+    trusted: bool = False,
+    allow_dependent_reference: str | None = None,
+) -> Evaluation:
+    """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
+    require_trust(trusted)  # before anything is read, run or written
+    seconds = parse_timeout(timeout_s)
+    evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference)
+    append_record(Path(ledger), evaluation.record)
+    return evaluation
+
+
+def evaluate(
+    claim_path: Path,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    allow_dependent_reference: str | None = None,
+    repo_root: Path | None = None,
+) -> Evaluation:
+    """Run one claim and return its ledger object; never raises for a bad claim, never writes."""
+    claim_path = Path(claim_path)
+    record = _base_record(claim_path, timeout_s)
+    try:
+        claim_file = claim.read_claim(claim_path)
+    except claim.ClaimLoadError as exc:
+        root = repo_root or _root_for(claim_path, exc.claim)
+        record.update(_claim_fields(exc.claim, root, claim_path))
+        return _finish(record, decide(load_error=str(exc)))
+    root = repo_root or _root_for(claim_path, claim_file.claim)
+    record.update(_claim_fields(claim_file.claim, root, claim_path))
+    notes = specscan.reference_notes(claim_path, claim_file.claim)
+    if allow_dependent_reference is not None:
+        record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
+        notes = []
+    if notes:  # rule 1 is static: nothing runs
+        return _finish(record, decide(dependent_notes=notes))
+    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=[root])
+    return _finish(record, _decide_child(record, child, timeout_s, claim_path))
+
+
+def _decide_child(record: dict[str, Any], child: isolate.ChildOutcome, timeout_s: float, claim_path: Path) -> Verdict:
+    payload = child.payload or {}
+    control = payload.get("control")
+    checks = payload.get("checks") or []
+    record["control"], record["checks"] = control, checks
+    problem = payload.get("load_error") or child.failure()
+    load_error = f"{claim_path}: {problem}" if problem else None
+    statuses = [o["status"] for o in ([control] if control else []) + checks]
+    if child.timed_out or load_error or ERROR in statuses:
+        record["stderr_tail"] = child.stderr_tail or None
+    return decide(load_error=load_error, timed_out=child.timed_out, timeout_s=timeout_s, control=control, checks=checks)
+
+
+# The field order of spec section 3 (claim_key, for replay, follows claim_file), so a
+# ledger line reads top to bottom.
+FIELDS = (
+    "ledger_version", "date", "physverify", "claim_file", "claim_key", "claim_sha256",
+    *claim.REQUIRED_KEYS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks",
+    "allow_dependent_reference", "timeout_s", "stderr_tail",
+)
+
+
+def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
+    record["verdict"], record["reason"] = verdict.verdict, verdict.reason
+    ordered = {key: record[key] for key in FIELDS if key in record}
+    return Evaluation(ordered, verdict)
+
+
+def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
+    return {
+        "ledger_version": LEDGER_VERSION,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "physverify": __version__,
+        "claim_file": str(claim_path),
+        "claim_key": None,
+        "claim_sha256": _sha256_or_none(claim_path),
+        "file_sha256": None,
+        "repo_commit": None,
+        "verdict": None,
+        "reason": None,
+        "control": None,
+        "checks": [],
+        "allow_dependent_reference": None,
+        "timeout_s": timeout_s,
+        "stderr_tail": None,
+    }
+
+
+def _claim_fields(values: Mapping[str, Any] | None, root: Path, claim_path: Path) -> dict[str, Any]:
+    """The CLAIM fields, the claim's key, the target file's hash and the commit."""
+    fields: dict[str, Any] = {"claim_key": claim_key(claim_path, root), "repo_commit": repo_commit(root)}
+    if values is None:
+        return fields  # the file could not be read at all: no CLAIM fields (spec section 3)
+    for key in claim.REQUIRED_KEYS:
+        if key in values:
+            fields[key] = values[key]
+    target = _find_target(root, claim_path, values.get("file"))
+    fields["file_sha256"] = _sha256_or_none(target) if target is not None else None
+    return fields
+
+
+def _root_for(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
+    """The repository root of spec section 3: CLAIM["repo"], else the checkout holding the claim."""
+    folder = claim_path.resolve().parent
+    repo = values.get("repo") if values else None
+    if isinstance(repo, str) and repo and not os.environ.get("PHYSVERIFY_REPO"):
+        return repo_root_for((folder / repo).resolve())
+    return repo_root_for(folder)
+
+
+def _find_target(root: Path, claim_path: Path, file: object) -> Path | None:
+    """The file the claim is about: from the root, else next to the claim file."""
+    if not isinstance(file, str) or not file:
+        return None
+    for base in (root, claim_path.resolve().parent):
+        candidate = base / file
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
