@@ -14,7 +14,7 @@ from pathlib import Path
 
 from physverify import __version__
 from physverify.errors import PhysverifyError
-from physverify.verdict import EXIT_ERROR
+from physverify.verdict import EXIT_ERROR, EXIT_OK
 
 DEFAULT_LEDGER = "confirm_ledger.jsonl"
 
@@ -87,6 +87,16 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     _add_json_option(run)
 
 
+def _mcp_parser(sub: argparse._SubParsersAction) -> None:
+    mcp = sub.add_parser(
+        "mcp",
+        help="MCP server on stdio: run_checks, confirm_claim, replay_claims (docs/mcp.md)",
+        description="Serve the MCP tools run_checks, confirm_claim and replay_claims over stdio for an AI "
+        "client. Paths outside the project root are refused; running code needs trusted: true or the sandbox.",
+    )
+    mcp.add_argument("--root", default=".", metavar="DIR", help="the project root; no path outside it is used (default: .)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="physverify",
@@ -97,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _confirm_parser(sub)
     _run_parser(sub)
+    _mcp_parser(sub)
     return parser
 
 
@@ -150,6 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _confirm(args)
         elif args.command == "run":
             return _run(args)
+        elif args.command == "mcp":
+            from physverify import mcp_server
+
+            mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
+            return EXIT_OK
         elif args.command is None:
             parser.print_help()
             return EXIT_ERROR

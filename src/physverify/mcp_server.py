@@ -1,0 +1,224 @@
+"""``physverify mcp``: the MCP tools run_checks, confirm_claim and replay_claims over stdio.
+
+A thin adapter (STYLE.md, "State and formats"): each tool calls the function the command
+line calls (run_specs.run_specs, confirm.confirm, replay.replay) and renders with the same
+report modules, so a model sees what a person at the terminal sees. The SDK's MCPServer
+does the framing; nothing here writes to stdout, which is the protocol stream.
+
+Two rules of the server's own: every path is resolved (symlinks too) against the project
+root given by ``--root`` and refused when it lands outside it, and a refusal or bad input
+is raised as the SDK's ToolError, the one exception whose message reaches the client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from physverify import __version__
+from physverify.errors import PhysverifyError
+
+DEFAULT_LEDGER = "confirm_ledger.jsonl"
+DEFAULT_CLAIMS = "claims"
+
+INSTRUCTIONS = (
+    "physverify settles suspected defects in physics simulation code by running the code against "
+    "references written from the physics (a book, a paper), never from the code under test. "
+    "Every tool runs the project's Python code in a fresh child process; pass trusted: true only "
+    "for code the user owns or has reviewed. Paths are relative to the project root."
+)
+
+RUN_CHECKS_DOC = """Run the checks() of spec files (verify_*.py) as a plain check suite and return one line per check.
+
+What it runs: each spec file's checks() in a fresh Python process (the same isolated child as
+confirm_claim), so an edit to the solver between two calls is always seen. Nothing is recorded.
+When to use it: while writing or fixing a solver or a spec, to see which checks PASS, FAIL or are
+INCONCLUSIVE. Give `specs` (paths under the project root), or none to run every verify_*.py found
+under the root. `timeout` (seconds, default 600) is the limit per spec file; a spec stopped at the
+limit is reported as a load error. Runs project code: needs trusted: true (or the sandbox).
+Returns the text report, then the same result as JSON."""
+
+CONFIRM_CLAIM_DOC = """Settle one suspected defect: run a claim file's control() and checks() and record a verdict.
+
+What it runs: the claim file (a .py defining CLAIM, control() and checks(), see docs/confirm.md)
+in a fresh Python process with a time limit, then applies the fixed verdict rules: confirmed (the
+control passed and a check of the correct behaviour failed), rejected (everything passed) or not
+decidable (the control failed, a timeout, a load error, a reference that uses the code under test).
+It appends one JSON line to the ledger (default confirm_ledger.jsonl at the project root), exactly
+like `physverify confirm`. When to use it: after writing a claim file for a suspected bug, to get a
+recorded verdict. Runs project code: needs trusted: true (or the sandbox). `timeout` is seconds for
+the whole run (default 300). `allow_dependent_reference` is a reason in words for running although
+the reference looks like it calls the code under test. Returns the text verdict, then the ledger
+line as JSON."""
+
+REPLAY_CLAIMS_DOC = """Replay a claims folder as a gate: re-run every claim and report how each verdict moved.
+
+What it runs: every claim file under the folder (default claims/), each in its own fresh process,
+with the same verdict rules as confirm_claim; compares each verdict with the ledger's previous one
+(or with the ledger committed at git `baseline`) and names the transitions: regressed (the defect
+is back), fixed, undecidable, decided, new, unchanged, removed. It appends a ledger line for each
+new claim and each changed verdict (every claim with record_all), like `physverify replay`.
+When to use it: before committing a change to solver code, to see whether a known defect came back
+or a fix holds. `changed_since` (a git ref) or `files` limit the run to the claims those changes
+affect; `shard` is K/N. Runs project code: needs trusted: true (or the sandbox).
+Returns the summary and every transition as text, then the result as JSON."""
+
+_T = TypeVar("_T")
+
+
+def build_server(root: Path) -> MCPServer:
+    """The server with its three tools, confined to the project ``root``."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise PhysverifyError(f"{root}: the project root given by --root is not a folder")
+    server = MCPServer("physverify", instructions=INSTRUCTIONS, version=__version__)
+    server.add_tool(_run_checks_tool(root), name="run_checks", description=RUN_CHECKS_DOC, structured_output=False)
+    server.add_tool(
+        _confirm_claim_tool(root), name="confirm_claim", description=CONFIRM_CLAIM_DOC, structured_output=False
+    )
+    server.add_tool(
+        _replay_claims_tool(root), name="replay_claims", description=REPLAY_CLAIMS_DOC, structured_output=False
+    )
+    return server
+
+
+def serve(root: Path) -> None:
+    """Change into the project root and run the server on stdio until the client closes the stream."""
+    server = build_server(root)
+    os.chdir(root)  # a relative ledger or claims path means root/path, as at the terminal
+    server.run("stdio")
+
+
+# --- the tools: each one line of argument handling around the CLI's function ---------------
+def _run_checks_tool(root: Path) -> Callable[..., str]:
+    def run_checks(specs: list[str] | None = None, trusted: bool = False, timeout: float = 600.0) -> str:
+        from physverify import confirm, run_specs
+        from physverify.report import text
+
+        def call() -> str:
+            confirm.require_trust(trusted)  # before anything is found or run (spec section 5)
+            paths = [inside_root(root, p) for p in specs] if specs else discover_specs(root)
+            if not paths:
+                raise PhysverifyError(f"{root}: no verify_*.py spec files under the project root; name them in specs")
+            outcome = run_specs.run_specs(paths, timeout_s=timeout)
+            return _text_then_json(text.render_run(outcome), outcome.to_dict())
+
+        return _as_tool_error(call)
+
+    return run_checks
+
+
+def _confirm_claim_tool(root: Path) -> Callable[..., str]:
+    def confirm_claim(
+        claim: str,
+        trusted: bool = False,
+        ledger: str = DEFAULT_LEDGER,
+        timeout: float = 300.0,
+        allow_dependent_reference: str | None = None,
+    ) -> str:
+        from physverify import confirm
+        from physverify.report import text
+
+        def call() -> str:
+            confirm.require_trust(trusted)  # nothing is read, run or written on a refusal
+            evaluation = confirm.confirm(
+                _as_given(inside_root(root, claim)),
+                ledger=_as_given(inside_root(root, ledger)),
+                timeout_s=timeout,
+                trusted=trusted,
+                allow_dependent_reference=allow_dependent_reference,
+            )
+            return _text_then_json(text.render_confirm(evaluation.record), evaluation.record)
+
+        return _as_tool_error(call)
+
+    return confirm_claim
+
+
+def _replay_claims_tool(root: Path) -> Callable[..., str]:
+    def replay_claims(
+        claims: list[str] | None = None,
+        trusted: bool = False,
+        ledger: str | None = None,
+        jobs: int | None = None,
+        timeout: float | None = None,
+        baseline: str | None = None,
+        changed_since: str | None = None,
+        files: list[str] | None = None,
+        shard: str | None = None,
+        record_all: bool = False,
+    ) -> str:
+        from physverify import confirm, replay, report
+
+        def call() -> str:
+            confirm.require_trust(trusted)
+            given = [_as_given(inside_root(root, c)) for c in claims or [DEFAULT_CLAIMS]]
+            result = replay.replay(
+                given,
+                ledger=None if ledger is None else _as_given(inside_root(root, ledger)),
+                jobs=jobs,
+                timeout_s=timeout,
+                trusted=trusted,
+                baseline=baseline,
+                changed_since=changed_since,
+                files=None if files is None else [_as_given(inside_root(root, f)) for f in files],
+                shard=shard,
+                record_all=record_all,
+            )
+            return _text_then_json(report.render("text", result), json.loads(report.render("json", result)))
+
+        return _as_tool_error(call)
+
+    return replay_claims
+
+
+# --- the server's own rules ---------------------------------------------------------------
+def inside_root(root: Path, path: str) -> Path:
+    """``path`` resolved against ``root`` (symlinks too); ToolError when it lands outside it."""
+    resolved = (root / Path(path).expanduser()).resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ToolError(f"{path}: outside the project root {root}; this server only reads and runs files under it")
+    return resolved
+
+
+def discover_specs(root: Path) -> list[Path]:
+    """Every verify_*.py under ``root``, skipping the folders claim discovery skips, in a stable order."""
+    from physverify.replay import is_skipped_dir  # one skip rule for claims and specs (STYLE.md, section 4)
+
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not is_skipped_dir(d))  # pruned, so a .venv is never walked
+        found.extend(Path(folder) / f for f in sorted(files) if f.startswith("verify_") and f.endswith(".py"))
+    return found
+
+
+def _as_given(path: Path) -> Path:
+    """``path`` relative to the working directory when it is under it, as a person would type it.
+
+    The ledger keeps claim_file as given (spec section 3); ``serve`` starts in the root,
+    so a claim reads ``claims/x.py`` there, as it does from the command line.
+    """
+    cwd = Path.cwd().resolve()
+    return path.relative_to(cwd) if path.is_relative_to(cwd) and path != cwd else path
+
+
+def _text_then_json(text: str, obj: Any) -> str:
+    """The text a person would read, a blank line, then the same result as indented JSON."""
+    return f"{text.rstrip()}\n\n{json.dumps(obj, indent=2, ensure_ascii=False, default=str)}\n"
+
+
+def _as_tool_error(call: Callable[[], _T]) -> _T:
+    """Run ``call``; an expected failure becomes a ToolError so its one line reaches the client."""
+    try:
+        return call()
+    except PhysverifyError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+__all__: Sequence[str] = ("build_server", "discover_specs", "inside_root", "serve")
