@@ -19,6 +19,9 @@ from physverify.checks import (
     requires,
     run_check,
 )
+from physverify.mms import ManufacturedODE, mms_order_study, mms_trajectory_study
+from physverify.order import check_exact, check_order, fit_order, pairwise_orders
+from physverify.studies import invariant_study, patch_study, reference_study
 
 __version__ = "0.1.0"
 
@@ -32,10 +35,20 @@ __all__ = [
     "STATUSES",
     "Check",
     "CheckOutcome",
+    "ManufacturedODE",
     "OrderResult",
     "Result",
     "SkipCheck",
     "__version__",
+    "check_exact",
+    "check_order",
+    "fit_order",
+    "invariant_study",
+    "mms_order_study",
+    "mms_trajectory_study",
+    "pairwise_orders",
+    "patch_study",
+    "reference_study",
     "requires",
     "run_check",
 ]
