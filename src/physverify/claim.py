@@ -1,0 +1,337 @@
+"""Static reading of a claim file (spec section 1) and the ``confirm init`` template (section 6).
+
+A claim file is read with ``ast`` and never run or imported here: the parent process
+must be able to refuse a bad claim before any code under test runs (rule 0, section 2),
+and a long-running process must never import claim or solver code (STYLE.md, section 4).
+Every problem with the file, whatever its bytes, is a ClaimLoadError with one line
+"<path>: <problem>"; nothing else escapes ``read_claim`` (tests/test_claim.py fuzzes it).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from physverify.errors import PhysverifyError
+
+REQUIRED_KEYS = ("text", "source", "file", "line", "reference", "impact")
+OPTIONAL_KEYS = ("repo",)  # section 3: a claim kept outside the repository names it
+IMPACTS = ("used", "latent", "unknown")
+FILL_IN = "FILL IN"
+
+# A file that cannot be parsed but starts a line with a CLAIM binding still counts as a
+# claim for discovery, so replay reports its load error instead of skipping it as a helper.
+_CLAIM_LINE = re.compile(rb"^CLAIM\s*[:=]", re.MULTILINE)
+
+
+class ClaimLoadError(PhysverifyError):
+    """A claim file that cannot be loaded (rule 0); carries what could be read of it."""
+
+    def __init__(self, message: str, *, claim: dict[str, Any] | None = None, sha256: str | None = None) -> None:
+        super().__init__(message)
+        self.claim = claim
+        self.sha256 = sha256
+
+
+@dataclass(frozen=True)
+class ClaimFile:
+    path: Path
+    sha256: str
+    claim: dict[str, Any]
+
+
+# --- reading --------------------------------------------------------------------------
+def read_claim(path: Path) -> ClaimFile:
+    """Return the validated CLAIM of ``path``, read statically; raise ClaimLoadError otherwise."""
+    if path.suffix != ".py":
+        raise ClaimLoadError(f"{path}: a claim file must end in .py")
+    data = _read_bytes(path)
+    digest = hashlib.sha256(data).hexdigest()
+    bindings = _top_level_bindings(_parse(path, data, digest))
+    claim = _claim_literal(path, bindings, digest)
+    problem = _claim_problem(claim) or _missing_function(bindings)
+    if problem is not None:
+        raise ClaimLoadError(f"{path}: {problem}", claim=claim, sha256=digest)
+    return ClaimFile(path, digest, claim)
+
+
+def binds_claim(path: Path) -> bool:
+    """Return whether the file's top level binds CLAIM (discovery, DESIGN "Replay").
+
+    A file that cannot be read, decoded or parsed counts as a claim when a line starts
+    with ``CLAIM =`` or ``CLAIM:`` (an unreadable file always does), so its load error is
+    reported rather than the file being skipped as a helper.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return True
+    try:
+        return "CLAIM" in _top_level_bindings(_parse(path, data, ""))
+    except ClaimLoadError:
+        return _CLAIM_LINE.search(data) is not None
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ClaimLoadError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+
+
+def _parse(path: Path, data: bytes, digest: str) -> ast.Module:
+    """Return the module's syntax tree; decoding honours a PEP 263 coding line, else UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        source = data.decode(encoding)
+    except (SyntaxError, LookupError) as exc:  # a bad or unknown coding line
+        raise ClaimLoadError(f"{path}: cannot be decoded: {exc}", sha256=digest) from None
+    except UnicodeDecodeError as exc:
+        raise ClaimLoadError(
+            f"{path}: is not valid {exc.encoding} text (byte {data[exc.start]:#04x} at offset {exc.start})",
+            sha256=digest,
+        ) from None
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise ClaimLoadError(f"{path}: is not valid Python: {exc.msg} (line {exc.lineno})", sha256=digest) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; absurd nesting
+        raise ClaimLoadError(f"{path}: is not valid Python: {exc}", sha256=digest) from None
+
+
+def _top_level_bindings(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Return each name bound by a statement of the module body, mapped to its last binder.
+
+    Only the module body counts: a name bound inside if/try/def/class is not seen,
+    because the file is read before it runs (section 1).
+    """
+    bound: dict[str, ast.stmt] = {}
+    for stmt in tree.body:
+        for name in _names_bound(stmt):
+            bound[name] = stmt
+        if isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                for name in _target_names(target):
+                    bound.pop(name, None)
+    return bound
+
+
+def _names_bound(stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, ast.Assign):
+        return [name for target in stmt.targets for name in _target_names(target)]
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:  # `CLAIM: dict` alone binds nothing
+        return _target_names(stmt.target)
+    if isinstance(stmt, ast.AugAssign):
+        return _target_names(stmt.target)
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        # `import a.b` binds `a`; `from m import *` binds names we cannot see statically
+        return [alias.asname or alias.name.split(".")[0] for alias in stmt.names if alias.name != "*"]
+    return []
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _target_names(element)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+def _claim_literal(path: Path, bindings: dict[str, ast.stmt], digest: str) -> dict[str, Any]:
+    """Return CLAIM as a dict of string keys and string or number values, or raise."""
+    stmt = bindings.get("CLAIM")
+    if stmt is None:
+        raise ClaimLoadError(f"{path}: CLAIM is not defined at the top level", sha256=digest)
+    value = _literal(stmt.value) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    if not isinstance(value, dict):
+        raise ClaimLoadError(
+            f"{path}: CLAIM is not a literal dict (strings and numbers only, so it can be read without running "
+            "the file)",
+            sha256=digest,
+        )
+    readable = {k: v for k, v in value.items() if isinstance(k, str) and _is_scalar(v)}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ClaimLoadError(f"{path}: CLAIM keys must be strings; {key!r} is not", claim=readable, sha256=digest)
+        if not _is_scalar(item):
+            raise ClaimLoadError(
+                f"{path}: CLAIM[{key!r}] must be a string or a number, not {type(item).__name__}",
+                claim=readable,
+                sha256=digest,
+            )
+    return readable
+
+
+def _literal(node: ast.expr | None) -> object:
+    """Return the value of a literal expression, or None when it is not one."""
+    if not isinstance(node, ast.Dict):  # only a dict display can be CLAIM; skip evaluating anything else
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # not a literal: record as None
+        return None
+
+
+def _is_scalar(value: object) -> bool:
+    # bool is an int subclass, and complex is not what "numbers" means for a line or a label
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _claim_problem(claim: dict[str, Any]) -> str | None:
+    """Return the first problem with a CLAIM dict of scalars (section 1), or None."""
+    missing = [key for key in REQUIRED_KEYS if key not in claim]
+    if missing:
+        keys = " and ".join(repr(key) for key in missing)
+        return f"CLAIM is missing the key{'s' if len(missing) > 1 else ''} {keys}"
+    unknown = [key for key in claim if key not in REQUIRED_KEYS + OPTIONAL_KEYS]
+    if unknown:
+        return (
+            f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(k) for k in unknown)} "
+            f"(allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})"
+        )
+    for key in claim:
+        problem = _value_problem(key, claim[key])
+        if problem is not None:
+            return problem
+    return None
+
+
+def _value_problem(key: str, value: object) -> str | None:
+    if key == "line":
+        if not isinstance(value, int):
+            return f"CLAIM['line'] must be an integer, not {value!r}"
+        return None if value >= 1 else f"CLAIM['line'] is {value}; line numbers start at 1"
+    if not isinstance(value, str):
+        return f"CLAIM[{key!r}] must be a string, not {value!r}"
+    if value.strip() == "":
+        return f"CLAIM[{key!r}] is empty"
+    if value.strip() == FILL_IN:
+        return f"CLAIM[{key!r}] is still {FILL_IN!r}; fill it in"
+    if key == "impact" and value not in IMPACTS:
+        return f"CLAIM['impact'] is {value!r}; it must be one of {', '.join(IMPACTS)}"
+    return None
+
+
+def _missing_function(bindings: dict[str, ast.stmt]) -> str | None:
+    for name in ("control", "checks"):
+        if name not in bindings:
+            return f"{name}() is not defined at the top level"
+    return None
+
+
+# --- confirm init (section 6) ---------------------------------------------------------
+def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None) -> Path:
+    """Write a claim template to ``path`` and return the path; refuse to overwrite anything."""
+    if path.name == "init":
+        raise PhysverifyError(f"{path}: a claim file cannot be called 'init' (it is the subcommand's name)")
+    if path.suffix != ".py":
+        raise PhysverifyError(f"{path}: a claim file must end in .py")
+    values = {"--text": text, "--file": file, "--line": line}
+    missing = [flag for flag, value in values.items() if value is None or str(value).strip() == ""]
+    if missing:
+        raise PhysverifyError(f"confirm init: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    number = _line_number(line)
+    try:
+        with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
+            handle.write(_template(str(text), str(file), number))
+    except FileExistsError:
+        raise PhysverifyError(f"{path}: already exists; confirm init never overwrites a file") from None
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+    return path
+
+
+def _line_number(line: str | int | None) -> int:
+    try:
+        number = int(str(line).strip())
+    except ValueError:
+        raise PhysverifyError(f"confirm init: --line must be an integer line number, not {line!r}") from None
+    if number < 1:
+        raise PhysverifyError(f"confirm init: --line is {number}; line numbers start at 1")
+    return number
+
+
+def _template(text: str, file: str, line: int) -> str:
+    return _TEMPLATE.format(text=_py_string(text), file=_py_string(file), line=line, fill=_py_string(FILL_IN))
+
+
+def _py_string(value: str) -> str:
+    """Return a double-quoted Python literal for ``value`` (a JSON string is one)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from undecodable argv bytes: keep it escaped
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+_TEMPLATE = '''"""Claim file for physverify confirm (docs/confirm.md).
+
+THE REFERENCE MUST COME FROM THE PHYSICS: a book and section, a paper and equation
+number, or the project's README. Never take it from the code under test, or the
+check can only agree with the code it is meant to judge.
+
+Fill in every "FILL IN" below (the file will not load until you do), then write
+control() and checks(). Run it with:  physverify confirm THIS_FILE.py --trusted
+"""
+
+import numpy as np  # noqa: F401  (most references need it)
+
+from physverify import Check  # noqa: F401
+# Order-of-accuracy helpers (see docs/confirm.md for their arguments):
+# from physverify import ManufacturedODE, mms_order_study, reference_study, invariant_study
+
+# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+CLAIM = {{
+    # the claim as it was stated, unedited
+    "text": {text},
+    # who made the claim: a person, physverify scan, or a model with its name
+    "source": {fill},
+    # the file the claim is about (relative to the repository root) and the line in it
+    "file": {file},
+    "line": {line},
+    # where the correct equation comes from, e.g. "Taylor, Classical Mechanics, sec. 5.4: ..."
+    "reference": {fill},
+    # used, latent or unknown: do the repository's own scripts or defaults reach this code?
+    "impact": {fill},
+}}
+
+
+# Write the reference again from the physics, e.g. for a damped oscillator
+# (m x'' + b x' + k x = 0, Taylor sec. 5.4):
+#
+# def reference_rhs(t, y):
+#     return np.array([y[1], -OMEGA**2 * y[0] - GAMMA * y[1]])
+
+
+def control():
+    """One Check that must PASS: the same check where the claimed effect is absent."""
+    # Typical controls (spec section 1): the faulty term multiplied by zero, the bad
+    # branch not taken, or the reference run on an independent solver
+    # (scipy.integrate.solve_ivp at tight tolerance). For an order-of-accuracy claim:
+    #
+    # mms = ManufacturedODE(u=lambda t: np.array([np.cos(t), -np.sin(t)]), rhs_ref=reference_rhs)
+    # def integrate(source, y0, t_end, n_steps):  # adapt the code under test to this contract
+    #     return solver.integrate(lambda t, y: solver.rhs(t, y) + source(t), y0, t_end, n_steps)
+    # return Check("mms", "midpoint rule is second order with the effect switched off",
+    #              lambda: mms_order_study(integrate, mms, t_end=1.0, ns=[20, 40, 80, 160], expected_order=2))
+    raise NotImplementedError("write control(): one Check that must pass")
+
+
+def checks():
+    """A non-empty list of Checks of the correct behaviour where the claimed effect is present."""
+    # If the claim is right, at least one of them FAILs; if the code is right, all PASS.
+    # return [Check("mms", "midpoint rule is second order with the effect on", lambda: ...)]
+    raise NotImplementedError("write checks(): the correct behaviour, where the claimed effect is present")
+'''
