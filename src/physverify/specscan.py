@@ -1,0 +1,182 @@
+"""Rule 1 of spec section 2: does a reference in the claim file use the code under test?
+
+A reference computed by the code it is meant to judge can only agree with it, so the
+verdict would say nothing. ``reference_notes`` reads the claim file statically (nothing
+runs) and reports each function whose name says it is a reference (reference*, *_ref,
+ref_*, exact*, analytic*, expected*) and whose body calls or uses the module of
+CLAIM["file"] or a name imported from it, directly or through a helper function defined
+in the same file. It is a heuristic: no note does not prove the reference independent.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any, Union
+
+_REFERENCE_NAME = re.compile(r"^_*(reference|ref_|exact|analytic|expected)|_ref$", re.IGNORECASE)
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+
+
+def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
+    """Return one sentence per reference function that uses the code under test (rule 1)."""
+    modules = _module_names(claim.get("file"))
+    tree = _parse(path)
+    if not modules or tree is None:  # claim.read_claim reports an unreadable file or CLAIM
+        return []
+    targets = _imported_targets(tree, modules)
+    helpers = _named_functions(tree)
+    notes: list[str] = []
+    for name, node in _reference_functions(tree):
+        for target, verb, via in _uses(node, targets, modules, helpers, seen={name}):
+            through = f" (through {via}())" if via else ""
+            notes.append(f"{name}() (line {node.lineno}) {verb} {target}, the code under test{through}")
+    return notes
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # claim.py reports these
+        return None
+
+
+def _module_names(file: object) -> set[str]:
+    """Return the dotted names the claimed file can be imported as ("src/pkg/m.py": m, pkg.m, src.pkg.m)."""
+    if not isinstance(file, str) or not file.strip():
+        return set()
+    parts = list(PurePosixPath(file.replace("\\", "/")).with_suffix("").parts)
+    parts = [p for p in parts if p not in ("", ".", "/")]
+    if parts and parts[-1] == "__init__":  # a package's __init__.py is imported as the package
+        parts.pop()
+    return {".".join(parts[i:]) for i in range(len(parts))}
+
+
+def _imported_targets(tree: ast.Module, modules: set[str]) -> dict[str, str]:
+    """Return local name -> dotted name for every import of the code under test in the file."""
+    targets: dict[str, str] = {}
+    for node in ast.walk(tree):  # imports inside functions count too: a heuristic, not scoping
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules or any(m.startswith(alias.name + ".") for m in modules):
+                    # `import solver as s`: s stands for solver; `import pkg.solver`: pkg is pkg
+                    targets[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else ""
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}" if node.module else alias.name
+                if full in modules:  # `from pkg import solver`: a module
+                    targets[alias.asname or alias.name] = full
+                elif node.module in modules and alias.name != "*":  # `from solver import rhs`
+                    targets[alias.asname or alias.name] = full
+    return targets
+
+
+def _named_functions(tree: ast.Module) -> dict[str, FunctionNode]:
+    """Return the functions (and named lambdas) defined anywhere in the file, by name."""
+    return dict(_functions(tree))
+
+
+def _reference_functions(tree: ast.Module) -> list[tuple[str, FunctionNode]]:
+    return [(name, node) for name, node in _functions(tree) if _REFERENCE_NAME.search(name)]
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[str, FunctionNode]]:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Lambda):
+            if isinstance(node.target, ast.Name):
+                yield node.target.id, node.value
+
+
+def _uses(
+    function: FunctionNode,
+    targets: dict[str, str],
+    modules: set[str],
+    helpers: dict[str, FunctionNode],
+    seen: set[str],
+) -> Iterator[tuple[str, str, str]]:
+    """Yield (code-under-test name, "calls"/"uses", helper it goes through or "") once each."""
+    reported: set[str] = set()
+    for target, verb, via in _walk_uses(function, targets, modules, helpers, seen):
+        if target not in reported:
+            reported.add(target)
+            yield target, verb, via
+
+
+def _walk_uses(
+    function: FunctionNode,
+    targets: dict[str, str],
+    modules: set[str],
+    helpers: dict[str, FunctionNode],
+    seen: set[str],
+) -> Iterator[tuple[str, str, str]]:
+    local = _local_names(function)
+    called = {id(node.func) for node in ast.walk(function) if isinstance(node, ast.Call)}
+    for node in _outermost_loads(function):
+        dotted = _dotted(node)
+        root = dotted.split(".")[0]
+        if root in local:  # a parameter or local variable that shadows an import
+            continue
+        qualified = _qualified(dotted, targets[root]) if root in targets else ""
+        if qualified and _under_test(qualified, modules):
+            yield qualified, "calls" if id(node) in called else "uses", ""
+        elif root == dotted and root in helpers and root not in seen and id(node) in called:
+            seen.add(root)  # follow a call into a helper defined in this file, once
+            for target, verb, via in _walk_uses(helpers[root], targets, modules, helpers, seen):
+                yield target, verb, via or root
+
+
+def _under_test(qualified: str, modules: set[str]) -> bool:
+    """Return whether a dotted name lies in the code under test (`import pkg.solver` binds pkg)."""
+    return any(qualified == m or qualified.startswith(m + ".") for m in modules)
+
+
+def _qualified(dotted: str, module: str) -> str:
+    """Return the name as the reader knows it: `s.rhs` with `import solver as s` is solver.rhs."""
+    if not module:
+        return dotted
+    return ".".join([module, *dotted.split(".")[1:]])
+
+
+def _outermost_loads(function: FunctionNode) -> Iterator[ast.expr]:
+    """Yield each Name or attribute chain `a.b.c` that is read in the body, outermost only."""
+    inner: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and _dotted(node):
+            inner.add(id(node.value))
+    for node in ast.walk(function):
+        if id(node) in inner:
+            continue
+        if isinstance(node, ast.Attribute) and _dotted(node) and isinstance(node.ctx, ast.Load):
+            yield node
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            yield node
+
+
+def _dotted(node: ast.expr) -> str:
+    """Return "a.b.c" for a chain of attributes on a name, else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _local_names(function: FunctionNode) -> set[str]:
+    """Return the parameters of ``function`` and the names assigned in its body."""
+    arguments = function.args
+    params = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+    names = {a.arg for a in params} | {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
