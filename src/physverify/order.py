@@ -83,7 +83,14 @@ def pairwise_orders(hs: Sequence[float], errors: Sequence[float]) -> list[float]
 
 def _result(status: str, message: str, expected: float | None, hs: Sequence[float], errors: Sequence[float],
             fitted: float | None = None) -> OrderResult:
-    return OrderResult(status, message, None if expected is None else float(expected), fitted, tuple(float(x) for x in hs), tuple(float(x) for x in errors))
+    return OrderResult(
+        status,
+        message,
+        None if expected is None else float(expected),
+        fitted,
+        tuple(float(x) for x in hs),
+        tuple(float(x) for x in errors),
+    )
 
 
 def _input_problem(hs: Sequence[float], errors: Sequence[float]) -> str | None:
@@ -229,8 +236,8 @@ def _too_low(head: str, pairwise: list[float], fitted: float, low: float, high: 
     if rising:
         return FAIL, (f"{head}, below [{low:g}, {high:g}); the {orders} are still rising, so the steps may be "
                       "pre-asymptotic: add finer resolutions before concluding")
-    nearest = round(fitted)
-    if nearest >= 1 and abs(fitted - nearest) < _CLEAN_INTEGER and nearest != expected:
+    nearest = _clean_integer(pairwise[-1])
+    if nearest is not None and nearest >= 1 and nearest != expected:
         return FAIL, (f"{head}: a clean order {nearest}, the signature of one term that is only accurate to that "
                       "order (a stage at the wrong time, a stale value such as an old acceleration, a full step "
                       "where a half step belongs); if the method really is of order "
@@ -238,9 +245,15 @@ def _too_low(head: str, pairwise: list[float], fitted: float, low: float, high: 
     return FAIL, f"{head}, below [{low:g}, {high:g}) ({orders}): the error falls more slowly than the method allows"
 
 
+def _clean_integer(order: float) -> int | None:
+    """The integer the finest pairwise order sits on, or None (the finest pair is the most asymptotic)."""
+    nearest = round(order)
+    return nearest if abs(order - nearest) < _CLEAN_INTEGER else None
+
+
 def _too_high_advice(pairwise: list[float], fitted: float, low: float, high: float) -> str:
-    nearest = round(fitted)
-    if abs(fitted - nearest) < _CLEAN_INTEGER:
+    nearest = _clean_integer(pairwise[-1])
+    if nearest is not None:
         return (f", above [{low:g}, {high:g}): a clean order {nearest}, so the expected order itself looks wrong "
                 "(check the method's order in its reference), or the problem is one the method solves unusually "
                 "well; use a less special problem")
