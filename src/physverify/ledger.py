@@ -1,0 +1,377 @@
+"""The append-only JSONL ledger (spec section 3): writing, tolerant reading, git state, log, merge.
+
+One run adds one line; a line, once written, is never rewritten or removed. Several
+physverify processes (replay --jobs, a CI matrix, a person running confirm beside a
+pre-commit hook) may append to one ledger at the same time, so ``append_record`` locks
+and writes each line in a single call. The reader keeps every good line and reports a
+bad one by its line number instead of giving up, because a writer killed mid-line must
+not make the history unreadable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import posixpath
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePath
+from typing import Any, NamedTuple
+
+from physverify.errors import PhysverifyError
+from physverify.verdict import EXIT_OK
+
+try:  # POSIX; on Windows the single O_APPEND write is the only guard
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+LEDGER_VERSION = 1
+
+
+# --- writing --------------------------------------------------------------------------
+def append_record(path: Path, record: Mapping[str, Any]) -> None:
+    """Append ``record`` as one JSON line to the ledger at ``path``, creating the file if needed."""
+    line = _serialise(record)
+    try:
+        # O_APPEND: every write lands at the end of the file as it is at that moment, so no
+        # writer can overwrite another's line through a stale offset. O_CREAT without
+        # O_TRUNC or O_EXCL: two first writers racing to create the ledger share one file
+        # and neither empties it. O_RDWR only so the last byte can be read below.
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot open the ledger for appending: {exc.strerror or exc}") from None
+    try:
+        _locked_append(path, fd, line)
+    finally:
+        os.close(fd)  # closing also releases the lock if anything above failed
+
+
+def _locked_append(path: Path, fd: int, line: bytes) -> None:
+    if fcntl is not None:
+        # An exclusive lock held from the last-byte check to fsync: no other physverify
+        # writer can append in between, so the check below stays true, lines never
+        # interleave, and a reader with the lock (none needs one) would see whole lines.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        # A writer killed mid-line (or a hand edit) may have left the file without a final
+        # newline; the new line must not be glued onto that torn line. The fix-up newline
+        # goes into the SAME write as the line, so a crash cannot separate them.
+        data = (b"\n" if _ends_torn(fd) else b"") + line
+        _write_all(path, fd, data)
+        os.fsync(fd)  # the line is on disk before the verdict is reported
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot append to the ledger: {exc.strerror or exc}") from None
+    finally:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _write_all(path: Path, fd: int, data: bytes) -> None:
+    # One os.write normally takes the whole line. A short write happens only when the disk
+    # fills up or a signal interrupts; we still hold the lock, so finishing the rest cannot
+    # interleave with another writer.
+    written = os.write(fd, data)
+    while written < len(data):
+        more = os.write(fd, data[written:])
+        if more == 0:
+            raise PhysverifyError(f"{path}: the disk took none of the ledger line")
+        written += more
+
+
+def _serialise(record: Mapping[str, Any]) -> bytes:
+    """Return ``record`` as one line of UTF-8 JSON ending in a newline.
+
+    inf and nan become null: JSON has no spelling for them, and jq or a browser refuses
+    the NaN token Python would write. A string holding a lone surrogate (undecodable
+    command-line bytes) is written with \\u escapes, which read back to the same string.
+    """
+    finite = _finite(dict(record))
+    text = json.dumps(finite, ensure_ascii=False, allow_nan=False, default=_json_default)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = json.dumps(finite, ensure_ascii=True, allow_nan=False, default=_json_default).encode("ascii")
+    return data + b"\n"  # json.dumps escapes "\n" inside strings, so this is the only one
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, PurePath):  # claim_file may arrive as a Path
+        return str(value)
+    raise TypeError(f"a ledger record cannot hold {type(value).__name__}: {value!r}")
+
+
+# --- reading --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LedgerRead:
+    records: list[dict[str, Any]]
+    problems: list[str]
+
+
+class _Line(NamedTuple):
+    number: int
+    raw: bytes
+    record: dict[str, Any] | None
+    problem: str | None
+
+
+def read_ledger(path: Path) -> LedgerRead:
+    """Return the ledger's good records in file order and one problem per bad line."""
+    lines = _read_lines(path)
+    return LedgerRead(
+        [line.record for line in lines if line.record is not None],
+        [f"{path}:{line.number}: {line.problem}" for line in lines if line.problem is not None],
+    )
+
+
+def _read_lines(path: Path) -> list[_Line]:
+    """Return every non-blank line of the ledger, parsed; a missing ledger has none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    # Split on b"\n" only: str.splitlines would also split on U+2028 and friends, which
+    # ensure_ascii=False leaves raw inside JSON strings.
+    chunks = data.split(b"\n")
+    last = len(chunks) - 1  # chunks[last] is b"" when the file ends with a newline
+    return [_parse_line(i + 1, raw, torn=i == last) for i, raw in enumerate(chunks) if raw.strip()]
+
+
+def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return _Line(number, raw, None, "not UTF-8 text; line skipped")
+    except (ValueError, RecursionError) as exc:
+        # A last line without its newline that is not valid JSON was cut off mid-write; a
+        # complete object without the newline (a hand edit) is kept.
+        if torn:
+            return _Line(number, raw, None, "the last line was cut off mid-write (no newline, not complete JSON); line skipped")
+        return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
+    if not isinstance(value, dict):
+        return _Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
+    return _Line(number, raw, value, None)
+
+
+# --- the repository: root, commit, claim key ------------------------------------------
+def repo_root_for(folder: Path) -> Path:
+    """Return $PHYSVERIFY_REPO, else the git working tree holding ``folder``, else ``folder`` (section 3)."""
+    sandbox = os.environ.get("PHYSVERIFY_REPO")
+    if sandbox:
+        return Path(sandbox)
+    repo = _open_repo(folder)
+    if repo is None or repo.working_tree_dir is None:  # not in git, or a bare repository
+        return folder.resolve()
+    return Path(repo.working_tree_dir)
+
+
+def repo_commit(root: Path) -> str | None:
+    """Return HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None."""
+    sandbox = os.environ.get("PHYSVERIFY_REPO_COMMIT")
+    if sandbox:  # the container has the files but not the .git folder (sandbox/README.md)
+        return sandbox
+    repo = _open_repo(root)
+    if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
+        return None
+    import git
+
+    try:
+        # Untracked files do not count: a new scratch file does not change what HEAD's code does.
+        dirty = repo.is_dirty(index=True, working_tree=True, untracked_files=False)
+    except git.GitCommandError:  # e.g. git's "dubious ownership" refusal: the state is unknown, so null
+        return None
+    return repo.head.commit.hexsha + ("-dirty" if dirty else "")
+
+
+def _open_repo(folder: Path) -> Any:
+    """Return the GitPython Repo holding ``folder``, or None outside git."""
+    try:
+        import git  # imported here: without a git executable the import itself fails
+    except ImportError:  # no git on this machine: nothing can be a checkout (spec: null)
+        return None
+    try:
+        return git.Repo(folder, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, OSError):
+        return None
+
+
+def claim_key(claim_path: Path, repo_root: Path) -> str:
+    """Return the claim file's path relative to the repository root, POSIX separators (the replay key)."""
+    relative = os.path.relpath(claim_path.resolve(), repo_root.resolve())
+    return PurePath(relative).as_posix()
+
+
+def _record_key(record: Mapping[str, Any]) -> str | None:
+    """Return a record's claim key: "claim_key" when written by confirm/replay, else "claim_file"."""
+    key = record.get("claim_key") or record.get("claim_file")
+    return _normal(key) if isinstance(key, str) and key else None
+
+
+def _normal(path: str) -> str:
+    """Return ``path`` with POSIX separators and no "./" or "a/../" parts."""
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
+def latest_by_claim(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Return the last record of each claim key, in file order.
+
+    File order, not the "date" field: the ledger is append-only, so a later line is a
+    later run even when clocks disagree; a merged ledger is already in date order.
+    """
+    latest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        key = _record_key(record)
+        if key is not None:
+            latest[key] = dict(record)
+    return latest
+
+
+# --- ledger log -----------------------------------------------------------------------
+class LogRow(NamedTuple):
+    date: str
+    verdict: str
+    repo_commit: str
+    claim: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LogResult:
+    rows: list[LogRow]
+    problems: list[str]
+    claim: str | None
+    exit_code: int = EXIT_OK
+
+
+def log(ledger: Path, claim: str | None = None) -> LogResult:
+    """Return the ledger's rows (one per line), only the given claim's when ``claim`` is set."""
+    read = read_ledger(ledger)
+    return LogResult(log_rows(read.records, _claim_keys(claim)), read.problems, claim)
+
+
+def _claim_keys(claim: str | None) -> set[str] | None:
+    """Return the keys a --claim PATH may be recorded under: as given, and relative to its repository."""
+    if claim is None:
+        return None
+    keys = {_normal(claim)}
+    path = Path(claim)
+    if path.exists():
+        keys.add(claim_key(path, repo_root_for(path.parent)))
+    return keys
+
+
+def log_rows(records: Iterable[Mapping[str, Any]], claim: str | set[str] | None) -> list[LogRow]:
+    """Return one row per record, in ledger order, keeping only ``claim`` (a key or keys) when given."""
+    wanted = {_normal(claim)} if isinstance(claim, str) else claim
+    return [_row(r) for r in records if wanted is None or _record_key(r) in wanted]
+
+
+def _row(record: Mapping[str, Any]) -> LogRow:
+    def text(field: str) -> str:
+        value = record.get(field)
+        return "" if value is None else str(value)
+
+    return LogRow(text("date"), text("verdict"), text("repo_commit"), _record_key(record) or "", text("reason"))
+
+
+# --- ledger merge ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class MergeResult:
+    output: Path
+    inputs: int
+    lines_in: int
+    lines_out: int
+    duplicates: int
+    problems: list[str]
+    exit_code: int = EXIT_OK
+
+
+def merge(inputs: Sequence[Path], output: Path) -> MergeResult:
+    """Join ledgers into ``output``: date order, exact duplicates once, bad lines kept at the end.
+
+    The order does not depend on the order of ``inputs`` (a CI matrix finishes in any
+    order): lines sort by date, then by their place in their own file, then by their
+    bytes. A line that is not a valid record is reported and copied after the good ones,
+    so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
+    """
+    _check_merge_paths(inputs, output)
+    good: dict[bytes, tuple[Any, ...]] = {}
+    bad: set[bytes] = set()
+    problems: list[str] = []
+    lines_in = 0
+    for path in inputs:
+        for index, line in enumerate(_read_lines(path)):
+            lines_in += 1
+            if line.record is None:
+                problems.append(f"{path}:{line.number}: {line.problem} (copied to the end of {output})")
+                bad.add(line.raw)
+            else:
+                key = (*_date_key(line.record.get("date")), index, line.raw)
+                good[line.raw] = min(good.get(line.raw, key), key)
+    body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + sorted(bad)
+    _write_atomically(output, b"".join(raw + b"\n" for raw in body))
+    return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
+
+
+def _check_merge_paths(inputs: Sequence[Path], output: Path) -> None:
+    if not inputs:
+        raise PhysverifyError("ledger merge: name at least one ledger to merge")
+    for path in inputs:
+        if not path.is_file():
+            raise PhysverifyError(f"{path}: no such ledger file")
+    if output.exists() or output.is_symlink():
+        named = any(output.resolve() == path.resolve() for path in inputs)
+        why = "it is one of the inputs" if named else "its lines would be lost; name it as an input instead"
+        raise PhysverifyError(f"{output}: already exists and merge never overwrites it ({why}); write to a new file")
+
+
+def _date_key(value: object) -> tuple[int, datetime]:
+    """Return a sort key for a record's date; a missing or unreadable date sorts first."""
+    earliest = datetime.min.replace(tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        return (0, earliest)
+    try:
+        moment = datetime.fromisoformat(value)
+        # section 3: dates are UTC; one time zone for all keys also keeps comparisons in range
+        moment = moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        return (0, earliest)
+    return (1, moment)
+
+
+def _write_atomically(output: Path, data: bytes) -> None:
+    """Write ``output`` through a temporary file in its folder and os.replace, so it is never half written."""
+    try:
+        handle = tempfile.NamedTemporaryFile(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp", delete=False)
+    except OSError as exc:
+        raise PhysverifyError(f"{output}: cannot be written: {exc.strerror or exc}") from None
+    try:
+        with handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(handle.name, 0o644)  # mkstemp makes it 0600; a ledger is shared like any file
+        os.replace(handle.name, output)
+    except BaseException:  # clean up the temporary file, then re-raise
+        Path(handle.name).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,44 @@
+"""Plain-text output of ``physverify ledger log`` and ``physverify ledger merge``."""
+
+from __future__ import annotations
+
+from physverify.ledger import LogResult, LogRow, MergeResult
+
+REASON_WIDTH = 90  # a terminal line; the full reason stays in the ledger
+COMMIT_WIDTH = 12  # as `git log --oneline` abbreviates, plus "-dirty"
+
+
+def render_log(result: LogResult) -> str:
+    """A table of the claim's history: date, verdict, commit, (claim,) reason; oldest first."""
+    if not result.rows:
+        about = f" for {result.claim}" if result.claim else ""
+        return f"no ledger lines{about}"
+    show_claim = result.claim is None
+    header = ("date", "verdict", "commit", *(("claim",) if show_claim else ()), "reason")
+    table = [header] + [_cells(row, show_claim) for row in result.rows]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(header) - 1)]
+    lines = ["  ".join([*(c.ljust(w) for c, w in zip(cells, widths)), cells[-1]]).rstrip() for cells in table]
+    return "\n".join(lines)
+
+
+def _cells(row: LogRow, show_claim: bool) -> tuple[str, ...]:
+    return (row.date, row.verdict, _commit(row.repo_commit), *((row.claim,) if show_claim else ()), _trim(row.reason))
+
+
+def _commit(commit: str) -> str:
+    sha, dirty, _ = commit.partition("-dirty")
+    return (sha[:COMMIT_WIDTH] + ("-dirty" if dirty else "")) if commit else "-"
+
+
+def _trim(reason: str) -> str:
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= REASON_WIDTH else reason[: REASON_WIDTH - 3] + "..."
+
+
+def render_merge(result: MergeResult) -> str:
+    """One line: how many lines went in and out, and how many exact duplicates were dropped."""
+    dropped = f", {result.duplicates} exact duplicate{'s' if result.duplicates != 1 else ''} dropped"
+    return (
+        f"merged {result.inputs} ledger{'s' if result.inputs != 1 else ''} ({result.lines_in} lines) "
+        f"into {result.output}: {result.lines_out} lines{dropped}"
+    )

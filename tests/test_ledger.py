@@ -1,0 +1,333 @@
+"""ledger.py: locked appends, the tolerant reader, git state, log and merge (spec section 3, issue 4)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physverify.errors import PhysverifyError
+from physverify.ledger import (
+    LogResult,
+    append_record,
+    claim_key,
+    latest_by_claim,
+    log,
+    log_rows,
+    merge,
+    read_ledger,
+    repo_commit,
+    repo_root_for,
+)
+from physverify.report.ledger_text import render_log, render_merge
+
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+json_records = st.dictionaries(st.text(), json_values, max_size=6)
+
+
+def record(claim: str = "claims/a.py", verdict: str = "confirmed", date: str = "2026-01-01T00:00:00+00:00", **extra: Any) -> dict[str, Any]:
+    return {"ledger_version": 1, "date": date, "claim_file": claim, "verdict": verdict, "reason": "r", **extra}
+
+
+# --- appending ----------------------------------------------------------------------------
+def test_append_creates_the_ledger_and_adds_one_line_per_record(tmp_path: Path) -> None:
+    ledger = tmp_path / "confirm_ledger.jsonl"
+    append_record(ledger, record(verdict="confirmed"))
+    append_record(ledger, record(verdict="rejected", text="é ∂ \u2028 line\nbreak"))
+    lines = ledger.read_bytes().split(b"\n")
+    assert len(lines) == 3 and lines[2] == b""
+    assert [json.loads(line)["verdict"] for line in lines[:2]] == ["confirmed", "rejected"]
+    assert read_ledger(ledger).records[1]["text"] == "é ∂ \u2028 line\nbreak"
+
+
+# Each writer waits for the "go" file, so all eight append at the same time rather than
+# one after another as they finish starting up.
+WRITER = """
+import sys, time
+from pathlib import Path
+from physverify.ledger import append_record
+while not Path(sys.argv[1] + ".go").exists():
+    time.sleep(0.002)
+for i in range(50):
+    append_record(Path(sys.argv[1]), {"writer": int(sys.argv[2]), "i": i, "pad": "x" * 9000})
+"""
+
+
+@pytest.mark.slow
+def test_eight_processes_appending_fifty_lines_each_give_four_hundred_whole_lines(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(ledger), str(w)]) for w in range(8)]
+    time.sleep(0.5)
+    Path(f"{ledger}.go").touch()
+    assert [w.wait(timeout=120) for w in writers] == [0] * 8
+    read = read_ledger(ledger)
+    assert read.problems == []
+    assert sorted((r["writer"], r["i"]) for r in read.records) == [(w, i) for w in range(8) for i in range(50)]
+    assert ledger.read_bytes().count(b"\n") == 400
+
+
+def test_a_torn_last_line_is_reported_and_the_next_append_starts_a_fresh_line(tmp_path: Path) -> None:
+    ledger = tmp_path / "confirm_ledger.jsonl"
+    append_record(ledger, record(verdict="rejected"))
+    with ledger.open("ab") as handle:  # a writer killed mid-line
+        handle.write(b'{"verdict": "confi')
+    before = ledger.read_bytes()
+    read = read_ledger(ledger)
+    assert [r["verdict"] for r in read.records] == ["rejected"]
+    assert read.problems == [f"{ledger}:2: the last line was cut off mid-write (no newline, not complete JSON); line skipped"]
+
+    append_record(ledger, record(verdict="confirmed"))
+    after = ledger.read_bytes()
+    assert after.startswith(before)  # the torn line is never rewritten
+    assert after[len(before) :] == b"\n" + json.dumps(record(verdict="confirmed"), ensure_ascii=False).encode() + b"\n"
+    read = read_ledger(ledger)
+    assert [r["verdict"] for r in read.records] == ["rejected", "confirmed"]
+    assert len(read.problems) == 1 and read.problems[0].startswith(f"{ledger}:2: not valid JSON")
+
+
+def test_a_complete_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text(json.dumps(record(verdict="rejected")))  # a hand edit
+    append_record(ledger, record(verdict="confirmed"))
+    read = read_ledger(ledger)
+    assert [r["verdict"] for r in read.records] == ["rejected", "confirmed"] and read.problems == []
+
+
+def test_non_finite_numbers_are_written_as_null_and_paths_as_text(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.jsonl"
+    append_record(ledger, {"fitted": math.nan, "errors": [1.0, math.inf, -math.inf], "claim_file": tmp_path / "c.py"})
+    assert read_ledger(ledger).records == [{"fitted": None, "errors": [1.0, None, None], "claim_file": str(tmp_path / "c.py")}]
+    assert b"NaN" not in ledger.read_bytes() and b"Infinity" not in ledger.read_bytes()
+
+
+def test_a_lone_surrogate_round_trips(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.jsonl"
+    append_record(ledger, {"text": "bad byte \udcff here"})
+    assert read_ledger(ledger).records == [{"text": "bad byte \udcff here"}]
+
+
+def test_a_ledger_in_a_missing_folder_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    ledger = tmp_path / "no" / "such" / "l.jsonl"
+    with pytest.raises(PhysverifyError, match=str(ledger)):
+        append_record(ledger, record())
+
+
+def test_a_folder_in_place_of_the_ledger_is_an_error_for_writer_and_reader(tmp_path: Path) -> None:
+    with pytest.raises(PhysverifyError, match="cannot open the ledger"):
+        append_record(tmp_path, record())
+    with pytest.raises(PhysverifyError, match="cannot read the ledger"):
+        read_ledger(tmp_path)
+
+
+@FUZZ
+@given(st.lists(json_records, max_size=6))
+def test_write_then_read_round_trips_any_records(tmp_path: Path, records: list[dict[str, Any]]) -> None:
+    ledger = tmp_path / "roundtrip.jsonl"
+    ledger.unlink(missing_ok=True)
+    for item in records:
+        append_record(ledger, item)
+    assert read_ledger(ledger) == type(read_ledger(ledger))(records, [])
+
+
+# --- reading ------------------------------------------------------------------------------
+def test_a_missing_ledger_reads_as_empty(tmp_path: Path) -> None:
+    read = read_ledger(tmp_path / "none.jsonl")
+    assert read.records == [] and read.problems == []
+
+
+def is_garbage(line: bytes) -> bool:
+    try:
+        return line.strip() != b"" and not isinstance(json.loads(line.decode("utf-8")), dict)
+    except (ValueError, UnicodeDecodeError):
+        return True
+
+
+garbage_lines = (st.text().map(lambda s: s.encode("utf-8")) | st.binary()).map(lambda b: b.replace(b"\n", b" ")).filter(is_garbage)
+
+
+@FUZZ
+@given(st.lists(st.one_of(json_records.map(lambda r: ("good", r)), garbage_lines.map(lambda g: ("bad", g))), max_size=10))
+def test_garbage_lines_leave_the_good_lines_in_order_and_are_reported_by_number(
+    tmp_path: Path, lines: list[tuple[str, Any]]
+) -> None:
+    ledger = tmp_path / "mixed.jsonl"
+    ledger.write_bytes(b"".join(json.dumps(v).encode() + b"\n" if k == "good" else v + b"\n" for k, v in lines))
+    read = read_ledger(ledger)
+    assert read.records == [v for k, v in lines if k == "good"]
+    bad_numbers = [n for n, (k, _) in enumerate(lines, start=1) if k == "bad"]
+    assert [int(p.removeprefix(f"{ledger}:").split(":")[0]) for p in read.problems] == bad_numbers
+
+
+# --- the repository: root, commit, key ----------------------------------------------------
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> git.Repo:
+    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
+    monkeypatch.delenv("PHYSVERIFY_REPO_COMMIT", raising=False)
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    repository = git.Repo.init(root)
+    with repository.config_writer() as config:
+        config.set_value("user", "name", "Test").set_value("user", "email", "test@example.org")
+    (root / "solver.py").write_text("def rhs(t, y):\n    return -y\n")
+    (root / "claims" / "a.py").write_text("CLAIM = {}\n")
+    repository.index.add(["solver.py", "claims/a.py"])
+    repository.index.commit("solver and a claim")
+    return repository
+
+
+def test_the_repository_root_is_the_working_tree_holding_the_folder(repo: git.Repo, tmp_path: Path) -> None:
+    root = Path(repo.working_tree_dir)
+    assert repo_root_for(root / "claims") == root
+    outside = tmp_path / "adapters"
+    outside.mkdir()
+    assert repo_root_for(outside) == outside.resolve()
+
+
+def test_the_dirty_flag_follows_tracked_files_only(repo: git.Repo) -> None:
+    root = Path(repo.working_tree_dir)
+    sha = repo.head.commit.hexsha
+    assert repo_commit(root) == sha
+    (root / "scratch.py").write_text("untracked\n")
+    assert repo_commit(root) == sha  # an untracked file does not make the checkout dirty
+    (root / "solver.py").write_text("def rhs(t, y):\n    return y\n")
+    assert repo_commit(root / "claims") == sha + "-dirty"
+    repo.index.checkout(["solver.py"], force=True)
+    assert repo_commit(root) == sha
+    repo.index.add(["scratch.py"])  # staged but not committed: the index differs from HEAD
+    assert repo_commit(root) == sha + "-dirty"
+
+
+def test_no_commit_outside_git_or_before_the_first_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PHYSVERIFY_REPO_COMMIT", raising=False)
+    assert repo_commit(tmp_path) is None
+    git.Repo.init(tmp_path / "empty")
+    assert repo_commit(tmp_path / "empty") is None
+
+
+def test_the_sandbox_variables_override_git(repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHYSVERIFY_REPO", str(tmp_path / "mounted"))
+    monkeypatch.setenv("PHYSVERIFY_REPO_COMMIT", "abc123-dirty")
+    assert repo_root_for(Path(repo.working_tree_dir) / "claims") == tmp_path / "mounted"
+    assert repo_commit(tmp_path) == "abc123-dirty"
+
+
+def test_the_claim_key_is_relative_to_the_root_with_posix_separators(
+    repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(repo.working_tree_dir)
+    monkeypatch.chdir(root / "claims")
+    assert claim_key(Path("a.py"), root) == "claims/a.py"
+    assert claim_key(Path("../claims/./a.py"), Path("..")) == "claims/a.py"
+
+
+def test_the_latest_record_of_each_claim_wins_and_keys_are_normalised() -> None:
+    records = [
+        record("claims/a.py", "confirmed"),
+        record("claims/b.py", "rejected"),
+        record("./claims/a.py", "rejected"),
+        record("/elsewhere/claims/a.py", "not decidable", claim_key="claims/a.py"),
+        {"verdict": "rejected"},  # no claim at all: not counted
+    ]
+    latest = latest_by_claim(records)
+    assert {key: r["verdict"] for key, r in latest.items()} == {"claims/a.py": "not decidable", "claims/b.py": "rejected"}
+
+
+# --- ledger log ---------------------------------------------------------------------------
+def test_log_rows_give_one_claims_history_in_ledger_order() -> None:
+    records = [
+        record("claims/a.py", "confirmed", date="d1", repo_commit="aaa"),
+        record("claims/b.py", "rejected", date="d2"),
+        record("claims/a.py", "rejected", date="d3", repo_commit="bbb-dirty"),
+    ]
+    rows = log_rows(records, "./claims/a.py")
+    assert [(r.date, r.verdict, r.repo_commit) for r in rows] == [("d1", "confirmed", "aaa"), ("d3", "rejected", "bbb-dirty")]
+    assert len(log_rows(records, None)) == 3
+
+
+def test_log_finds_a_claim_given_by_a_path_from_another_folder(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = Path(repo.working_tree_dir)
+    ledger = root / "confirm_ledger.jsonl"
+    append_record(ledger, record("claims/a.py", claim_key="claims/a.py"))
+    monkeypatch.chdir(root / "claims")
+    result = log(ledger, "a.py")
+    assert [row.claim for row in result.rows] == ["claims/a.py"] and result.problems == []
+
+
+def test_the_log_table_shortens_commits_and_trims_long_reasons() -> None:
+    long_reason = "the control passed and 1 of 1 check failed: " + "x" * 200
+    rows = log_rows([record(date="2026-01-01T00:00:00Z", repo_commit="0123456789abcdef0123-dirty", reason=long_reason)], None)
+    text = render_log(LogResult(rows, [], None))
+    header, line = text.splitlines()
+    assert header.split() == ["date", "verdict", "commit", "claim", "reason"]
+    assert "0123456789ab-dirty" in line and line.endswith("...") and len(line) < 200
+    assert render_log(LogResult([], [], "claims/z.py")) == "no ledger lines for claims/z.py"
+
+
+# --- ledger merge -------------------------------------------------------------------------
+def write_ledger(path: Path, records: list[dict[str, Any]], tail: bytes = b"") -> Path:
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)
+    return path
+
+
+def test_merge_orders_by_date_drops_exact_duplicates_and_keeps_bad_lines(tmp_path: Path) -> None:
+    shared = record("claims/s.py", date="2026-01-02T00:00:00+00:00")
+    a = write_ledger(tmp_path / "a.jsonl", [record("claims/a.py", date="2026-01-03T00:00:00Z"), shared])
+    b = write_ledger(tmp_path / "b.jsonl", [record("claims/b.py", date="2026-01-01T00:00:00"), shared], tail=b'{"cut')
+    result = merge([a, b], tmp_path / "out.jsonl")
+    out = read_ledger(tmp_path / "out.jsonl")
+    assert [r["claim_file"] for r in out.records] == ["claims/b.py", "claims/s.py", "claims/a.py"]
+    assert (result.lines_in, result.lines_out, result.duplicates) == (5, 4, 1)
+    assert result.problems == [f"{b}:3: the last line was cut off mid-write (no newline, not complete JSON); line skipped (copied to the end of {tmp_path / 'out.jsonl'})"]
+    assert (tmp_path / "out.jsonl").read_bytes().endswith(b'{"cut\n')
+    assert render_merge(result) == f"merged 2 ledgers (5 lines) into {tmp_path / 'out.jsonl'}: 4 lines, 1 exact duplicate dropped"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl", "out.jsonl"]  # no temporary left
+
+
+dates = st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01T01:00:00+01:00", "2026-01-02T00:00:00Z", "not a date", None])
+small_records = st.builds(lambda d, c, v: {"date": d, "claim_file": c, "verdict": v}, dates, st.sampled_from("ab"), st.sampled_from(["confirmed", "rejected"]))
+
+
+@FUZZ
+@given(st.lists(st.lists(small_records, max_size=5), min_size=1, max_size=3))
+def test_merge_gives_the_same_output_for_any_input_order_and_loses_no_line(
+    tmp_path: Path, shards: list[list[dict[str, Any]]]
+) -> None:
+    inputs = [write_ledger(tmp_path / f"shard{i}.jsonl", shard) for i, shard in enumerate(shards)]
+    outputs = set()
+    for n, order in enumerate(itertools.permutations(inputs)):
+        out = tmp_path / f"out{n}.jsonl"
+        out.unlink(missing_ok=True)
+        result = merge(list(order), out)
+        outputs.add(out.read_bytes())
+        assert result.lines_in == result.lines_out + result.duplicates == sum(map(len, shards))
+        out.unlink()
+    assert len(outputs) == 1
+    merged_lines = set(outputs.pop().splitlines())
+    assert merged_lines == {line for path in inputs for line in path.read_bytes().splitlines()}
+
+
+def test_merge_refuses_to_overwrite_an_input_or_any_existing_file(tmp_path: Path) -> None:
+    a = write_ledger(tmp_path / "a.jsonl", [record()])
+    other = write_ledger(tmp_path / "other.jsonl", [record("claims/z.py")])
+    with pytest.raises(PhysverifyError, match="it is one of the inputs"):
+        merge([a], a)
+    with pytest.raises(PhysverifyError, match="its lines would be lost"):
+        merge([a], other)
+    with pytest.raises(PhysverifyError, match="no such ledger"):
+        merge([a, tmp_path / "missing.jsonl"], tmp_path / "out.jsonl")
+    assert a.read_bytes() == json.dumps(record()).encode() + b"\n" and not (tmp_path / "out.jsonl").exists()
