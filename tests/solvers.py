@@ -96,3 +96,25 @@ def oscillator_rhs(omega: float) -> Rhs:
 def oscillator_accel(omega: float) -> Callable[[float, float], float]:
     """The acceleration -omega**2 x of the harmonic oscillator."""
     return lambda t, x: -omega**2 * x
+
+
+def explicit_midpoint_run(f: Rhs, defect: bool = False) -> Callable[[Source, np.ndarray, float, int], tuple]:
+    """The midpoint rule returning its run ``(times, states)``, every step recorded.
+
+    Defect: an off-by-one in the output, each state is recorded with the time of the next
+    step (the end state itself is right, so only the run shows it).
+    """
+
+    def integrate_run(source: Source, y0: np.ndarray, t_end: float, n_steps: int) -> tuple:
+        h = t_end / n_steps
+        times = [k * h for k in range(n_steps + 1)]
+        states = [np.array(y0, dtype=float)]
+        for t in times[:-1]:
+            y = states[-1]
+            y_mid = y + 0.5 * h * (f(t, y) + source(t))
+            states.append(y + h * (f(t + 0.5 * h, y_mid) + source(t + 0.5 * h)))
+        if defect:
+            states = states[:1] + states[:-2] + states[-1:]
+        return times, states
+
+    return integrate_run

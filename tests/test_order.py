@@ -1,0 +1,217 @@
+"""Tests for physverify.order: the observed order of accuracy and its messages."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS
+from physverify.order import (
+    SAME_AT_EVERY_RESOLUTION,
+    check_exact,
+    check_order,
+    effective_floor,
+    fit_order,
+    pairwise_orders,
+)
+
+HS = [0.1, 0.05, 0.025, 0.0125, 0.00625]
+
+
+def power_law(c: float, p: float, hs: list[float] = HS) -> list[float]:
+    return [c * h**p for h in hs]
+
+
+# --- fit_order and pairwise_orders ---------------------------------------------------
+def test_fit_order_recovers_the_exponent_of_a_power_law() -> None:
+    assert fit_order(HS, power_law(3.0, 2.5)) == pytest.approx(2.5, abs=1e-10)
+
+
+def test_fit_order_is_the_least_squares_slope_when_the_points_scatter() -> None:
+    errors = [1e-2, 3e-3, 6e-4, 1.7e-4]
+    slope = np.polyfit(np.log(HS[:4]), np.log(errors), 1)[0]
+    assert fit_order(HS[:4], errors) == pytest.approx(slope)
+
+
+def test_fit_order_refuses_a_zero_error_or_a_single_point() -> None:
+    with pytest.raises(ValueError):
+        fit_order([0.1, 0.05], [1e-3, 0.0])
+    with pytest.raises(ValueError):
+        fit_order([0.1], [1e-3])
+
+
+def test_pairwise_orders_are_given_between_consecutive_resolutions() -> None:
+    orders = pairwise_orders([0.1, 0.05, 0.025], [1e-2, 2.5e-3, 1.25e-3])
+    assert orders == pytest.approx([2.0, 1.0])
+
+
+def test_pairwise_order_of_a_zero_error_is_infinite() -> None:
+    assert math.isinf(pairwise_orders([0.1, 0.05], [1e-2, 0.0])[0])
+
+
+# --- check_order: PASS, EXACT and the numbers it keeps -------------------------------
+def test_second_order_errors_pass_with_the_spec_message() -> None:
+    result = check_order(HS, power_law(0.7, 2.0), 2)
+    assert (result.status, result.message) == (PASS, "observed order 2.00 (expected 2)")
+    assert result.expected == 2.0 and result.fitted == pytest.approx(2.0)
+    assert result.hs == tuple(HS) and result.errors == tuple(power_law(0.7, 2.0))
+
+
+def test_resolutions_given_finest_first_are_reported_coarsest_first() -> None:
+    result = check_order(HS[::-1], power_law(1.0, 2.0)[::-1], 2)
+    assert result.status == PASS and result.hs == tuple(HS)
+
+
+def test_errors_at_round_off_everywhere_are_exact() -> None:
+    result = check_order(HS, [3e-15, 1e-14, 2e-13, 5e-16, 0.0], 2)
+    assert (result.status, result.message) == (EXACT, "error below 1e-12 at every resolution; order not measurable")
+
+
+def test_the_noise_floor_grows_with_the_size_of_the_solution() -> None:
+    errors = [4e-11, 2e-11, 3e-11, 1e-11, 5e-11]
+    assert check_order(HS, errors, 2, scale=1e3).message == (
+        "error below 1e-09 at every resolution; order not measurable"
+    )
+    assert check_order(HS, errors, 2).status != EXACT
+    assert effective_floor(1e-12, 1e-6) == 1e-12
+
+
+def test_the_fit_uses_only_the_finest_points_above_the_floor() -> None:
+    errors = power_law(1.0, 2.0)[:3] + [1e-13, 1e-14]
+    result = check_order(HS, errors, 2)
+    assert result.status == PASS and result.fitted == pytest.approx(2.0)
+
+
+def test_the_fit_uses_the_finest_fit_points_resolutions() -> None:
+    # a pre-asymptotic coarse point (order 1 there) is outside a window of four
+    errors = [0.5] + power_law(1.0, 2.0)[1:]
+    assert check_order(HS, errors, 2, fit_points=4).message == "observed order 2.00 (expected 2)"
+    assert check_order(HS, errors, 2, fit_points=5).status != PASS
+
+
+# --- check_order: FAIL ----------------------------------------------------------------
+def test_a_first_order_error_fails_a_second_order_expectation_naming_the_clean_order() -> None:
+    result = check_order(HS, power_law(1.0, 1.0), 2)
+    assert result.status == FAIL
+    assert result.message.startswith("observed order 1.00 (expected 2): a clean order 1")
+    assert "the expected order is wrong" in result.message
+
+
+def test_an_order_well_above_the_expected_one_fails_and_says_the_expectation_looks_wrong() -> None:
+    result = check_order(HS, power_law(1.0, 4.0), 2)
+    assert result.status == FAIL
+    assert result.message.startswith("observed order 4.00 (expected 2), above [1.7, 3)")
+    assert "the expected order itself looks wrong" in result.message
+
+
+def test_an_error_the_same_at_every_resolution_fails_with_the_spec_message() -> None:
+    result = check_order(HS, [0.4621, 0.4620, 0.4622, 0.4620, 0.4620], 2)
+    assert result.status == FAIL
+    assert result.message == (
+        "error does not decrease with resolution (about 0.462 at the finest level)" + SAME_AT_EVERY_RESOLUTION
+    )
+    assert SAME_AT_EVERY_RESOLUTION.startswith("; the error is the same at every resolution, which points to")
+
+
+def test_an_error_that_levels_off_fails_without_claiming_it_is_the_same_everywhere() -> None:
+    result = check_order(HS, [1e-1, 1e-2, 2.0e-3, 1.95e-3, 1.95e-3], 2)
+    assert result.status == FAIL
+    assert result.message.startswith("error does not decrease with resolution (about 0.00195 at the finest level); it")
+    assert "same at every resolution" not in result.message
+
+
+def test_a_non_finite_error_fails() -> None:
+    result = check_order(HS, [1e-2, float("nan"), 1e-3, 1e-4, 1e-5], 2)
+    assert result.status == FAIL and "not finite" in result.message and "h = 0.05" in result.message
+
+
+def test_missing_only_the_absolute_tolerance_fails_and_says_so() -> None:
+    result = check_order(HS, power_law(100.0, 2.0), 2, atol=1e-4)
+    assert result.status == FAIL
+    assert result.message.startswith("observed order 2.00 (expected 2), but the error at the finest level")
+    assert "only the absolute tolerance was missed" in result.message
+    assert check_order(HS, power_law(100.0, 2.0), 2, atol=1e-2).status == PASS
+
+
+# --- check_order: INCONCLUSIVE -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("hs", "errors", "words"),
+    [
+        ([0.1, 0.05, 0.025], [1e-2, 1e-3], "3 step sizes but 2 errors"),
+        ([0.1], [1e-2], "at least two"),
+        ([0.1, 0.0, 0.025], [1e-2, 1e-3, 1e-4], "positive finite"),
+        ([0.1, -0.05], [1e-2, 1e-3], "positive finite"),
+        ([0.1, 0.1, 0.05], [1e-2, 1e-2, 2e-3], "same step size"),
+        ([0.1, 0.05, 0.025], [1e-3, 1e-13, 1e-14], "only 1 of 3 resolutions"),
+    ],
+)
+def test_input_that_cannot_give_an_order_is_inconclusive(hs: list[float], errors: list[float], words: str) -> None:
+    result = check_order(hs, errors, 2)
+    assert result.status == INCONCLUSIVE and words in result.message
+
+
+def test_round_off_reached_at_the_finest_levels_is_inconclusive() -> None:
+    result = check_order(HS, [1e-6, 6e-8, 4e-9, 3e-11, 3.2e-11], 4)
+    assert result.status == INCONCLUSIVE and result.message.startswith("round-off reached at the finest levels")
+
+
+def test_pre_asymptotic_steps_whose_finest_pair_has_the_order_are_inconclusive() -> None:
+    hs = [0.8, 0.4, 0.2, 0.1]
+    errors = [1.0, 0.42, 0.13, 0.034]  # pairwise orders 1.25, 1.69, 1.93: still rising
+    result = check_order(hs, errors, 2)
+    assert result.status == INCONCLUSIVE and "pre-asymptotic" in result.message
+
+
+# --- check_exact ----------------------------------------------------------------------------
+def test_check_exact_is_exact_when_every_error_is_at_round_off() -> None:
+    result = check_exact(HS, [1e-15] * 5)
+    assert (result.status, result.message) == (EXACT, "error below 1e-12 at every resolution; order not measurable")
+
+
+def test_check_exact_fails_naming_the_largest_error_and_where() -> None:
+    result = check_exact([0.5, 0.25], [1e-15, 3e-3])
+    assert result.status == FAIL and "largest 0.003 at h = 0.25" in result.message and "1 of 2" in result.message
+
+
+def test_check_exact_is_inconclusive_without_matching_resolutions() -> None:
+    assert check_exact([], []).status == INCONCLUSIVE
+    assert check_exact([0.1, 0.2], [1e-15]).status == INCONCLUSIVE
+
+
+# --- properties -------------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(
+    p=st.floats(0.5, 6.0),
+    log_c=st.floats(-8.0, 8.0),
+    log_finest=st.floats(-9.0, -2.0),
+    ratio=st.sampled_from([1.5, 2.0, 3.0]),
+)
+def test_check_order_recovers_p_from_a_power_law(p: float, log_c: float, log_finest: float, ratio: float) -> None:
+    c = 10.0**log_c
+    h_finest = (10.0**log_finest / c) ** (1.0 / p)  # keeps every error well above the noise floor
+    hs = [h_finest * ratio**k for k in range(4, -1, -1)]
+    errors = [c * h**p for h in hs]
+    assert check_order(hs, errors, p).status == PASS
+    assert check_order(hs, errors, p + 1).status == FAIL
+    assert check_order(hs, errors, p - 1).status == FAIL
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.floats(1e-14, 1e3),
+    growth=st.lists(st.floats(1.0, 10.0), min_size=1, max_size=6),
+    expected=st.floats(0.1, 6.0),
+    floor=st.sampled_from([1e-15, 1e-12, 1e-8]),
+)
+def test_an_error_that_does_not_decrease_never_passes(
+    first: float, growth: list[float], expected: float, floor: float
+) -> None:
+    errors = [first]
+    for factor in growth:
+        errors.append(errors[-1] * factor)  # as h shrinks, the error stays or grows
+    hs = [0.5**k for k in range(len(errors))]
+    assert check_order(hs, errors, expected, floor=floor).status != PASS

@@ -1,0 +1,167 @@
+"""Tests for physverify.studies (reference, invariant and patch studies) and the worked examples
+of spec section 8 that are built on them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import solvers
+
+from physverify.checks import EXACT, FAIL, PASS
+from physverify.errors import PhysverifyError
+from physverify.order import SAME_AT_EVERY_RESOLUTION
+from physverify.studies import invariant_study, patch_study, reference_study
+
+OMEGA = 2.0
+RHS = solvers.oscillator_rhs(OMEGA)
+ACCEL = solvers.oscillator_accel(OMEGA)
+Y0 = [1.0, 0.5]
+NS = (16, 32, 64, 128)
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm"
+
+
+def energy(y: np.ndarray) -> float:
+    """The oscillator's energy per unit mass, (v**2 + omega**2 x**2) / 2 (Taylor, Classical Mechanics, sec. 5.2)."""
+    return 0.5 * (y[1] ** 2 + OMEGA**2 * y[0] ** 2)
+
+
+# --- reference_study ------------------------------------------------------------------------------
+def test_rk4_matches_the_independent_reference_at_fourth_order() -> None:
+    result = reference_study(solvers.rk4(RHS), RHS, Y0, 2.0, NS, 4)
+    assert (result.status, result.message) == (PASS, f"observed order {result.fitted:.2f} (expected 4)")
+
+
+def test_a_midpoint_rule_with_a_full_half_step_fails_against_the_reference() -> None:
+    result = reference_study(solvers.explicit_midpoint(RHS, defect=True), RHS, Y0, 2.0, (32, 64, 128, 256), 2)
+    assert result.status == FAIL and result.fitted < 1.7
+    assert result.message.startswith(f"observed order {result.fitted:.2f} (expected 2)")
+
+
+def test_code_that_solves_a_different_equation_gives_the_same_error_at_every_resolution() -> None:
+    code = solvers.rk4(solvers.oscillator_rhs(1.0))  # the code's omega is not the physics' omega
+    result = reference_study(code, RHS, Y0, 2.0, NS, 4)
+    assert result.status == FAIL and result.message.endswith(SAME_AT_EVERY_RESOLUTION)
+
+
+def test_a_loose_reference_tolerance_is_refused() -> None:
+    with pytest.raises(PhysverifyError, match="rtol 1e-12 or tighter"):
+        reference_study(solvers.rk4(RHS), RHS, Y0, 2.0, NS, 4, rtol=1e-8)
+
+
+# --- invariant_study ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("integrate", "order"),
+    [(solvers.rk4(RHS), 4), (solvers.velocity_verlet(ACCEL), 2), (solvers.forward_euler(RHS), 1)],
+    ids=["RK4", "velocity Verlet", "forward Euler"],
+)
+def test_the_energy_drift_shrinks_at_the_order_of_a_correct_scheme(integrate, order: int) -> None:  # noqa: ANN001
+    result = invariant_study(integrate, energy, Y0, 2.0, NS, order)
+    assert result.status == PASS and result.message.startswith("drift of the invariant: observed order")
+
+
+def test_an_energy_drift_slower_than_the_scheme_order_fails() -> None:
+    result = invariant_study(solvers.forward_euler(RHS), energy, Y0, 2.0, NS, 2)
+    assert result.status == FAIL
+
+
+def test_a_linear_invariant_is_conserved_exactly_by_a_runge_kutta_method() -> None:
+    exchange = lambda t, y: np.array([y[1] - y[0], y[0] - y[1]])  # noqa: E731 - two tanks: the total is conserved
+    result = invariant_study(solvers.rk4(exchange), lambda y: float(y[0] + y[1]), [0.9, 0.1], 2.0, NS, 4)
+    assert result.status == EXACT
+
+
+# --- patch_study -----------------------------------------------------------------------------------------
+CONSISTENT = [solvers.forward_euler(RHS), solvers.explicit_midpoint(RHS), solvers.rk4(RHS), solvers.velocity_verlet(ACCEL)]
+
+
+@pytest.mark.parametrize("integrate", CONSISTENT, ids=["Euler", "midpoint", "RK4", "Verlet"])
+def test_a_consistent_method_reproduces_a_straight_line_exactly(integrate) -> None:  # noqa: ANN001
+    result = patch_study(integrate, RHS, intercept=[0.5, 0.25], slope=[0.25, 0.0])
+    assert (result.status, result.message) == (EXACT, "error below 1e-12 at every resolution; order not measurable")
+
+
+@pytest.mark.parametrize(
+    "integrate", [solvers.explicit_midpoint(RHS, defect=True), solvers.rk4(RHS, defect=True)], ids=["midpoint", "RK4"]
+)
+def test_a_stage_at_the_wrong_time_or_increment_fails_the_patch_test(integrate) -> None:  # noqa: ANN001
+    result = patch_study(integrate, RHS, intercept=[0.5, 0.25], slope=[0.25, 0.0])
+    assert result.status == FAIL and "stage evaluated at the wrong time or increment" in result.message
+
+
+def test_the_patch_test_does_not_see_a_defect_that_only_matters_on_a_curved_solution() -> None:
+    # Verlet with the old acceleration is first order, yet exact on a straight line: EXACT is not an order.
+    result = patch_study(solvers.velocity_verlet(ACCEL, defect=True), RHS, intercept=[0.5, 0.25], slope=[0.25, 0.0])
+    assert result.status == EXACT
+
+
+# --- the worked examples (spec section 8), each run in its own interpreter ------------------------------
+RUN_CLAIM = """
+import json, sys
+from physverify import run_check
+claim = __import__(sys.argv[1])
+outcomes = [run_check(claim.control())] + [run_check(check) for check in claim.checks()]
+print(json.dumps([[o.status, o.label, o.message] for o in outcomes]))
+"""
+
+
+def run_claim(folder: Path, name: str) -> list[list[str]]:
+    """[status, label, message] of the control, then of each check, run in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", RUN_CLAIM, name], cwd=folder, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def edited_copy(tmp_path: Path, file: str, old: str, new: str) -> Path:
+    """A copy of the examples folder with one edit made to ``file``."""
+    folder = tmp_path / "confirm"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    text = (folder / file).read_text()
+    assert text.count(old) == 1
+    (folder / file).write_text(text.replace(old, new))
+    return folder
+
+
+@pytest.mark.slow
+def test_the_oscillator_example_gives_the_spec_statuses_and_passes_once_the_sign_is_fixed(tmp_path: Path) -> None:
+    control, check = run_claim(EXAMPLES, "claim_oscillator")
+    assert control == ["PASS", "midpoint rule is second order with gamma = 0 (no damping)", "observed order 2.00 (expected 2)"]
+    assert check[:2] == ["FAIL", "midpoint rule is second order with gamma = 0.5 (damping on)"]
+    assert check[2].startswith("error does not decrease with resolution (about ")
+    assert check[2].endswith(SAME_AT_EVERY_RESOLUTION)
+    fixed = edited_copy(tmp_path, "oscillator.py", "+ gamma * v]", "- gamma * v]")
+    assert [status for status, _, _ in run_claim(fixed, "claim_oscillator")] == ["PASS", "PASS"]
+
+
+@pytest.mark.slow
+def test_the_verlet_example_is_rejected_and_would_be_confirmed_with_the_old_acceleration(tmp_path: Path) -> None:
+    control, check = run_claim(EXAMPLES, "claim_verlet")
+    assert control == [
+        "EXACT",
+        "free particle (omega = 0): straight-line motion",
+        "error below 1e-12 at every resolution; order not measurable",
+    ]
+    assert check == [
+        "PASS",
+        "velocity Verlet is second order on the harmonic oscillator (omega = 2)",
+        "observed order 2.00 (expected 2)",
+    ]
+    seeded = edited_copy(tmp_path, "verlet.py", "v = v_half + 0.5 * h * a_new", "v = v_half + 0.5 * h * a")
+    assert [status for status, _, _ in run_claim(seeded, "claim_verlet")] == ["EXACT", "FAIL"]
+
+
+@pytest.mark.slow
+def test_the_decay_example_control_fails_until_the_reference_reads_half_life_as_a_half_life(tmp_path: Path) -> None:
+    control, check = run_claim(EXAMPLES, "claim_decay")
+    assert control[:2] == ["FAIL", "RK4 is fourth order on a slowly varying solution"]
+    assert check[:2] == ["FAIL", "RK4 is fourth order on an oscillating solution"]
+    assert control[2].endswith(SAME_AT_EVERY_RESOLUTION) and check[2].endswith(SAME_AT_EVERY_RESOLUTION)
+    fixed = edited_copy(tmp_path, "claim_decay.py", "RATE = HALF_LIFE ", "RATE = np.log(2.0) / HALF_LIFE ")
+    assert [status for status, _, _ in run_claim(fixed, "claim_decay")] == ["PASS", "PASS"]
