@@ -44,3 +44,34 @@ def render_run(outcome: RunOutcome) -> str:
             lines.append(f"{check['status']:<12} {check['family']:<10} {check['label']}: {check['message']}")
     lines.append(outcome.summary())
     return "\n".join(lines)
+
+
+# --- physverify replay ------------------------------------------------------------------
+if TYPE_CHECKING:
+    from physverify.replay import ClaimRun, ReplayResult
+
+
+def replay_line(run: ClaimRun) -> str:
+    """One claim of a replay: verdict, transition, claim path, file:line (and the baseline when it moved)."""
+    was = f" (was {run.baseline_verdict})" if run.transition not in ("new", "unchanged") else ""
+    line = f"{run.verdict or '(removed)':<13}  {run.transition:<11}  {run.key}  {run.location}{was}"
+    return line + "".join(f"\n  gate: {failure}" for failure in run.failures)
+
+
+def render(result: ReplayResult) -> str:
+    """A replay: one line per claim, warnings, the counts, the gate's outcome, what to do next."""
+    lines = [replay_line(run) for run in result.claims]
+    lines += [f"warning: {warning}" for warning in result.warnings]
+    counts = ", ".join(f"{n} {t}" for t, n in result.counts().items()) or "no claims run"
+    plural = "s" if result.written != 1 else ""
+    lines.append(
+        f"{len(result.claims)} claims: {counts}; {len(result.skipped)} skipped as unaffected; "
+        f"{result.written} line{plural} written to {result.ledger}"
+    )
+    if result.gate_failed:
+        failing = sum(bool(run.failures) for run in result.claims)
+        lines.append(f"gate failed: {failing} claim(s) (fail_on: {', '.join(sorted(result.fail_on)) or 'nothing'})")
+    else:
+        lines.append("gate passed")
+    lines += result.notes
+    return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""Which claims a change can affect: the static import closure of a claim in its repository.
+
+A claim is re-run when any of its inputs changed (DESIGN.md, "Replay: the gate"): its own
+file, its target ``file``, the physverify.yaml of its folder, and every module of the
+repository that its static import closure reaches. Imports are read with ``ast``, nothing
+is run. They are resolved the way the claim's child resolves them (spec section 4): the
+claim's folder first, then the repository root, then ``src/`` for a src-layout project
+(an editable install puts it on sys.path). Every import statement in a file counts,
+also those inside functions and ``if`` blocks, so the closure errs towards re-running.
+Imports by string (``importlib.import_module(name)``) and files opened by path are not seen.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import git
+
+
+def changed_since(repo_root: Path, ref: str) -> frozenset[str]:
+    """Paths (POSIX, relative to the root) that differ between ``ref`` and the working tree, plus untracked files."""
+    from physverify.errors import UsageError
+
+    repo = git.Repo(repo_root, search_parent_directories=True)
+    try:
+        commit = repo.commit(ref)
+    except (git.BadName, ValueError, git.GitCommandError) as exc:
+        raise UsageError(f"--changed-since: {ref!r} is not a commit in {repo.working_tree_dir} ({exc})") from None
+    # diff(None) compares the commit with the working tree, so staged and unstaged edits
+    # both count; a claim being written is usually still untracked, so those count too.
+    paths: set[str] = set()
+    for diff in commit.diff(None):
+        paths.update(p for p in (diff.a_path, diff.b_path) if p)
+    paths.update(repo.untracked_files)
+    return _relative_to(frozenset(paths), Path(repo.working_tree_dir or repo_root), repo_root)
+
+
+def _relative_to(paths: frozenset[str], git_root: Path, repo_root: Path) -> frozenset[str]:
+    if git_root.resolve() == repo_root.resolve():
+        return paths
+    return frozenset(rel for p in paths if (rel := relative_key(git_root / p, repo_root)) is not None)
+
+
+def relative_key(path: Path, repo_root: Path) -> str | None:
+    """``path`` relative to the repository root in POSIX form, or None when it is outside it."""
+    try:
+        return path.resolve().relative_to(repo_root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def files_as_keys(files: Iterable[str], repo_root: Path, cwd: Path) -> frozenset[str]:
+    """The given file names (relative to ``cwd``, as pre-commit passes them) as repository keys."""
+    keys = (relative_key(cwd / name, repo_root) for name in files)
+    return frozenset(key for key in keys if key is not None)
+
+
+def search_roots(claim_folder: Path, repo_root: Path) -> tuple[Path, ...]:
+    """Where the claim's child finds top-level modules: its folder, the repository root, src/."""
+    roots = [claim_folder, repo_root]
+    if (repo_root / "src").is_dir():
+        roots.append(repo_root / "src")
+    return tuple(dict.fromkeys(r.resolve() for r in roots))
+
+
+def imported_names(source: str) -> list[tuple[int, str, tuple[str, ...]]]:
+    """Every import in ``source`` as (level, module, names); level > 0 is a relative import."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # a broken file imports nothing we can see; its own change re-runs it
+        return []
+    found: list[tuple[int, str, tuple[str, ...]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((0, alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+    return found
+
+
+def _module_files(base: Path, dotted: Sequence[str]) -> list[Path]:
+    """The files Python runs to import ``dotted`` under ``base``: each package's __init__ and the module."""
+    files: list[Path] = []
+    for depth in range(1, len(dotted) + 1):
+        stem = base.joinpath(*dotted[:depth])
+        if (stem / "__init__.py").is_file():
+            files.append(stem / "__init__.py")
+        elif stem.with_suffix(".py").is_file() and depth == len(dotted):
+            files.append(stem.with_suffix(".py"))
+        else:
+            break
+    return files
+
+
+def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...], roots: Sequence[Path]) -> list[Path]:
+    parts = [p for p in module.split(".") if p]
+    if level > 0:  # relative: from the importing file's package, one folder up per extra dot
+        bases = [module_file.parent.parents[level - 2] if level > 1 else module_file.parent]
+    else:
+        bases = list(roots)
+    for base in bases:
+        files = _module_files(base, parts) if parts else []
+        # "from pkg import mod" may name a submodule rather than an attribute
+        subs = [f for name in names for f in _module_files(base, [*parts, name])]
+        if files or subs:
+            return files + subs
+    return []
+
+
+def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
+    """Every file inside the repository that importing ``claim_path`` can run, the claim included."""
+    roots = search_roots(claim_path.parent, repo_root)
+    root = repo_root.resolve()
+    seen: set[Path] = set()
+    todo = [claim_path.resolve()]
+    while todo:
+        current = todo.pop()
+        if current in seen or not current.is_relative_to(root):
+            continue  # numpy, the standard library: outside the repository, never our change
+        seen.add(current)
+        try:
+            source = current.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for level, module, names in imported_names(source):
+            todo.extend(_resolve(current, level, module, names, roots))
+    return frozenset(seen)
+
+
+def claim_inputs(
+    claim_path: Path, repo_root: Path, target: str | None, config_file: Path | None
+) -> frozenset[str]:
+    """The repository keys whose change re-runs the claim: closure, target file, physverify.yaml."""
+    paths = set(import_closure(claim_path, repo_root))
+    if target:  # spec section 3: relative to the root, else next to the claim file
+        paths.update((repo_root / target, claim_path.parent / target))
+    if config_file is not None:
+        paths.add(config_file)
+    keys = (relative_key(p, repo_root) for p in paths)
+    return frozenset(k for k in keys if k is not None)
+
+
+def is_affected(inputs: frozenset[str], changed: frozenset[str]) -> bool:
+    """True when any input of a claim is among the changed files."""
+    return not inputs.isdisjoint(changed)

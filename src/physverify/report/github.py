@@ -1,0 +1,62 @@
+"""GitHub Actions workflow commands for a replay: annotations on the claimed file:line.
+
+``::error`` for a claim that fails the gate, ``::notice`` for a fixed one, ``::warning``
+for a confirmed defect that is still there. Escaping follows the runner's rules for
+workflow commands (actions/toolkit, core/src/command.ts): in the message, %, CR and LF
+are percent-encoded; in a property, also ':' and ','.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from physverify.config import FIXED
+from physverify.verdict import CONFIRMED
+
+if TYPE_CHECKING:
+    from physverify.replay import ClaimRun, ReplayResult
+
+
+def escape_data(text: str) -> str:
+    """``text`` safe as a workflow command's message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """``text`` safe as a workflow command's property value."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str, **properties: object) -> str:
+    """One workflow command line: ::name key=value,...::message."""
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items() if v is not None)
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def _kind(run: ClaimRun) -> str | None:
+    if run.transition == FIXED and all(f.startswith(FIXED) for f in run.failures):
+        return "notice"
+    if run.failures:
+        return "error"
+    return "warning" if run.verdict == CONFIRMED else None
+
+
+def _annotation(run: ClaimRun, kind: str) -> str:
+    record = run.record or run.baseline or {}
+    text = record.get("text") or run.key
+    message = f"{run.change()} ({run.key}): {text}. {run.reason}"
+    if run.failures:
+        message += " Gate: " + "; ".join(run.failures)
+    title = f"physverify: claim {run.transition}" if run.transition != "unchanged" else "physverify: confirmed defect"
+    return command(kind, message, file=run.target or run.key, line=run.line, title=title)
+
+
+def render(result: ReplayResult) -> str:
+    """One annotation per claim worth one, then a summary line for the log."""
+    lines = [_annotation(run, kind) for run in result.claims if (kind := _kind(run)) is not None]
+    lines += [command("warning", w, title="physverify: ledger") for w in result.warnings]
+    lines += [command("error" if result.exit_code else "notice", n, title="physverify replay") for n in result.notes]
+    counts = ", ".join(f"{n} {t}" for t, n in result.counts().items()) or "no claims run"
+    lines.append(f"physverify replay: {'gate failed' if result.exit_code else 'gate passed'} ({counts}; "
+                 f"{len(result.skipped)} skipped as unaffected)")
+    return "\n".join(lines)

@@ -1,0 +1,52 @@
+"""JUnit XML of a replay: one testcase per claim; a claim that fails the gate is a failure.
+
+CI systems (GitLab, Jenkins, Azure) show JUnit files as test reports. The attributes
+``file`` and ``line`` are the claimed place, so a report can link to the code.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
+
+from physverify.config import REMOVED
+
+if TYPE_CHECKING:
+    from physverify.replay import ClaimRun, ReplayResult
+
+
+def _seconds(run: ClaimRun) -> float:
+    record = run.record or {}
+    outcomes = ([record["control"]] if record.get("control") else []) + list(record.get("checks") or [])
+    return sum(float(o.get("seconds") or 0.0) for o in outcomes)
+
+
+def _testcase(run: ClaimRun) -> ET.Element:
+    case = ET.Element("testcase", name=run.key, classname="physverify.replay", time=f"{_seconds(run):.3f}")
+    if run.target is not None:
+        case.set("file", run.target)
+    if run.line is not None:
+        case.set("line", str(run.line))
+    if run.failures:
+        failure = ET.SubElement(case, "failure", message="; ".join(run.failures), type=run.transition)
+        failure.text = f"{run.change()} at {run.location}\n{run.reason}"
+    elif run.transition == REMOVED:
+        ET.SubElement(case, "skipped", message=run.reason)
+    out = ET.SubElement(case, "system-out")
+    out.text = f"{run.change()} ({run.location}): {run.reason}"
+    return case
+
+
+def render(result: ReplayResult) -> str:
+    """The replay as a JUnit XML document (testsuites > testsuite > testcase)."""
+    cases = [_testcase(run) for run in result.claims]
+    failures = sum(bool(run.failures) for run in result.claims)
+    skipped = sum(run.transition == REMOVED and not run.failures for run in result.claims)
+    suites = ET.Element("testsuites", name="physverify replay", tests=str(len(cases)), failures=str(failures))
+    suite = ET.SubElement(
+        suites, "testsuite", name="physverify replay", tests=str(len(cases)), failures=str(failures),
+        errors="0", skipped=str(skipped), time=f"{sum(_seconds(r) for r in result.claims):.3f}",
+    )
+    suite.extend(cases)
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True)

@@ -1,0 +1,93 @@
+"""SARIF 2.1.0 of a replay, for code scanning (GitHub's upload-sarif and others).
+
+Results: every confirmed claim (a defect that is there) and every claim that fails the
+gate, at the claimed file:line. One rule per transition kind, so a scanner groups
+"regressed" apart from "unchanged". Levels: error for a gate failure, note for a fixed
+defect, warning for a confirmed defect that is still there. Field names and nesting
+follow the OASIS SARIF 2.1.0 specification (sarifLog > runs > tool.driver.rules, results).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from physverify import __version__
+from physverify.config import FIXED, TRANSITIONS
+from physverify.verdict import CONFIRMED
+
+if TYPE_CHECKING:
+    from physverify.replay import ClaimRun, ReplayResult
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+
+RULE_TEXT = {
+    "new": "A claim with no earlier line in the ledger",
+    "unchanged": "A claim whose verdict is the same as in the baseline",
+    "fixed": "A confirmed defect whose claim is now rejected",
+    "regressed": "A rejected claim that is now confirmed: the defect is back",
+    "undecidable": "A decided claim that is now not decidable",
+    "decided": "A claim that was not decidable and now has a verdict",
+    "removed": "A claim in the baseline whose file is gone",
+}
+
+
+def _rule(transition: str) -> dict[str, Any]:
+    return {
+        "id": transition,
+        "name": "Claim" + transition.capitalize(),
+        "shortDescription": {"text": RULE_TEXT[transition]},
+        "defaultConfiguration": {"level": "error" if transition in ("regressed", "undecidable") else "warning"},
+    }
+
+
+def _level(run: ClaimRun) -> str:
+    if run.transition == FIXED and all(f.startswith(FIXED) for f in run.failures):
+        return "note"
+    return "error" if run.failures else "warning"
+
+
+def _location(run: ClaimRun) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": run.target or run.key, "uriBaseId": "%SRCROOT%"}}
+    if run.line is not None and run.line >= 1:  # SARIF regions count lines from 1
+        physical["region"] = {"startLine": run.line}
+    return {"physicalLocation": physical}
+
+
+def _result(run: ClaimRun) -> dict[str, Any]:
+    record = run.record or run.baseline or {}
+    message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. {run.reason}"
+    if run.failures:
+        message += " Gate: " + "; ".join(run.failures)
+    return {
+        "ruleId": run.transition,
+        "ruleIndex": TRANSITIONS.index(run.transition),
+        "level": _level(run),
+        "message": {"text": message},
+        "locations": [_location(run)],
+        "partialFingerprints": {"physverifyClaim/v1": run.key},
+        "properties": {
+            "claim": run.key, "verdict": run.verdict, "baselineVerdict": run.baseline_verdict,
+            "transition": run.transition, "reference": record.get("reference"), "impact": record.get("impact"),
+        },
+    }
+
+
+def to_dict(result: ReplayResult) -> dict[str, Any]:
+    """The replay as a SARIF log object."""
+    shown = [run for run in result.claims if run.verdict == CONFIRMED or run.failures]
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "physverify", "version": __version__,
+                                "rules": [_rule(t) for t in TRANSITIONS]}},
+            "invocations": [{"executionSuccessful": True, "exitCode": result.exit_code}],
+            "results": [_result(run) for run in shown],
+        }],
+    }
+
+
+def render(result: ReplayResult) -> str:
+    """The replay as a SARIF 2.1.0 JSON document."""
+    return json.dumps(to_dict(result), indent=2, ensure_ascii=False)

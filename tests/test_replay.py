@@ -1,0 +1,324 @@
+"""physverify replay, the claims gate (issue 4; DESIGN.md "Replay: the gate").
+
+The claims here are tiny (an exact check on a one-line solver), so each child process
+costs only the interpreter start; the repositories are real git repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from physverify import ledger, replay
+from physverify.config import DECIDED, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
+from physverify.errors import ConfigError, RefusedError, UsageError
+from physverify.verdict import CONFIRMED, EXIT_ERROR, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED
+
+GOOD = "def double(x):\n    return 2 * x\n"
+DEFECT = "def double(x):\n    return 3 * x\n"  # double(0) is still 0, so the control passes
+CRASH = "def double(x):\n    if x:\n        raise RuntimeError('boom')\n    return 0\n"
+
+CLAIM_TEMPLATE = '''"""A tiny claim about solver.double."""
+from physverify import FAIL, PASS, Check, Result
+import {module}
+
+CLAIM = {{
+    "text": "double() returns the wrong value for x != 0",
+    "source": "a test",
+    "file": "{module}.py",
+    "line": 2,
+    "reference": "arithmetic: double(x) = 2 x",
+    "impact": "used",
+}}
+
+
+def _doubles(x):
+    return lambda: Result(PASS if {module}.double(x) == 2 * x else FAIL, f"double({{x}}) = {{{module}.double(x)}}")
+
+
+def control():
+    return Check("exact", "double(0) is 0, where the factor does not matter", _doubles(0))
+
+
+def checks():
+    return [Check("exact", "double({arg}) is {twice}", _doubles({arg}))]
+'''
+
+
+def claim_text(module: str = "solver", arg: int = 2) -> str:
+    return CLAIM_TEMPLATE.format(module=module, arg=arg, twice=2 * arg)
+
+
+def make_repo(root: Path, solver: str = DEFECT, claims: int = 1) -> git.Repo:
+    """A git repository with solver.py and ``claims`` claim files about it, committed."""
+    repo = git.Repo.init(root)
+    with repo.config_writer() as cfg:
+        cfg.set_value("user", "name", "test").set_value("user", "email", "test@example.com")
+    (root / "solver.py").write_text(solver)
+    (root / "claims").mkdir()
+    for i in range(claims):
+        (root / "claims" / f"claim_{i:02d}.py").write_text(claim_text(arg=i + 1))
+    repo.index.add(["solver.py", *[f"claims/claim_{i:02d}.py" for i in range(claims)]])
+    repo.index.commit("claims and solver")
+    return repo
+
+
+def run(root: Path, **kwargs: object) -> replay.ReplayResult:
+    kwargs.setdefault("trusted", True)
+    kwargs.setdefault("timeout_s", 60)
+    kwargs.setdefault("jobs", 2)
+    return replay.replay([root / "claims"], **kwargs)  # type: ignore[arg-type]
+
+
+def ledger_bytes(root: Path) -> bytes:
+    path = root / "claims" / "confirm_ledger.jsonl"
+    return path.read_bytes() if path.exists() else b""
+
+
+def only(result: replay.ReplayResult) -> replay.ClaimRun:
+    assert len(result.claims) == 1, result.claims
+    return result.claims[0]
+
+
+# --- pure parts ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (None, CONFIRMED, NEW),
+        (REJECTED, REJECTED, UNCHANGED),
+        (CONFIRMED, REJECTED, FIXED),
+        (REJECTED, CONFIRMED, REGRESSED),
+        (CONFIRMED, NOT_DECIDABLE, UNDECIDABLE),
+        (REJECTED, NOT_DECIDABLE, UNDECIDABLE),
+        (NOT_DECIDABLE, CONFIRMED, DECIDED),
+        (NOT_DECIDABLE, REJECTED, DECIDED),
+        (NOT_DECIDABLE, NOT_DECIDABLE, UNCHANGED),
+    ],
+)
+def test_transition_names_how_the_verdict_moved(before: str | None, after: str, expected: str) -> None:
+    assert replay.transition(before, after) == expected
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "a/b", "3", "1/3/5", "-1/3", ""])
+def test_a_bad_shard_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError, match="--shard must be K/N"):
+        replay.parse_shard(text)
+
+
+@given(keys=st.sets(st.text(min_size=1, max_size=30), max_size=40), n=st.integers(min_value=1, max_value=12))
+def test_shards_split_any_claims_into_disjoint_parts_that_cover_them_all(keys: set[str], n: int) -> None:
+    parts = [{key for key in keys if replay.in_shard(key, k, n)} for k in range(1, n + 1)]
+    assert set().union(*parts) == keys
+    assert sum(len(part) for part in parts) == len(keys)
+
+
+def test_the_shard_of_a_claim_is_fixed_by_its_key_alone() -> None:
+    # sha256 of the key: the same on every machine and in every Python process (no hash seed)
+    code = "from physverify.replay import in_shard; print([in_shard(f'claims/c{i}.py', 2, 3) for i in range(20)])"
+    here = [replay.in_shard(f"claims/c{i}.py", 2, 3) for i in range(20)]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert out.stdout.strip() == str(here)
+
+
+def test_discovery_skips_helpers_private_files_and_installed_code(tmp_path: Path) -> None:
+    claims = tmp_path / "claims"
+    for folder in ("sub", ".venv", "venv", "build", "__pycache__", "node_modules", ".hidden", "lib/site-packages"):
+        (claims / folder).mkdir(parents=True)
+    (claims / "a.py").write_text(claim_text())
+    (claims / "sub" / "b.py").write_text(claim_text())
+    (claims / "helpers.py").write_text("def control():\n    pass\n")  # no CLAIM: a helper
+    (claims / "_private.py").write_text(claim_text())
+    (claims / "annotated.py").write_text("CLAIM: dict = {}\n")
+    for trap in (".venv", "venv", "build", "__pycache__", "node_modules", ".hidden", "lib/site-packages"):
+        (claims / trap / "x.py").write_text(claim_text())
+    found = [p.relative_to(claims).as_posix() for p in replay.discover(claims)]
+    assert found == ["a.py", "annotated.py", "sub/b.py"]
+    assert [p.name for p in replay.discover(claims, exclude=["sub/*", "annot*"])] == ["a.py"]
+
+
+# --- the gate on a real repository -------------------------------------------------------
+@pytest.mark.slow
+def test_a_claim_walks_new_unchanged_fixed_unchanged_regressed_undecidable(tmp_path: Path) -> None:
+    make_repo(tmp_path, DEFECT)
+    steps = [
+        (None, NEW, CONFIRMED, EXIT_OK, True),
+        (None, UNCHANGED, CONFIRMED, EXIT_OK, False),
+        (GOOD, FIXED, REJECTED, EXIT_FINDING, True),
+        (None, UNCHANGED, REJECTED, EXIT_OK, False),
+        (DEFECT, REGRESSED, CONFIRMED, EXIT_FINDING, True),
+        (CRASH, UNDECIDABLE, NOT_DECIDABLE, EXIT_FINDING, True),
+    ]
+    for solver, expected_transition, verdict, exit_code, writes in steps:
+        if solver is not None:
+            (tmp_path / "solver.py").write_text(solver)
+        before = ledger_bytes(tmp_path)
+        result = run(tmp_path)
+        claim_run = only(result)
+        assert (claim_run.transition, claim_run.verdict, result.exit_code) == (expected_transition, verdict, exit_code)
+        after = ledger_bytes(tmp_path)
+        assert after.startswith(before)  # appended, never rewritten
+        if writes:
+            added = after[len(before):].decode().splitlines()
+            assert len(added) == 1 and json.loads(added[0])["verdict"] == verdict
+        else:
+            assert after == before  # an unchanged repository leaves the ledger byte for byte as it was
+
+
+@pytest.mark.slow
+def test_baseline_ref_compares_with_the_ledger_committed_at_an_older_commit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, DEFECT)
+    assert only(run(tmp_path)).verdict == CONFIRMED
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    old = repo.index.commit("ledger: confirmed").hexsha
+    (tmp_path / "solver.py").write_text(GOOD)
+    assert only(run(tmp_path)).transition == FIXED
+    repo.index.add(["solver.py", "claims/confirm_ledger.jsonl"])
+    repo.index.commit("fix double")
+    assert only(run(tmp_path)).transition == UNCHANGED  # against the ledger as it is now
+    against_old = run(tmp_path, baseline=old)
+    assert (only(against_old).transition, only(against_old).baseline_verdict) == (FIXED, CONFIRMED)
+    assert only(run(tmp_path, baseline="HEAD~2")).transition == NEW  # no ledger at the first commit
+
+
+def test_an_unknown_baseline_ref_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=0)
+    with pytest.raises(UsageError, match="no-such-branch"):
+        run(tmp_path, baseline="no-such-branch")
+
+
+@pytest.mark.slow
+def test_expect_fails_the_gate_when_a_claim_differs_from_it(tmp_path: Path) -> None:
+    make_repo(tmp_path, DEFECT)
+    (tmp_path / "claims" / "physverify.yaml").write_text("expect:\n  claim_00.py: rejected\n")
+    result = run(tmp_path)
+    assert only(result).transition == NEW and result.exit_code == EXIT_FINDING
+    assert only(result).failures == ("expected rejected (physverify.yaml), got confirmed",)
+    (tmp_path / "solver.py").write_text(GOOD)
+    # the fix both meets the expectation and is a "fixed" transition; fail_on without
+    # "fixed" leaves only the expectation, which now holds
+    (tmp_path / "claims" / "physverify.yaml").write_text("expect:\n  claim_00.py: rejected\nfail_on: [regressed]\n")
+    result = run(tmp_path)
+    assert (only(result).transition, result.exit_code) == (FIXED, EXIT_OK)
+
+
+def test_a_bad_config_stops_the_replay_before_anything_runs(tmp_path: Path) -> None:
+    make_repo(tmp_path, DEFECT)
+    (tmp_path / "claims" / "physverify.yaml").write_text("timout: 5\n")
+    with pytest.raises(ConfigError, match="unknown key 'timout'"):
+        run(tmp_path)
+    assert ledger_bytes(tmp_path) == b""
+
+
+def test_replay_refuses_untrusted_code_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
+    make_repo(tmp_path, DEFECT)
+    with pytest.raises(RefusedError):
+        run(tmp_path, trusted=False)
+    assert ledger_bytes(tmp_path) == b""
+
+
+@pytest.mark.slow
+def test_twenty_claims_a_helper_and_a_broken_claim_with_two_jobs_lose_nothing(tmp_path: Path) -> None:
+    make_repo(tmp_path, DEFECT, claims=20)
+    (tmp_path / "claims" / "shared.py").write_text("FACTOR = 2\n")  # a helper module: no CLAIM
+    (tmp_path / "claims" / "broken.py").write_text('CLAIM = {"text": "FILL IN"}\n')
+    result = run(tmp_path, jobs=2)
+    verdicts = [r.verdict for r in result.claims]
+    assert len(result.claims) == 21 and verdicts.count(CONFIRMED) == 20 and verdicts.count(NOT_DECIDABLE) == 1
+    broken = next(r for r in result.claims if r.key == "claims/broken.py")
+    assert broken.transition == NEW and broken.reason
+    records = ledger.read_ledger(tmp_path / "claims" / "confirm_ledger.jsonl").records
+    assert sorted(r["claim_key"] for r in records) == sorted(r.key for r in result.claims)
+
+
+@pytest.mark.slow
+def test_shards_one_two_three_of_three_run_every_claim_exactly_once(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=6)
+    seen: list[str] = []
+    for k in (1, 2, 3):
+        result = run(tmp_path, shard=f"{k}/3", ledger=tmp_path / f"shard{k}.jsonl")
+        seen += [r.key for r in result.claims]
+    assert sorted(seen) == [f"claims/claim_{i:02d}.py" for i in range(6)]
+
+
+@pytest.mark.slow
+def test_a_torn_last_line_is_reported_and_new_lines_go_after_it(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD)
+    first = run(tmp_path)
+    path = tmp_path / "claims" / "confirm_ledger.jsonl"
+    torn = path.read_bytes() + b'{"ledger_version": 1, "claim_key": "claims/other.py", "verd'
+    path.write_bytes(torn)
+    (tmp_path / "solver.py").write_text(DEFECT)
+    result = run(tmp_path)
+    assert any(":2:" in w and "cut off" in w for w in result.warnings), result.warnings
+    assert only(result).transition == REGRESSED and only(first).transition == NEW
+    data = path.read_bytes()
+    assert data.startswith(torn)
+    assert [r["verdict"] for r in ledger.read_ledger(path).records] == [REJECTED, CONFIRMED]
+
+
+@pytest.mark.slow
+def test_a_removed_claim_file_is_reported_as_removed(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=2)
+    run(tmp_path)
+    (tmp_path / "claims" / "claim_01.py").unlink()
+    before = ledger_bytes(tmp_path)
+    result = run(tmp_path)
+    assert [(r.key, r.transition) for r in result.claims] == [
+        ("claims/claim_00.py", UNCHANGED), ("claims/claim_01.py", REMOVED)]
+    assert result.exit_code == EXIT_OK and ledger_bytes(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_changed_since_reruns_only_affected_claims_and_counts_the_rest(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, GOOD, claims=2)
+    (tmp_path / "other.py").write_text(GOOD)
+    (tmp_path / "claims" / "claim_01.py").write_text(claim_text(module="other"))
+    run(tmp_path)
+    repo.index.add(["other.py", "claims/claim_01.py", "claims/confirm_ledger.jsonl"])
+    repo.index.commit("second solver")
+    quiet = run(tmp_path, changed_since="HEAD")
+    assert quiet.claims == () and len(quiet.skipped) == 2
+    (tmp_path / "other.py").write_text(DEFECT)
+    result = run(tmp_path, changed_since="HEAD")
+    assert [(r.key, r.transition) for r in result.claims] == [("claims/claim_01.py", REGRESSED)]
+    assert result.skipped == ("claims/claim_00.py",)
+
+
+@pytest.mark.slow
+def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
+    make_repo(tmp_path, GOOD)
+    monkeypatch.chdir(tmp_path)
+    first = replay.replay(["claims"], pre_commit=True, files=["solver.py"], timeout_s=60, jobs=1)
+    assert first.exit_code == EXIT_FINDING and first.written == 1  # a new claim: the ledger must be staged
+    assert "git diff claims/confirm_ledger.jsonl" in first.notes[0]
+    again = replay.replay(["claims"], pre_commit=True, files=["solver.py"], timeout_s=60, jobs=1)
+    assert again.exit_code == EXIT_OK and again.written == 0
+
+
+def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "physverify", "replay", str(tmp_path / "nope"), "--trusted"],
+                         capture_output=True, text=True)
+    assert out.returncode == EXIT_ERROR
+    assert "no such claims folder" in out.stderr and out.stdout == ""
+
+
+@pytest.mark.slow
+def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path) -> None:
+    make_repo(tmp_path, DEFECT)
+    command = [sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "1"]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == EXIT_OK, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["confirmed", "new", "claims/claim_00.py", "solver.py:2"]
+    assert lines[-1] == "gate passed"
