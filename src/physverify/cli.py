@@ -97,6 +97,41 @@ def _mcp_parser(sub: argparse._SubParsersAction) -> None:
     mcp.add_argument("--root", default=".", metavar="DIR", help="the project root; no path outside it is used (default: .)")
 
 
+def _replay_parser(sub: argparse._SubParsersAction) -> None:
+    from physverify.report import FORMATS
+
+    replay = sub.add_parser(
+        "replay",
+        help="the claims gate: re-run a claims folder and fail when a verdict changes",
+        description="Re-run every claim under each CLAIMS_DIR (default: claims) in fresh processes, compare each "
+        "verdict with the ledger's previous line for the claim, and append a line for each new claim and each "
+        "changed verdict. Exit 1 when a claim regressed, was fixed or became undecidable, or differs from its "
+        "'expect' entry in physverify.yaml (its fail_on changes the set); 0 otherwise; 2 for a usage or "
+        "config error. The ledger is --ledger, else the 'ledger' key of physverify.yaml (relative to the claims "
+        "folder), else CLAIMS_DIR/confirm_ledger.jsonl: commit it, it is the gate's memory.",
+    )
+    replay.add_argument("paths", nargs="*", metavar="CLAIMS_DIR",
+                        help="claims folders (default: claims); with --pre-commit, the staged files")
+    replay.add_argument("--ledger", metavar="FILE",
+                        help="the JSONL ledger (default: physverify.yaml's ledger, else CLAIMS_DIR/confirm_ledger.jsonl)")
+    replay.add_argument("--jobs", metavar="N", help="claims run at once (default: physverify.yaml's jobs, else the CPUs)")
+    replay.add_argument("--timeout", metavar="S",
+                        help="the time limit for each claim (default: physverify.yaml's timeout, else 300 s)")
+    _add_trusted_option(replay)
+    replay.add_argument("--baseline", metavar="REF", help="compare with the ledger as committed at git REF")
+    replay.add_argument("--changed-since", metavar="REF",
+                        help="run only the claims whose inputs changed since git REF (working tree and untracked files)")
+    replay.add_argument("--files", nargs="+", metavar="F", help="run only the claims these changed files affect")
+    replay.add_argument("--pre-commit", action="store_true",
+                        help="the pre-commit hook: positional arguments are the staged files, trust is implied, "
+                        "and the run fails whenever it wrote to the ledger")
+    replay.add_argument("--claims", metavar="DIR", help="with --pre-commit: the claims folder (default: claims)")
+    replay.add_argument("--format", default="text", choices=sorted(FORMATS), help="output format (default: text)")
+    replay.add_argument("--output", metavar="F", help="write the output to F instead of stdout")
+    replay.add_argument("--shard", metavar="K/N", help="run only shard K of N (a stable split by claim path)")
+    replay.add_argument("--record-all", action="store_true", help="append a ledger line for every claim run")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="physverify",
@@ -107,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _confirm_parser(sub)
     _run_parser(sub)
+    _replay_parser(sub)
     _mcp_parser(sub)
     return parser
 
@@ -144,6 +180,30 @@ def _run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from physverify import replay, report
+
+    if args.pre_commit:
+        dirs, files = [args.claims or "claims"], list(args.paths) + list(args.files or [])
+    else:
+        dirs, files = list(args.paths) + ([args.claims] if args.claims else []), args.files
+    progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
+    result = replay.replay(
+        dirs or ["claims"], ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
+        baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
+        shard=args.shard, record_all=args.record_all, progress=progress,
+    )
+    _emit(report.render(args.format, result), args.output)
+    return result.exit_code
+
+
+def _replay_progress(run: object, done: int, total: int) -> None:
+    from physverify.report import text
+
+    sys.stderr.write(f"[{done}/{total}] {text.replay_line(run)}\n")  # type: ignore[arg-type]
+    sys.stderr.flush()
+
+
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: object) -> None:
     import json
 
@@ -161,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _confirm(args)
         elif args.command == "run":
             return _run(args)
+        elif args.command == "replay":
+            return _replay(args)
         elif args.command == "mcp":
             from physverify import mcp_server
 
