@@ -1,0 +1,149 @@
+"""The transcripts in docs/confirm.md are what `physverify confirm` really prints (issue 3, spec section 8).
+
+Each worked example in docs/confirm.md is a ```text block whose first line is
+``$ physverify confirm docs/examples/confirm/claim_X.py --trusted``. The test runs that
+command as a real process from the repository root (with a ledger in tmp_path) and
+compares stdout with the rest of the block, line by line, whitespace-normalised. Only
+round-off digits are masked: decimal numbers in the message part of a control or check
+line. Verdict lines, statuses, labels, claim and reference lines are compared exactly, so
+a message change must update the golden text in the same commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from physverify.verdict import CONFIRMED, EXIT_ERROR, EXIT_FINDING, EXIT_FOR_VERDICT, EXIT_OK, NOT_DECIDABLE, REJECTED
+
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "confirm.md"
+EXAMPLES = REPO / "docs" / "examples" / "confirm"
+
+# Spec section 8: one worked example for each verdict.
+EXPECTED = {
+    "claim_oscillator.py": (CONFIRMED, EXIT_FINDING),
+    "claim_verlet.py": (REJECTED, EXIT_OK),
+    "claim_decay.py": (NOT_DECIDABLE, EXIT_ERROR),
+}
+
+_BLOCK = re.compile(r"^```text\n\$ physverify confirm (?P<claim>\S+) --trusted\n(?P<output>.*?)^```$", re.M | re.S)
+_REFUSAL = re.compile(r"^```text\n\$ physverify confirm (?P<claim>\S+)\n(?P<output>.*?)^```$", re.M | re.S)
+# A decimal number: 0.802, 2.00, 3.4, 1e-12, 1.97e-02. Integers (an expected order, "1 of 1",
+# a line number) are not round-off and stay.
+_DECIMAL = re.compile(r"[-+]?(?:\d+\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)")
+_OUTCOME = re.compile(r"^(?P<head>(?:control|check) [A-Z]+ .*?): (?P<message>.*)$")
+
+
+class Run(NamedTuple):
+    stdout: str
+    stderr: str
+    returncode: int
+    ledger: list[dict[str, object]]
+
+
+def normalise(line: str) -> str:
+    """The line with runs of whitespace collapsed and the ends stripped."""
+    return " ".join(line.split())
+
+
+def mask(line: str) -> str:
+    """The normalised line, with decimal numbers after a control or check line's first ': ' replaced by <num>.
+
+    The role, status and label before that colon stay exact (a label with a colon of its
+    own keeps its first part exact and is masked the same way on both sides).
+    """
+    line = normalise(line)
+    match = _OUTCOME.match(line)
+    if match is None:
+        return line
+    return f"{match['head']}: {_DECIMAL.sub('<num>', match['message'])}"
+
+
+def comparable(text: str) -> list[str]:
+    """The non-empty lines of ``text``, normalised and masked."""
+    return [mask(line) for line in text.splitlines() if line.strip()]
+
+
+def documented_examples() -> dict[str, str]:
+    """Claim path (as written in the doc) -> the golden output under its command line."""
+    doc = DOC.read_text(encoding="utf-8")
+    return {match["claim"]: match["output"] for match in _BLOCK.finditer(doc)}
+
+
+def run_confirm(claim: str, ledger: Path, *extra: str) -> Run:
+    """``python -m physverify confirm CLAIM --ledger LEDGER ...`` from the repository root, outside the sandbox."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "physverify", "confirm", claim, "--ledger", str(ledger), *extra],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=240,
+    )
+    lines = ledger.read_text(encoding="utf-8").splitlines() if ledger.exists() else []
+    return Run(proc.stdout, proc.stderr, proc.returncode, [json.loads(line) for line in lines])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Each documented example run once, keyed by the claim path written in the doc."""
+    folder = tmp_path_factory.mktemp("ledgers")
+    return {
+        claim: run_confirm(claim, folder / f"{Path(claim).stem}.jsonl", "--trusted")
+        for claim in documented_examples()
+    }
+
+
+# --- the page itself (no process) ------------------------------------------------------
+def test_every_worked_example_in_the_examples_folder_has_a_transcript_in_the_doc() -> None:
+    documented = {Path(claim).name for claim in documented_examples()}
+    on_disk = {path.name for path in EXAMPLES.glob("claim_*.py")}
+    assert documented == on_disk == set(EXPECTED)
+    assert all(Path(claim).parent == Path("docs/examples/confirm") for claim in documented_examples())
+
+
+def test_masking_hides_round_off_digits_but_keeps_status_label_and_expected_order() -> None:
+    line = "  check FAIL rule with gamma = 0.5 (damping on): about 0.802 at the finest level, 1.97e-02 (expected 2)"
+    assert mask(line) == "check FAIL rule with gamma = 0.5 (damping on): about <num> at the finest level, <num> (expected 2)"
+    assert mask("rejected (impact: used): the control passed and the check passed") == (
+        "rejected (impact: used): the control passed and the check passed"
+    )
+    assert mask("  check PASS x: observed order 2.00") != mask("  check FAIL x: observed order 2.00")
+
+
+# --- the real runs ------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_worked_example_prints_what_docs_confirm_md_shows(name: str, runs: dict[str, Run]) -> None:
+    claim = f"docs/examples/confirm/{name}"
+    golden = documented_examples()[claim]
+    run = runs[claim]
+    assert comparable(run.stdout) == comparable(golden), f"docs/confirm.md is out of date for {claim}:\n{run.stdout}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_worked_example_gives_its_documented_verdict_and_exit_code(name: str, runs: dict[str, Run]) -> None:
+    run = runs[f"docs/examples/confirm/{name}"]
+    verdict, exit_code = EXPECTED[name]
+    assert run.returncode == exit_code == EXIT_FOR_VERDICT[verdict], run.stdout + run.stderr
+    assert run.stdout.startswith(f"{verdict} (impact: ")
+    assert [record["verdict"] for record in run.ledger] == [verdict]
+    assert run.ledger[0]["claim_file"] == f"docs/examples/confirm/{name}"
+
+
+def test_the_refusal_shown_in_the_doc_is_what_confirm_prints_without_trusted(tmp_path: Path) -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    shown = [m for m in _REFUSAL.finditer(doc) if m["claim"].startswith("docs/examples/confirm/")]
+    assert len(shown) == 1, "docs/confirm.md section 5 shows one refused run"
+    ledger = tmp_path / "ledger.jsonl"
+    run = run_confirm(shown[0]["claim"], ledger)
+    assert run.returncode == EXIT_ERROR
+    assert run.stdout == ""
+    assert comparable(run.stderr) == comparable(shown[0]["output"])
+    assert not ledger.exists()
