@@ -46,7 +46,10 @@ def explicit_midpoint(f: Rhs, defect: bool = False) -> Integrate:
 
 
 def rk4(f: Rhs, defect: bool = False) -> Integrate:
-    """Classical fourth-order Runge-Kutta (Butcher, Numerical Methods for ODEs, ch. 3). Defect: k3 at t + h, not t + h/2."""
+    """Classical fourth-order Runge-Kutta (Butcher, Numerical Methods for ODEs, ch. 3).
+
+    Defect: k3 is evaluated at t + h instead of t + h/2.
+    """
 
     def integrate(source: Source, y0: np.ndarray, t_end: float, n_steps: int) -> np.ndarray:
         h, t, y = t_end / n_steps, 0.0, np.array(y0, dtype=float)

@@ -104,7 +104,7 @@ def test_a_first_order_error_fails_a_second_order_expectation_naming_the_clean_o
 def test_an_order_well_above_the_expected_one_fails_and_says_the_expectation_looks_wrong() -> None:
     result = check_order(HS, power_law(1.0, 4.0), 2)
     assert result.status == FAIL
-    assert result.message.startswith("observed order 4.00 (expected 2), above [1.7, 3)")
+    assert result.message.startswith("observed order 4.00 (expected 2), above the accepted range [1.7, 3)")
     assert "the expected order itself looks wrong" in result.message
 
 

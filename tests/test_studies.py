@@ -77,7 +77,12 @@ def test_a_linear_invariant_is_conserved_exactly_by_a_runge_kutta_method() -> No
 
 
 # --- patch_study -----------------------------------------------------------------------------------------
-CONSISTENT = [solvers.forward_euler(RHS), solvers.explicit_midpoint(RHS), solvers.rk4(RHS), solvers.velocity_verlet(ACCEL)]
+CONSISTENT = [
+    solvers.forward_euler(RHS),
+    solvers.explicit_midpoint(RHS),
+    solvers.rk4(RHS),
+    solvers.velocity_verlet(ACCEL),
+]
 
 
 @pytest.mark.parametrize("integrate", CONSISTENT, ids=["Euler", "midpoint", "RK4", "Verlet"])
@@ -132,7 +137,11 @@ def edited_copy(tmp_path: Path, file: str, old: str, new: str) -> Path:
 @pytest.mark.slow
 def test_the_oscillator_example_gives_the_spec_statuses_and_passes_once_the_sign_is_fixed(tmp_path: Path) -> None:
     control, check = run_claim(EXAMPLES, "claim_oscillator")
-    assert control == ["PASS", "midpoint rule is second order with gamma = 0 (no damping)", "observed order 2.00 (expected 2)"]
+    assert control == [
+        "PASS",
+        "midpoint rule is second order with gamma = 0 (no damping)",
+        "observed order 2.00 (expected 2)",
+    ]
     assert check[:2] == ["FAIL", "midpoint rule is second order with gamma = 0.5 (damping on)"]
     assert check[2].startswith("error does not decrease with resolution (about ")
     assert check[2].endswith(SAME_AT_EVERY_RESOLUTION)

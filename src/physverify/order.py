@@ -201,9 +201,9 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], fitted: fl
     head = f"observed order {fitted:.2f} (expected {expected:g})"
     low, high = expected - tol_low, expected + tol_high
     if fitted < low - _ORDER_SLACK:
-        return _too_low(head, pairwise, fitted, low, high, expected)
+        return _too_low(head, pairwise, low, high, expected)
     if fitted >= high - _ORDER_SLACK:
-        return FAIL, head + _too_high_advice(pairwise, fitted, low, high)
+        return FAIL, head + _too_high_advice(pairwise, low, high)
     if atol is not None and we[-1] > atol:
         return FAIL, (f"{head}, but the error at the finest level ({we[-1]:.3g}) is above atol = {atol:g}: only the "
                       "absolute tolerance was missed; the order is right, so use finer steps or look for a large "
@@ -226,23 +226,24 @@ def _stalled(we: list[float], all_errors: list[float], pairwise: list[float], le
                   "jump in the model")
 
 
-def _too_low(head: str, pairwise: list[float], fitted: float, low: float, high: float,
-             expected: float) -> tuple[str, str]:
+def _too_low(head: str, pairwise: list[float], low: float, high: float, expected: float) -> tuple[str, str]:
+    """Below the accepted range: pre-asymptotic steps (INCONCLUSIVE when the finest pair is in range) or a FAIL."""
     rising = len(pairwise) >= 2 and all(b > a + 0.05 for a, b in zip(pairwise, pairwise[1:]))
     orders = f"pairwise orders {_fmt_orders(pairwise)}"
     if rising and low - _ORDER_SLACK <= pairwise[-1] < high:
         return INCONCLUSIVE, (f"{head}, but the {orders} are still rising and the finest pair is already in range: "
                               "the coarse steps are pre-asymptotic; drop the coarsest resolutions or add finer ones")
     if rising:
-        return FAIL, (f"{head}, below [{low:g}, {high:g}); the {orders} are still rising, so the steps may be "
-                      "pre-asymptotic: add finer resolutions before concluding")
+        return FAIL, (f"{head}, below the accepted range [{low:g}, {high:g}); the {orders} are still rising, so "
+                      "the steps may be pre-asymptotic: add finer resolutions before concluding")
     nearest = _clean_integer(pairwise[-1])
     if nearest is not None and nearest >= 1 and nearest != expected:
         return FAIL, (f"{head}: a clean order {nearest}, the signature of one term that is only accurate to that "
                       "order (a stage at the wrong time, a stale value such as an old acceleration, a full step "
                       "where a half step belongs); if the method really is of order "
                       f"{nearest}, the expected order is wrong")
-    return FAIL, f"{head}, below [{low:g}, {high:g}) ({orders}): the error falls more slowly than the method allows"
+    return FAIL, (f"{head}, below the accepted range [{low:g}, {high:g}) ({orders}): the error falls more slowly "
+                  "than the method allows")
 
 
 def _clean_integer(order: float) -> int | None:
@@ -251,12 +252,13 @@ def _clean_integer(order: float) -> int | None:
     return nearest if abs(order - nearest) < _CLEAN_INTEGER else None
 
 
-def _too_high_advice(pairwise: list[float], fitted: float, low: float, high: float) -> str:
+def _too_high_advice(pairwise: list[float], low: float, high: float) -> str:
+    """What an order above the accepted range suggests."""
     nearest = _clean_integer(pairwise[-1])
     if nearest is not None:
-        return (f", above [{low:g}, {high:g}): a clean order {nearest}, so the expected order itself looks wrong "
-                "(check the method's order in its reference), or the problem is one the method solves unusually "
-                "well; use a less special problem")
-    return (f", above [{low:g}, {high:g}) (pairwise orders {_fmt_orders(pairwise)}): the error falls faster than "
-            "the method allows; the problem may be too easy for it, or the errors are not the method's "
-            "(compare against a reference for the same problem)")
+        return (f", above the accepted range [{low:g}, {high:g}): a clean order {nearest}, so the expected order "
+                "itself looks wrong (check the method's order in its reference), or the problem is one the method "
+                "solves unusually well; use a less special problem")
+    return (f", above the accepted range [{low:g}, {high:g}) (pairwise orders {_fmt_orders(pairwise)}): the error "
+            "falls faster than the method allows; the problem may be too easy for it, or the errors are not the "
+            "method's (compare against a reference for the same problem)")

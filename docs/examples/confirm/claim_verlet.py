@@ -57,7 +57,9 @@ def verlet_study(omega, solution):
 def control():
     # Without a force the acceleration is zero, old or new, so the claimed mistake would
     # make no difference: Verlet must reproduce straight-line motion to round-off.
-    return Check("mms", "free particle (omega = 0): straight-line motion", lambda: verlet_study(0.0, exact_free_particle))
+    return Check(
+        "mms", "free particle (omega = 0): straight-line motion", lambda: verlet_study(0.0, exact_free_particle)
+    )
 
 
 def checks():
