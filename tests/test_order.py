@@ -93,6 +93,12 @@ def test_the_fit_uses_the_finest_fit_points_resolutions() -> None:
     assert check_order(HS, errors, 2, fit_points=5).status != PASS
 
 
+def test_numpy_arrays_are_accepted_like_lists() -> None:
+    hs = np.array(HS)
+    assert check_order(hs, 2.0 * hs**2, 2).status == PASS
+    assert check_exact(hs, np.full(5, 1e-15)).status == EXACT
+
+
 # --- check_order: FAIL ----------------------------------------------------------------
 def test_a_first_order_error_fails_a_second_order_expectation_naming_the_clean_order() -> None:
     result = check_order(HS, power_law(1.0, 1.0), 2)

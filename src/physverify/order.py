@@ -124,7 +124,7 @@ def check_exact(hs: Sequence[float], errors: Sequence[float], *, floor: float = 
     is exact on this problem at these steps; it says nothing about its order on others.
     Mismatched lengths or no resolutions give INCONCLUSIVE; a non-finite error is FAIL.
     """
-    if len(hs) != len(errors) or not hs:
+    if len(hs) != len(errors) or len(hs) == 0:
         return _result(INCONCLUSIVE, f"{len(hs)} step sizes but {len(errors)} errors; give one error per step size",
                        None, hs, errors)
     h, e = _sorted_coarsest_first(hs, errors)
