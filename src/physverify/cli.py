@@ -132,6 +132,41 @@ def _replay_parser(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--record-all", action="store_true", help="append a ledger line for every claim run")
 
 
+def _sandbox_parser(sub: argparse._SubParsersAction) -> None:
+    from physverify import sandbox
+
+    box = sub.add_parser(
+        "sandbox",
+        help="run confirm or replay inside a sandbox, for code you do not trust (sandbox/README.md)",
+        description="Run 'physverify confirm|replay ARGS' with no network, the repository read-only at /repo, "
+        "only the ledger and output files writable, the home folder hidden, and memory and process limits. "
+        "--trusted is not needed inside. Exit code: the inner command's.",
+    )
+    box.add_argument("--backend", default="auto", choices=["auto", *sandbox.BACKENDS],
+                     help="auto: docker or podman when an engine answers, else bwrap (default: auto)")
+    box.add_argument("--memory", default=sandbox.DEFAULT_MEMORY, metavar="SIZE",
+                     help=f"memory limit, e.g. 512m, 2g (default: {sandbox.DEFAULT_MEMORY})")
+    box.add_argument("--pids", type=int, default=sandbox.DEFAULT_PIDS, metavar="N",
+                     help=f"process (and thread) limit; 0: none (default: {sandbox.DEFAULT_PIDS})")
+    box.add_argument("--repo", metavar="DIR", help="the repository to mount (default: the git checkout holding .)")
+    box.add_argument("--image", metavar="IMAGE", help=f"docker/podman image (default: ${sandbox.IMAGE_ENV}, "
+                     f"else {sandbox.DEFAULT_IMAGE})")
+    box.add_argument("--timeout", type=float, metavar="S", help="outer limit for the whole sandbox run "
+                     f"(default: a confirm's --timeout + {sandbox.GRACE_S:g} s; none for replay)")
+    box.add_argument("inner", nargs=argparse.REMAINDER, metavar="-- confirm|replay ARGS")
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from physverify import sandbox
+
+    inner = args.inner[1:] if args.inner[:1] == ["--"] else args.inner
+    run = sandbox.sandbox(inner, backend=args.backend, memory=args.memory, pids=args.pids,
+                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout_s=args.timeout)
+    for note in run.notes:
+        sys.stderr.write(f"physverify sandbox ({run.backend}): {note}\n")
+    return run.exit_code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="physverify",
@@ -144,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run_parser(sub)
     _replay_parser(sub)
     _mcp_parser(sub)
+    _sandbox_parser(sub)
     return parser
 
 
@@ -228,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
             return EXIT_OK
+        elif args.command == "sandbox":
+            return _sandbox(args)
         elif args.command is None:
             parser.print_help()
             return EXIT_ERROR
