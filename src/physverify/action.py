@@ -1,0 +1,224 @@
+"""The GitHub Action's run step (action.yml): ``python -m physverify.action``.
+
+It reads the action's inputs from INPUT_* variables (action.yml passes them through the
+environment, never through the shell line), calls ``replay.replay`` once, and writes what
+the runner reads: the Markdown summary to $GITHUB_STEP_SUMMARY, annotations (workflow
+commands) to stdout, SARIF when asked, and the outputs to $GITHUB_OUTPUT. The exit code is
+the replay's, so the step fails when the gate fails. Like cli.py, this is an entry point:
+``main`` is the only function here that prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from physverify.errors import PhysverifyError, UsageError
+from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
+
+if TYPE_CHECKING:
+    from physverify.replay import ReplayResult
+
+# A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
+NULL_SHA = "0" * 40
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The action's inputs, as action.yml declares them; an empty string means "not given"."""
+
+    claims: tuple[str, ...]
+    ledger: str | None
+    baseline: str | None
+    jobs: str | None
+    timeout: str | None
+    fail_on: frozenset[str] | None
+    sarif: str | None
+    sandbox: bool
+
+
+def read_inputs(env: Mapping[str, str]) -> Inputs:
+    """The inputs from INPUT_* variables; UsageError for a sandbox or fail-on value that cannot be used."""
+
+    def given(name: str) -> str | None:
+        return env.get(f"INPUT_{name}", "").strip() or None
+
+    return Inputs(
+        claims=tuple((given("CLAIMS") or "claims").split()),
+        ledger=given("LEDGER"),
+        baseline=given("BASELINE"),
+        jobs=given("JOBS"),
+        timeout=given("TIMEOUT"),
+        fail_on=_fail_on(given("FAIL_ON")),
+        sarif=given("SARIF"),
+        sandbox=_boolean("sandbox", given("SANDBOX") or "false"),
+    )
+
+
+def _fail_on(text: str | None) -> frozenset[str] | None:
+    from physverify.config import TRANSITIONS
+
+    if text is None:
+        return None
+    names = frozenset(name.strip() for name in text.replace(",", " ").split())
+    unknown = sorted(names - set(TRANSITIONS))
+    if unknown:
+        raise UsageError(f"fail-on: unknown transition {', '.join(unknown)} (known: {', '.join(TRANSITIONS)})")
+    return names
+
+
+def _boolean(name: str, text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise UsageError(f"{name}: must be true or false, not {text!r}")
+    return text.lower() == "true"
+
+
+def default_baseline(event_name: str | None, event: Mapping[str, object]) -> str | None:
+    """The pull request's base sha, else the push's ``before`` (none for a new branch), else None."""
+    pull_request = event.get("pull_request")
+    if isinstance(pull_request, Mapping):
+        base = pull_request.get("base")
+        if isinstance(base, Mapping) and isinstance(base.get("sha"), str):
+            return str(base["sha"])
+    before = event.get("before")
+    if event_name == "push" and isinstance(before, str) and before and before != NULL_SHA:
+        return before
+    return None
+
+
+def _read_event(env: Mapping[str, str]) -> Mapping[str, object]:
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path or not Path(path).is_file():
+        return {}
+    event = json.loads(Path(path).read_text(encoding="utf-8"))
+    return event if isinstance(event, dict) else {}
+
+
+def reachable_baseline(ref: str, workspace: Path) -> tuple[str | None, str | None]:
+    """``ref`` when the checkout has it (fetching that one commit if it is missing), else None and a warning.
+
+    actions/checkout fetches one commit by default, so a pull request's base is usually
+    absent; without it the baseline would be the ledger as the pull request left it.
+    """
+    import git
+
+    try:
+        repo = git.Repo(workspace, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None, f"baseline {ref}: {workspace} is not a git checkout; comparing with the ledger as it is"
+    try:
+        repo.commit(ref)
+        return ref, None
+    except (git.BadName, git.BadObject, ValueError):
+        pass
+    try:
+        repo.git.fetch("--no-tags", "--depth=1", "origin", ref)
+        repo.commit(ref)
+        return ref, None
+    except (git.GitCommandError, git.BadName, git.BadObject, ValueError):
+        return None, (
+            f"baseline {ref}: not in the checkout and could not be fetched (use actions/checkout with "
+            "fetch-depth: 0); comparing with the ledger as it is in the checkout"
+        )
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the run step produces: annotations for stdout, the summary, the outputs, the exit code."""
+
+    annotations: str
+    summary: str
+    outputs: dict[str, str]
+    exit_code: int
+    sarif: str | None
+
+
+def run(inputs: Inputs, baseline: str | None) -> Written:
+    """Replay once, apply fail-on, and render every format the runner reads."""
+    from physverify import replay, report
+
+    if inputs.sandbox:
+        raise UsageError("sandbox: true is not available in this version of the action; use sandbox: false")
+    result = replay.replay(
+        list(inputs.claims),
+        ledger=inputs.ledger,
+        jobs=inputs.jobs,
+        timeout_s=inputs.timeout,
+        trusted=True,  # a repository's own workflow runs its own code, as its test job does (docs/github-action.md)
+        baseline=baseline,
+    )
+    if inputs.fail_on is not None:
+        result = with_fail_on(result, inputs.fail_on)
+    return Written(
+        annotations=report.render("github", result),
+        summary=report.render("markdown", result),
+        outputs=outputs(result),
+        exit_code=result.exit_code,
+        sarif=report.render("sarif", result) if inputs.sarif else None,
+    )
+
+
+def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:
+    """``result`` judged again with the action's fail-on, through replay's own gate rule."""
+    from physverify import replay
+
+    runs = tuple(replace(run, failures=replay.gate_failures(run, fail_on)) for run in result.claims)
+    failed = any(run.failures for run in runs)
+    return replace(result, claims=runs, fail_on=fail_on, exit_code=EXIT_FINDING if failed else EXIT_OK)
+
+
+def outputs(result: ReplayResult) -> dict[str, str]:
+    """Every output action.yml declares: counts per verdict and per transition, the gate, the ledger."""
+    from physverify.config import TRANSITIONS
+
+    by_verdict = {v.replace(" ", "-"): sum(run.verdict == v for run in result.claims) for v in VERDICTS}
+    by_transition = {t: result.counts().get(t, 0) for t in TRANSITIONS}
+    return {
+        **{k: str(n) for k, n in {**by_verdict, **by_transition}.items()},
+        "gate": "fail" if result.exit_code else "pass",
+        "exit-code": str(result.exit_code),
+        "ledger": result.ledger.as_posix(),
+    }
+
+
+def _append(path: str | None, text: str) -> None:
+    """Append ``text`` to a runner file ($GITHUB_STEP_SUMMARY, $GITHUB_OUTPUT); nothing when unset."""
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    """The run step: replay, write the runner's files, print the annotations, return the exit code."""
+    env = os.environ if env is None else env
+    try:
+        inputs = read_inputs(env)
+        workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+        os.chdir(workspace)  # claims, ledger and sarif paths are relative to the repository, as in a workflow
+        baseline, warning = inputs.baseline, None
+        if baseline is None:
+            found = default_baseline(env.get("GITHUB_EVENT_NAME"), _read_event(env))
+            baseline, warning = reachable_baseline(found, workspace) if found else (None, None)
+        if warning:
+            sys.stdout.write(f"::warning::{warning}\n")
+        written = run(inputs, baseline)
+    except PhysverifyError as exc:
+        sys.stdout.write(f"::error::physverify: {exc}\n")
+        _append(env.get("GITHUB_OUTPUT"), f"gate=error\nexit-code={EXIT_ERROR}")
+        return EXIT_ERROR
+    if written.sarif is not None and inputs.sarif is not None:
+        Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
+    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
+    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in written.outputs.items()))
+    sys.stdout.write(written.annotations if written.annotations.endswith("\n") or not written.annotations
+                     else written.annotations + "\n")
+    return written.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

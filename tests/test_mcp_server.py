@@ -1,0 +1,243 @@
+"""physverify mcp: the SDK's real stdio client against ``python -m physverify mcp`` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import git
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+SOLVER = '''\
+"""Exponential decay, the code under test."""
+import math
+
+
+def amount(y0, rate, t):
+    return y0 * math.exp(-rate * t)
+'''
+
+CLAIM = '''\
+"""Claim: amount() decays with the wrong rate."""
+import math
+
+from physverify import FAIL, PASS, Check, Result
+
+import decay
+
+CLAIM = {
+    "text": "amount() uses half the decay rate",
+    "source": "a test",
+    "file": "decay.py",
+    "line": 6,
+    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
+    "impact": "used",
+}
+
+
+def _compare(t):
+    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
+    ok = abs(got - want) <= 1e-12 * abs(want)
+    return Result(PASS if ok else FAIL, f"amount at t = {t}: {got:.6g}, exp(-rate t) gives {want:.6g}")
+
+
+def control():
+    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
+
+
+def checks():
+    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
+'''
+
+SPEC = '''\
+import math
+
+from physverify import FAIL, PASS, Check, Result
+
+import decay
+
+
+def _follows_exp() -> Result:
+    got, want = decay.amount(2.0, 0.7, 1.0), 2.0 * math.exp(-0.7)
+    return Result(PASS if abs(got - want) <= 1e-12 * want else FAIL, f"{got:.6g} against {want:.6g}")
+
+
+def checks():
+    return [Check("reference", "decay follows exp(-rate t)", lambda: _follows_exp())]
+'''
+
+SLOW_CLAIM = CLAIM.replace(
+    'def control():\n', 'def control():\n    import time\n\n    time.sleep(60)\n'
+)
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    """A git repository with a solver, one claim and one spec that imports the claim's helper."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(SOLVER)
+    (root / "claims" / "claim_decay.py").write_text(CLAIM)
+    (root / "verify_decay.py").write_text(SPEC)
+    repo = git.Repo.init(root)
+    repo.index.add(["decay.py", "claims/claim_decay.py", "verify_decay.py"])
+    repo.index.commit("a solver and its claim")
+    return root
+
+
+def _server(root: Path, env: dict[str, str] | None = None) -> Client:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(root)], env=env or {}
+    )
+    return Client(params, read_timeout_seconds=120)
+
+
+def _session(root: Path, body: Callable[[Client], Awaitable[Any]], env: dict[str, str] | None = None) -> Any:
+    """Run ``body`` against a fresh server for ``root`` and return what it returns."""
+
+    async def main() -> Any:
+        async with _server(root, env) as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+def _calls(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
+    """(is_error, text) of each tool call, made in order in one session of one server."""
+
+    async def body(client: Client) -> list[tuple[bool, str]]:
+        answers = []
+        for tool, arguments in calls:
+            result = await client.call_tool(tool, arguments)
+            answers.append((bool(result.is_error), "".join(p.text for p in result.content if p.type == "text")))
+        return answers
+
+    return _session(root, body)
+
+
+def _call(root: Path, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """(is_error, text) of one tool call."""
+    return _calls(root, [(tool, arguments)])[0]
+
+
+def _ledger_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_the_server_lists_three_tools_whose_descriptions_say_what_they_run(project: Path) -> None:
+    async def body(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = {tool.name: tool for tool in _session(project, body)}
+    assert sorted(tools) == ["confirm_claim", "replay_claims", "run_checks"]
+    for tool in tools.values():
+        assert "What it runs" in (tool.description or "") and "When to use it" in (tool.description or "")
+        assert "trusted" in tool.input_schema["properties"]
+    assert tools["confirm_claim"].input_schema["required"] == ["claim"]
+    assert tools["run_checks"].input_schema["properties"]["timeout"]["default"] == 600
+
+
+def test_confirm_claim_returns_the_verdict_then_the_ledger_line_and_appends_it(project: Path) -> None:
+    (project / "decay.py").write_text(SOLVER.replace("-rate * t", "-rate * t / 2"))
+    is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True})
+    assert not is_error, text
+    verdict_text, _, line = text.partition("\n\n")
+    assert verdict_text.startswith("confirmed (impact: used): the control passed and 1 of 1 check failed")
+    record = json.loads(line)
+    assert record["verdict"] == "confirmed" and record["claim_file"] == "claims/claim_decay.py"
+    assert _ledger_lines(project / "confirm_ledger.jsonl") == [record]
+
+
+def test_confirm_claim_without_trust_is_refused_and_runs_nothing(project: Path) -> None:
+    is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_decay.py"})
+    assert is_error
+    assert "refusing to run the code under test" in text and "sandbox" in text
+    assert not (project / "confirm_ledger.jsonl").exists()
+
+
+def test_physverify_repo_in_the_servers_environment_stands_for_trust(project: Path) -> None:
+    async def body(client: Client) -> Any:
+        return await client.call_tool("confirm_claim", {"claim": "claims/claim_decay.py"})
+
+    result = _session(project, body, env={"PHYSVERIFY_REPO": str(project)})
+    assert not result.is_error
+    assert _ledger_lines(project / "confirm_ledger.jsonl")[0]["verdict"] == "rejected"
+
+
+def test_paths_outside_the_root_are_refused_also_through_a_symlink(project: Path) -> None:
+    outside = project.parent / "elsewhere.py"
+    outside.write_text(CLAIM)
+    (project / "claims" / "link.py").symlink_to(outside)
+    claims = ("../elsewhere.py", str(outside), "claims/link.py")
+    calls = [("confirm_claim", {"claim": claim, "trusted": True}) for claim in claims]
+    calls.append(("run_checks", {"specs": ["../elsewhere.py"], "trusted": True}))
+    calls.append(("replay_claims", {"claims": [".."], "trusted": True}))
+    for (is_error, text), (_, arguments) in zip(_calls(project, calls), calls):
+        assert is_error and "outside the project root" in text, (arguments, text)
+    assert not (project / "confirm_ledger.jsonl").exists()
+
+
+def test_a_claim_that_outlives_its_timeout_is_not_decidable(project: Path) -> None:
+    (project / "claims" / "claim_slow.py").write_text(SLOW_CLAIM)
+    is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_slow.py", "trusted": True, "timeout": 1})
+    assert not is_error, text
+    assert text.startswith("not decidable (impact: used): timed out after 1 s")
+
+
+def test_a_bad_timeout_reaches_the_client_as_a_one_line_error(project: Path) -> None:
+    is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True, "timeout": 0})
+    assert is_error and "--timeout must be a positive" in text
+
+
+def test_run_checks_sees_an_edit_to_the_solver_between_two_calls(project: Path) -> None:
+    async def body(client: Client) -> list[str]:
+        texts = []
+        for source in (SOLVER, SOLVER.replace("-rate * t", "-rate * t / 2")):
+            (project / "decay.py").write_text(source)  # same server, same session: a fresh child per call
+            result = await client.call_tool("run_checks", {"trusted": True})
+            assert not result.is_error
+            texts.append(result.content[0].text)
+        return texts
+
+    before, after = _session(project, body)
+    assert before.startswith("PASS") and "1 PASS in 1 spec file" in before
+    assert after.startswith("FAIL") and "1 FAIL in 1 spec file" in after
+    assert json.loads(after.partition("\n\n")[2])["exit_code"] == 1
+
+
+def test_run_checks_reports_a_spec_stopped_at_its_timeout_as_a_load_error(project: Path) -> None:
+    (project / "verify_decay.py").write_text("import time\n\ntime.sleep(60)\n\n" + SPEC)
+    is_error, text = _call(project, "run_checks", {"specs": ["verify_decay.py"], "trusted": True, "timeout": 1})
+    assert not is_error, text
+    assert text.splitlines()[0].startswith("LOAD-ERROR ") and "verify_decay.py" in text.splitlines()[0]
+    assert "timeout" in text.splitlines()[0]
+
+
+def test_run_checks_without_trust_is_refused(project: Path) -> None:
+    is_error, text = _call(project, "run_checks", {})
+    assert is_error and "refusing to run the code under test" in text
+
+
+def test_replay_claims_returns_the_summary_and_every_transition(project: Path) -> None:
+    async def body(client: Client) -> list[str]:
+        texts = []
+        for source in (SOLVER, SOLVER.replace("-rate * t", "-rate * t / 2")):
+            (project / "decay.py").write_text(source)
+            result = await client.call_tool("replay_claims", {"trusted": True, "jobs": 1})
+            texts.append(result.content[0].text)
+        return texts
+
+    first, second = _session(project, body)
+    first_json = json.loads(first.partition("\n\n")[2])
+    second_json = json.loads(second.partition("\n\n")[2])
+    assert [c["transition"] for c in first_json["claims"]] == ["new"]
+    assert [c["transition"] for c in second_json["claims"]] == ["regressed"]
+    assert "regressed" in second.partition("\n\n")[0] and "claims/claim_decay.py" in second
+    assert len(_ledger_lines(project / "claims" / "confirm_ledger.jsonl")) == 2
