@@ -1,0 +1,214 @@
+"""The GitHub Action: action.yml and the workflows against GitHub's schemas, and its run step run locally."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+import yaml
+
+from physverify import action, replay
+from physverify.verdict import EXIT_FINDING, EXIT_OK
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION = ROOT / "action.yml"
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+SOLVER = '''\
+"""Exponential decay, the code under test."""
+import math
+
+
+def amount(y0, rate, t):
+    return y0 * math.exp(-rate * t)
+'''
+DEFECT = SOLVER.replace("-rate * t", "-rate * t / 2")
+
+CLAIM = '''\
+"""Claim: amount() decays with half the rate."""
+import math
+
+from physverify import FAIL, PASS, Check, Result
+
+import decay
+
+CLAIM = {
+    "text": "amount() uses half the decay rate",
+    "source": "a test",
+    "file": "decay.py",
+    "line": 6,
+    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
+    "impact": "used",
+}
+
+
+def _compare(t):
+    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
+    return Result(PASS if abs(got - want) <= 1e-12 * abs(want) else FAIL, f"{got:.6g} against {want:.6g}")
+
+
+def control():
+    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
+
+
+def checks():
+    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
+'''
+
+
+def _check_jsonschema(schema: str, *files: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, files)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_action_yml_is_valid_against_githubs_action_schema() -> None:
+    done = _check_jsonschema("vendor.github-actions", ACTION)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_workflows_are_valid_against_githubs_workflow_schema() -> None:
+    assert {p.name for p in WORKFLOWS} >= {"claims.yml", "ci.yml"}
+    done = _check_jsonschema("vendor.github-workflows", *WORKFLOWS)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed (no wheel ships it)")
+def test_actionlint_finds_nothing_in_the_workflows() -> None:
+    done = subprocess.run(["actionlint", *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_this_repository_replays_its_claims_with_its_own_action() -> None:
+    steps = yaml.safe_load((ROOT / ".github" / "workflows" / "claims.yml").read_text())["jobs"]["replay"]["steps"]
+    assert any(step.get("uses") == "./" for step in steps)
+    assert any(str(step.get("uses", "")).startswith("github/codeql-action/upload-sarif") for step in steps)
+
+
+def test_ci_runs_the_test_suite_the_way_the_readme_says() -> None:
+    steps = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())["jobs"]["tests"]["steps"]
+    runs = " ".join(str(step.get("run", "")) for step in steps)
+    assert "pytest" in runs or ".ci/run" in runs
+
+
+# --- the baseline a workflow event gives ------------------------------------------------
+def test_a_pull_request_compares_with_its_base_commit() -> None:
+    event = {"pull_request": {"base": {"sha": "a" * 40}}, "before": "b" * 40}
+    assert action.default_baseline("pull_request", event) == "a" * 40
+
+
+def test_a_push_compares_with_the_commit_before_it() -> None:
+    assert action.default_baseline("push", {"before": "b" * 40}) == "b" * 40
+
+
+def test_a_push_that_creates_a_branch_has_no_baseline() -> None:
+    assert action.default_baseline("push", {"before": action.NULL_SHA}) is None
+
+
+def test_other_events_have_no_baseline() -> None:
+    assert action.default_baseline("workflow_dispatch", {}) is None
+
+
+def test_an_unknown_fail_on_transition_is_refused() -> None:
+    with pytest.raises(action.UsageError, match="fail-on: unknown transition fixd"):
+        action.read_inputs({"INPUT_FAIL_ON": "regressed, fixd"})
+
+
+# --- the run step, run locally ----------------------------------------------------------
+def _action() -> dict[str, Any]:
+    return yaml.safe_load(ACTION.read_text())
+
+
+def _run_step() -> dict[str, Any]:
+    return next(step for step in _action()["runs"]["steps"] if step.get("id") == "replay")
+
+
+def _step_env(overrides: dict[str, str]) -> dict[str, str]:
+    """The run step's env block with each ${{ inputs.x }} replaced by the input's value or default."""
+    inputs = {name: str(spec.get("default", "")) for name, spec in _action()["inputs"].items()}
+    inputs.update(overrides)
+    pattern = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+    return {k: pattern.sub(lambda m: inputs[m.group(1)], str(v)) for k, v in _run_step()["env"].items()}
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A checkout whose committed ledger says the claim is rejected, with the defect then put back."""
+    root = tmp_path / "workspace"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(SOLVER)
+    (root / "claims" / "claim_decay.py").write_text(CLAIM)
+    repo = git.Repo.init(root)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "test").set_value("user", "email", "test@example.org")
+    monkeypatch.chdir(root)
+    replay.replay(["claims"], trusted=True, jobs=1)
+    repo.index.add(["decay.py", "claims/claim_decay.py", "claims/confirm_ledger.jsonl"])
+    recorded = repo.index.commit("the claim is rejected").hexsha
+    (root / "decay.py").write_text(DEFECT)
+    repo.index.add(["decay.py"])
+    repo.index.commit("a change that brings the defect back")
+    return root, recorded
+
+
+def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
+    """Run the step's `run` line in bash with the runner's files pointing at temp files."""
+    files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
+    (tmp_path / "event.json").write_text(json.dumps(event))
+    env = {**os.environ, **_step_env(inputs), **{k: str(v) for k, v in files.items()}}
+    env.update(GITHUB_WORKSPACE=str(root), GITHUB_EVENT_PATH=str(tmp_path / "event.json"), GITHUB_EVENT_NAME="push")
+    env.pop("PHYSVERIFY_REPO", None)
+    done = subprocess.run(["bash", "-c", _run_step()["run"]], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    outputs = dict(line.split("=", 1) for line in files["GITHUB_OUTPUT"].read_text().splitlines())
+    summary = files["GITHUB_STEP_SUMMARY"].read_text() if files["GITHUB_STEP_SUMMARY"].exists() else ""
+    return {"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "outputs": outputs,
+            "summary": summary}
+
+
+def test_the_run_step_fails_on_a_regressed_claim_and_says_where(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sarif": "physverify.sarif", "jobs": "1"})
+    assert ran["code"] == EXIT_FINDING, ran["stderr"]
+    assert re.search(r"^::error file=decay\.py,line=6,title=physverify%3A claim regressed::", ran["stdout"], re.M)
+    assert "| confirmed | regressed | `claims/claim_decay.py` | `decay.py:6` | rejected |" in ran["summary"]
+    assert ran["summary"].startswith("## physverify replay: gate failed")
+    declared = {name for name in _action()["outputs"]}
+    assert declared <= set(ran["outputs"]), declared - set(ran["outputs"])
+    assert ran["outputs"]["gate"] == "fail" and ran["outputs"]["regressed"] == "1"
+    assert ran["outputs"]["confirmed"] == "1" and ran["outputs"]["rejected"] == "0"
+    assert ran["outputs"]["ledger"] == "claims/confirm_ledger.jsonl"
+    sarif = json.loads((root / "physverify.sarif").read_text())
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"][0]["ruleId"] == "regressed"
+
+
+def test_fail_on_decides_which_transitions_fail_the_step(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"fail-on": "undecidable", "jobs": "1"})
+    assert ran["code"] == EXIT_OK, ran["stdout"] + ran["stderr"]
+    assert ran["outputs"]["gate"] == "pass" and ran["outputs"]["regressed"] == "1"
+    assert not (root / "physverify.sarif").exists()
+
+
+def test_a_baseline_the_checkout_lacks_falls_back_to_the_ledger_with_a_warning(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, _ = workspace
+    ran = _run_locally(root, tmp_path, {"before": "c" * 40}, {"jobs": "1"})
+    assert f"::warning::baseline {'c' * 40}: not in the checkout" in ran["stdout"]
+    assert ran["outputs"]["regressed"] == "1"  # the ledger in the checkout still says rejected
+
+
+def test_a_bad_input_fails_the_step_with_one_error_line(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "maybe"})
+    assert ran["code"] == 2
+    assert ran["stdout"].strip() == "::error::physverify: sandbox: must be true or false, not 'maybe'"
+    assert ran["outputs"]["gate"] == "error"
