@@ -46,7 +46,7 @@ def explicit_midpoint(f: Rhs, defect: bool = False) -> Integrate:
 
 
 def rk4(f: Rhs, defect: bool = False) -> Integrate:
-    """Classical fourth-order Runge-Kutta (Butcher, Numerical Methods for ODEs, ch. 3).
+    """Classical fourth-order Runge-Kutta (Butcher, Numerical Methods for ODEs, sec. 23).
 
     Defect: k3 is evaluated at t + h instead of t + h/2.
     """

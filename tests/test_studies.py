@@ -124,13 +124,15 @@ def run_claim(folder: Path, name: str) -> list[list[str]]:
     return json.loads(done.stdout)
 
 
-def edited_copy(tmp_path: Path, file: str, old: str, new: str) -> Path:
-    """A copy of the examples folder with one edit made to ``file``."""
+def edited_copy(tmp_path: Path, *edits: tuple[str, str, str]) -> Path:
+    """A copy of the examples folder with each edit ``(file, old, new)`` made once."""
     folder = tmp_path / "confirm"
-    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    text = (folder / file).read_text()
-    assert text.count(old) == 1
-    (folder / file).write_text(text.replace(old, new))
+    if not folder.exists():
+        shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for file, old, new in edits:
+        text = (folder / file).read_text()
+        assert text.count(old) == 1
+        (folder / file).write_text(text.replace(old, new))
     return folder
 
 
@@ -145,7 +147,7 @@ def test_the_oscillator_example_gives_the_spec_statuses_and_passes_once_the_sign
     assert check[:2] == ["FAIL", "midpoint rule is second order with gamma = 0.5 (damping on)"]
     assert check[2].startswith("error does not decrease with resolution (about ")
     assert check[2].endswith(SAME_AT_EVERY_RESOLUTION)
-    fixed = edited_copy(tmp_path, "oscillator.py", "+ gamma * v]", "- gamma * v]")
+    fixed = edited_copy(tmp_path, ("oscillator.py", "+ gamma * v]", "- gamma * v]"))
     assert [status for status, _, _ in run_claim(fixed, "claim_oscillator")] == ["PASS", "PASS"]
 
 
@@ -162,7 +164,7 @@ def test_the_verlet_example_is_rejected_and_would_be_confirmed_with_the_old_acce
         "velocity Verlet is second order on the harmonic oscillator (omega = 2)",
         "observed order 2.00 (expected 2)",
     ]
-    seeded = edited_copy(tmp_path, "verlet.py", "v = v_half + 0.5 * h * a_new", "v = v_half + 0.5 * h * a")
+    seeded = edited_copy(tmp_path, ("verlet.py", "v = v_half + 0.5 * h * a_new", "v = v_half + 0.5 * h * a"))
     assert [status for status, _, _ in run_claim(seeded, "claim_verlet")] == ["EXACT", "FAIL"]
 
 
@@ -172,5 +174,9 @@ def test_the_decay_example_control_fails_until_the_reference_reads_half_life_as_
     assert control[:2] == ["FAIL", "RK4 is fourth order on a slowly varying solution"]
     assert check[:2] == ["FAIL", "RK4 is fourth order on an oscillating solution"]
     assert control[2].endswith(SAME_AT_EVERY_RESOLUTION) and check[2].endswith(SAME_AT_EVERY_RESOLUTION)
-    fixed = edited_copy(tmp_path, "claim_decay.py", "RATE = HALF_LIFE ", "RATE = np.log(2.0) / HALF_LIFE ")
-    assert [status for status, _, _ in run_claim(fixed, "claim_decay")] == ["PASS", "PASS"]
+    fixed = edited_copy(tmp_path, ("claim_decay.py", "RATE = HALF_LIFE ", "RATE = np.log(2.0) / HALF_LIFE "))
+    assert [status for status, _, _ in run_claim(fixed, "claim_decay")] == ["EXACT", "PASS"]
+    # with the reference fixed, the defect the review describes would be found: the control's
+    # straight line does not see a wrong k3 slope, the oscillating solution does
+    seeded = edited_copy(tmp_path, ("decay.py", "n + 0.5 * h * k2, rate", "n + 0.5 * h * k1, rate"))
+    assert [status for status, _, _ in run_claim(seeded, "claim_decay")] == ["EXACT", "FAIL"]

@@ -6,13 +6,16 @@ This example shows a claim that cannot be judged. Its reference reads the half_l
 argument of decay.py as a decay rate, so the reference is for a different equation
 and the control fails: the verdict is "not decidable". decay.py documents the
 convention: the decay constant is lambda = ln 2 / half_life (Krane, Introductory
-Nuclear Physics, sec. 6.1). The fix is RATE = np.log(2.0) / HALF_LIFE below; with it,
-both checks pass and the claim is rejected.
+Nuclear Physics, sec. 6.1). The fix is RATE = np.log(2.0) / HALF_LIFE below; with it
+the control is EXACT, the check passes, and the claim is rejected.
 
-Both checks manufacture a solution N(t): the source dN/dt + lambda N is added to the
+Both studies manufacture a solution N(t): the source dN/dt + lambda N is added to the
 solver's right-hand side as a production rate, so N(t) is exact and the error at each
 step size is known (Roache, Verification and Validation in Computational Science and
-Engineering, ch. 3).
+Engineering, ch. 3). The control's N(t) is a straight line: there every stage of a
+consistent Runge-Kutta method sees the same slope, so a wrong slope in k3 makes no
+difference and RK4 must reproduce it to round-off (EXACT, a stronger pass than order
+4). The check's N(t) oscillates, and there a wrong k3 would lower the order.
 """
 
 import numpy as np
@@ -41,8 +44,8 @@ def reference_rhs(t, n):
 
 
 def slowly_varying(t):
-    """A manufactured amount that falls slowly: N(t) = exp(-t / 10)."""
-    return np.exp(-t / 10.0)
+    """A manufactured amount that falls slowly and steadily: N(t) = 1 - t / 20."""
+    return 1.0 - t / 20.0
 
 
 def oscillating(t):
