@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import solvers
 
-from physverify.checks import ERROR, FAIL, PASS, Check, run_check
+from physverify.checks import ERROR, FAIL, INCONCLUSIVE, PASS, Check, run_check
 from physverify.errors import PhysverifyError
 from physverify.mms import ManufacturedODE, mms_order_study, mms_trajectory_study
 from physverify.order import SAME_AT_EVERY_RESOLUTION
@@ -169,3 +169,12 @@ def test_an_exception_in_the_solver_becomes_an_error_with_its_type_and_message()
     outcome = run_check(Check("mms", "broken", lambda: mms_order_study(broken, MMS, 1.0, NS, 2)))
     assert outcome.status == ERROR
     assert outcome.message.startswith("ZeroDivisionError: float division by zero")
+
+
+def test_a_budget_too_small_for_two_resolutions_is_inconclusive_and_says_what_to_do() -> None:
+    integrate = slow(solvers.rk4(RHS), 0.002)
+    check = Check("mms", "slow RK4", lambda: mms_order_study(integrate, MMS, 2.0, (50, 100, 200), 4), budget_s=0.15)
+    outcome = run_check(check)
+    assert outcome.status == INCONCLUSIVE
+    assert outcome.message.startswith("stopped after 1 of 3 resolutions to stay within the budget of 0.15 s; one")
+    assert "larger budget_s" in outcome.message

@@ -116,7 +116,12 @@ def finish_study(sweep: Sweep, t_end: float, expected_order: float, **check_orde
     """check_order on a sweep (h = t_end / n), with the sweep's budget note in front of the message."""
     hs = [t_end / n for n in sweep.ns]
     result = check_order(hs, list(sweep.errors), expected_order, **check_order_kwargs)
-    return result if sweep.note is None else replace(result, message=f"{sweep.note}; {result.message}")
+    if sweep.note is None:
+        return result
+    if len(sweep.ns) < 2:
+        return replace(result, message=f"{sweep.note}; one resolution cannot give an order: give the check a larger "
+                       "budget_s or start from coarser steps")
+    return replace(result, message=f"{sweep.note}; {result.message}")
 
 
 def max_error(state: Any, exact: np.ndarray, what: str = "integrate") -> float:
