@@ -85,11 +85,12 @@ def _module_files(base: Path, dotted: Sequence[str]) -> list[Path]:
     files: list[Path] = []
     for depth in range(1, len(dotted) + 1):
         stem = base.joinpath(*dotted[:depth])
+        last = depth == len(dotted)
         if (stem / "__init__.py").is_file():
             files.append(stem / "__init__.py")
-        elif stem.with_suffix(".py").is_file() and depth == len(dotted):
+        elif last and stem.with_suffix(".py").is_file():
             files.append(stem.with_suffix(".py"))
-        else:
+        elif last or not stem.is_dir():  # a folder without __init__.py is a namespace package (PEP 420)
             break
     return files
 
