@@ -147,3 +147,51 @@ def test_the_refusal_shown_in_the_doc_is_what_confirm_prints_without_trusted(tmp
     assert run.stdout == ""
     assert comparable(run.stderr) == comparable(shown[0]["output"])
     assert not ledger.exists()
+
+
+# --- the check_order messages quoted in docs/troubleshooting.md ---------------------------
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_HS = [0.1 / 2**k for k in range(5)]
+
+
+def errors_with_pairwise_orders(orders: list[float], first: float = 1e-2) -> list[float]:
+    """Errors at the step sizes _HS whose order between consecutive resolutions is ``orders``."""
+    errors = [first]
+    for order in orders:
+        errors.append(errors[-1] / 2**order)
+    return errors
+
+
+def _order_cases() -> list[tuple[str, object, str]]:
+    """(name, the result of one branch of check_order/check_exact, the status that branch gives)."""
+    from physverify.order import check_exact, check_order
+
+    rising = errors_with_pairwise_orders
+    return [
+        ("same everywhere", check_order(_HS, [0.46 + 1e-4 * h for h in _HS], 2), "FAIL"),
+        ("levels off", check_order(_HS, [h**2 + 0.01 for h in _HS], 2), "FAIL"),
+        ("round-off", check_order(_HS, [1.6e-9, 4e-10, 1e-10, 9e-11, 9e-11], 2), "INCONCLUSIVE"),
+        ("pre-asymptotic, in range", check_order(_HS, rising([0.6, 1.0, 1.4, 1.9]), 2), "INCONCLUSIVE"),
+        ("pre-asymptotic, too low", check_order(_HS, rising([0.4, 0.7, 1.0, 1.3]), 2), "FAIL"),
+        ("clean lower order", check_order(_HS, [3 * h for h in _HS], 2), "FAIL"),
+        ("too low", check_order(_HS, [h**1.5 for h in _HS], 2), "FAIL"),
+        ("clean higher order", check_order(_HS, [h**3 for h in _HS], 2), "FAIL"),
+        ("too high", check_order(_HS, [h**3.5 for h in _HS], 2), "FAIL"),
+        ("not finite", check_order(_HS, [1e-2, 1e-3, float("nan"), 1e-5, 1e-6], 2), "FAIL"),
+        ("one usable resolution", check_order(_HS, [1e-11, 1e-13, 1e-13, 1e-13, 1e-13], 2), "INCONCLUSIVE"),
+        ("atol missed", check_order(_HS, [1e3 * h**2 for h in _HS], 2, atol=1e-3), "FAIL"),
+        ("exact", check_order(_HS, [1e-14] * 5, 2), "EXACT"),
+        ("not exact", check_exact(_HS, [1e-14, 1e-14, 1e-9, 1e-14, 1e-14]), "FAIL"),
+    ]
+
+
+@pytest.mark.parametrize("name, result, status", _order_cases(), ids=[case[0] for case in _order_cases()])
+def test_each_check_order_message_is_quoted_in_the_docs_as_check_order_words_it(
+    name: str, result: object, status: str
+) -> None:
+    docs = normalise((REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8"))
+    assert result.status == status, result.message  # type: ignore[attr-defined]
+    # The words between the numbers must appear in the page; the numbers are placeholders there.
+    fragments = [part.strip() for part in _NUMBER.split(result.message) if len(part.strip()) >= 12]  # type: ignore[attr-defined]
+    missing = [fragment for fragment in fragments if normalise(fragment) not in docs]
+    assert not missing, f"docs/troubleshooting.md does not quote this {status} message of check_order: {missing}"
