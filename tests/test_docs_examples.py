@@ -7,6 +7,9 @@ compares stdout with the rest of the block, line by line, whitespace-normalised.
 round-off digits are masked: decimal numbers in the message part of a control or check
 line. Verdict lines, statuses, labels, claim and reference lines are compared exactly, so
 a message change must update the golden text in the same commit.
+
+docs/troubleshooting.md quotes every message of check_order; the last test drives each
+branch and checks that the page still has its words.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import NamedTuple
 
 import pytest
 
+from physverify.checks import OrderResult
+from physverify.order import check_exact, check_order
 from physverify.verdict import CONFIRMED, EXIT_ERROR, EXIT_FINDING, EXIT_FOR_VERDICT, EXIT_OK, NOT_DECIDABLE, REJECTED
 
 REPO = Path(__file__).resolve().parent.parent
@@ -162,10 +167,8 @@ def errors_with_pairwise_orders(orders: list[float], first: float = 1e-2) -> lis
     return errors
 
 
-def _order_cases() -> list[tuple[str, object, str]]:
+def _order_cases() -> list[tuple[str, OrderResult, str]]:
     """(name, the result of one branch of check_order/check_exact, the status that branch gives)."""
-    from physverify.order import check_exact, check_order
-
     rising = errors_with_pairwise_orders
     return [
         ("same everywhere", check_order(_HS, [0.46 + 1e-4 * h for h in _HS], 2), "FAIL"),
@@ -185,13 +188,16 @@ def _order_cases() -> list[tuple[str, object, str]]:
     ]
 
 
-@pytest.mark.parametrize("name, result, status", _order_cases(), ids=[case[0] for case in _order_cases()])
+ORDER_CASES = _order_cases()
+
+
+@pytest.mark.parametrize("name, result, status", ORDER_CASES, ids=[case[0] for case in ORDER_CASES])
 def test_each_check_order_message_is_quoted_in_the_docs_as_check_order_words_it(
-    name: str, result: object, status: str
+    name: str, result: OrderResult, status: str
 ) -> None:
     docs = normalise((REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8"))
-    assert result.status == status, result.message  # type: ignore[attr-defined]
+    assert result.status == status, result.message
     # The words between the numbers must appear in the page; the numbers are placeholders there.
-    fragments = [part.strip() for part in _NUMBER.split(result.message) if len(part.strip()) >= 12]  # type: ignore[attr-defined]
+    fragments = [part.strip() for part in _NUMBER.split(result.message) if len(part.strip()) >= 12]
     missing = [fragment for fragment in fragments if normalise(fragment) not in docs]
     assert not missing, f"docs/troubleshooting.md does not quote this {status} message of check_order: {missing}"
