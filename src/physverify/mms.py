@@ -89,6 +89,8 @@ def measure_resolutions(ns: Sequence[int], measure: Callable[[int], float]) -> S
     ``physverify.checks.remaining_budget()``, the sweep stops and says so in ``note``.
     """
     order = _step_counts(ns)
+    # The budget left as the sweep starts: the check's budget_s less what the check did
+    # before. Two significant digits keep that setup time (milliseconds) out of the message.
     budget = remaining_budget()
     done: list[int] = []
     errors: list[float] = []
@@ -96,7 +98,7 @@ def measure_resolutions(ns: Sequence[int], measure: Callable[[int], float]) -> S
     for n in order:
         left = remaining_budget()
         if done and left is not None and seconds_per_step * n > left:
-            note = f"stopped after {len(done)} of {len(order)} resolutions to stay within the budget of {budget:.3g} s"
+            note = f"stopped after {len(done)} of {len(order)} resolutions to stay within the budget of {budget:.2g} s"
             return Sweep(tuple(done), tuple(errors), note)
         start = time.monotonic()
         errors.append(float(measure(n)))
