@@ -290,13 +290,13 @@ def test_the_three_worked_examples_are_there() -> None:
 @needs_bwrap
 @pytest.mark.slow
 def test_the_projects_own_claims_replay_to_the_same_verdicts_inside_and_outside(tmp_path: Path) -> None:
-    def verdicts(*prefix: str, ledger: str) -> dict[str, str]:
+    def verdicts(*prefix: str, ledger: str, trusted: tuple[str, ...] = ()) -> dict[str, str]:
         completed = physverify(PROJECT, *prefix, "replay", "claims", "--format", "json", "--record-all",
-                               "--ledger", str(tmp_path / ledger), timeout=900)
+                               "--ledger", str(tmp_path / ledger), *trusted, timeout=900)
         assert completed.returncode in (0, 1), completed.stderr
         return {r["claim_file"]: r["verdict"] for r in map(json.loads, (tmp_path / ledger).read_text().splitlines())}
 
-    outside = verdicts(ledger="out.jsonl")
+    outside = verdicts(ledger="out.jsonl", trusted=("--trusted",))
     inside = verdicts("sandbox", "--backend", "bwrap", "--", ledger="in.jsonl")
     assert outside and inside == outside
 
@@ -368,24 +368,29 @@ def test_bwrap_hides_home_and_network_and_binds_the_repository_read_only(repo: P
                          "/repo/confirm_ledger.jsonl"]
 
 
-def _fake_engine(folder: Path, name: str, answers: bool) -> None:
+def _fake_engine(folder: Path, name: str, *, answers: bool, has_image: bool = False) -> None:
+    """Write an executable ``name`` whose ``info`` and ``image inspect`` succeed or fail as told."""
     path = folder / name
-    path.write_text(f"#!/bin/sh\nexit {0 if answers else 1}\n")
+    path.write_text(f'#!/bin/sh\n[ "$1" = info ] && exit {0 if answers else 1}\nexit {0 if has_image else 1}\n')
     path.chmod(0o755)
 
 
-def test_auto_picks_an_engine_that_answers_else_bwrap_else_says_what_to_install(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_picks_an_engine_with_the_image_else_bwrap_else_says_what_to_install(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(PhysverifyError, match="apt-get install bubblewrap"):
         sandbox.choose_backend("auto")
-    _fake_engine(tmp_path, "bwrap", True)
-    _fake_engine(tmp_path, "docker", False)  # a client without an engine
+    _fake_engine(tmp_path, "docker", answers=True)  # an engine, but the image is not built
+    with pytest.raises(PhysverifyError, match="docker build -t physverify-sandbox -f sandbox/Dockerfile ."):
+        sandbox.choose_backend("auto")
+    _fake_engine(tmp_path, "bwrap", answers=True)
     assert sandbox.choose_backend("auto") == "bwrap"
-    _fake_engine(tmp_path, "podman", True)
+    _fake_engine(tmp_path, "podman", answers=True, has_image=True)
     assert sandbox.choose_backend("auto") == "podman"
-    _fake_engine(tmp_path, "docker", True)
+    _fake_engine(tmp_path, "docker", answers=True, has_image=True)
     assert sandbox.choose_backend("auto") == "docker"
+    _fake_engine(tmp_path, "docker", answers=False, has_image=True)  # a client with no engine behind it
+    assert sandbox.choose_backend("auto") == "podman"
 
 
 @pytest.mark.skipif(shutil.which("docker") is None, reason="no docker client")

@@ -318,20 +318,28 @@ def python_paths() -> list[Path]:
 BACKENDS: dict[str, Callable[..., list[str]]] = {"docker": docker_argv, "podman": podman_argv, "bwrap": bwrap_argv}
 
 
-def choose_backend(name: str) -> str:
-    """Return the backend to use: ``name``, or for auto docker/podman when an engine answers, else bwrap."""
+def choose_backend(name: str, image: str = DEFAULT_IMAGE) -> str:
+    """Return the backend to use: ``name``; for auto, an engine that answers and has ``image``, else bwrap."""
     if name != "auto":
         if name not in BACKENDS:
             raise UsageError(f"sandbox: unknown backend {name!r} (choose from auto, {', '.join(BACKENDS)})")
         if shutil.which(name) is None:
             raise PhysverifyError(f"sandbox: {name} is not installed; {_INSTALL_HINT}")
         return name
-    for engine in ("docker", "podman"):
-        if shutil.which(engine) and _answers([engine, "info"]):
+    engines = [e for e in ("docker", "podman") if shutil.which(e) and _answers([e, "info"])]
+    for engine in engines:
+        if _answers([engine, "image", "inspect", image]):
             return engine
     if shutil.which("bwrap"):
-        return "bwrap"
+        return "bwrap"  # an engine without the image (a CI runner's docker): bwrap needs no build
+    if engines:
+        raise _no_image(engines[0], image)
     raise PhysverifyError(f"sandbox: no sandbox is available here; {_INSTALL_HINT}")
+
+
+def _no_image(engine: str, image: str) -> PhysverifyError:
+    return PhysverifyError(f"sandbox: {engine} has no image {image!r}; build it as sandbox/README.md shows: "
+                           f"{engine} build -t {image} -f sandbox/Dockerfile .")
 
 
 def _answers(argv: list[str]) -> bool:
@@ -359,14 +367,15 @@ def sandbox(
     cwd = Path.cwd()
     plan = make_plan(args, repo=(repo or find_repo(cwd)), cwd=cwd)
     outer = timeout_s if timeout_s is not None else _outer_timeout(plan.args)
-    chosen = choose_backend(backend)
+    image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
+    chosen = choose_backend(backend, image)
     created = [f.host for f in plan.writable if not f.host.exists()]
     for path in created:  # a bind needs its source; an unused one is removed again below
         path.touch()
     try:
         if chosen == "bwrap":
             return _run_bwrap(plan, limits, outer)
-        return _run_engine(chosen, plan, limits, outer, image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE)
+        return _run_engine(chosen, plan, limits, outer, image)
     finally:
         for path in created:
             if path.exists() and path.stat().st_size == 0:
@@ -385,8 +394,7 @@ def _run_bwrap(plan: Plan, limits: Limits, outer: float | None) -> SandboxRun:
 
 def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float | None, image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
-        raise PhysverifyError(f"sandbox: {engine} has no image {image!r}; build it as sandbox/README.md shows: "
-                              f"{engine} build -t {image} -f sandbox/Dockerfile .")
+        raise _no_image(engine, image)
     name = f"physverify-sandbox-{uuid.uuid4().hex[:12]}"
     argv = BACKENDS[engine](plan, limits, image=image, name=name)
     # Killing the client does not stop the container, so the engine is told by name.
