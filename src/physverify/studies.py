@@ -95,8 +95,12 @@ def invariant_study(
     start = np.asarray(y0, dtype=float)
     initial = float(invariant(start))
     source = _zero_source(start)
-    sweep = measure_resolutions(ns, lambda n: abs(float(invariant(np.asarray(integrate(source, start.copy(), t_end, n),
-                                                                           dtype=float))) - initial))
+
+    def drift(n: int) -> float:
+        end = np.asarray(integrate(source, start.copy(), t_end, n), dtype=float)
+        return abs(float(invariant(end)) - initial)
+
+    sweep = measure_resolutions(ns, drift)
     check_order_kwargs.setdefault("scale", abs(initial))
     check_order_kwargs.setdefault("tol_high", float("inf"))
     result = finish_study(sweep, t_end, expected_order, **check_order_kwargs)
