@@ -13,6 +13,7 @@ Imports by string (``importlib.import_module(name)``) and files opened by path a
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -121,13 +122,28 @@ def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
         if current in seen or not current.is_relative_to(root):
             continue  # numpy, the standard library: outside the repository, never our change
         seen.add(current)
-        try:
-            source = current.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for level, module, names in imported_names(source):
+        for level, module, names in _imports_of(current):
             todo.extend(_resolve(current, level, module, names, roots))
     return frozenset(seen)
+
+
+def _imports_of(path: Path) -> list[tuple[int, str, tuple[str, ...]]]:
+    """The imports of the file at ``path``, parsed once per version of the file."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return []
+    return _parsed_imports(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_imports(path: Path, mtime_ns: int, size: int) -> list[tuple[int, str, tuple[str, ...]]]:
+    # Keyed by mtime and size too, so a long-lived process (the MCP server) sees edits;
+    # 40 claims importing one package would otherwise parse its modules 40 times.
+    try:
+        return imported_names(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def claim_inputs(
