@@ -12,6 +12,7 @@ def test_one_line_per_claim_then_warnings_counts_and_the_gate(result: ReplayResu
     assert len(claim_lines) == len(result.claims)
     assert claim_lines[0].split() == ["confirmed", "regressed", "claims/regressed.py", "sim/rk4.py:12", "(was", "rejected)"]
     assert "  gate: regressed: rejected -> confirmed" in lines
+    assert "  why: the reason for not decidable" in lines  # a claim that cannot be judged says why
     assert "warning: claims/confirm_ledger.jsonl:7: cut off" in lines
     assert ("7 claims: 2 new, 2 unchanged, 1 fixed, 1 regressed, 1 removed; 1 skipped as unaffected; "
             "4 lines written to claims/confirm_ledger.jsonl") in lines

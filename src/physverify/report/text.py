@@ -55,6 +55,8 @@ def replay_line(run: ClaimRun) -> str:
     """One claim of a replay: verdict, transition, claim path, file:line (and the baseline when it moved)."""
     was = f" (was {run.baseline_verdict})" if run.transition not in ("new", "unchanged") else ""
     line = f"{run.verdict or '(removed)':<13}  {run.transition:<11}  {run.key}  {run.location}{was}"
+    if run.verdict == "not decidable":  # a load error or an untrusted test: say why, it needs action
+        line += f"\n  why: {run.reason}"
     return line + "".join(f"\n  gate: {failure}" for failure in run.failures)
 
 
