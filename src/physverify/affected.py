@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -36,6 +37,28 @@ def changed_since(repo_root: Path, ref: str) -> frozenset[str]:
         paths.update(p for p in (diff.a_path, diff.b_path) if p)
     paths.update(repo.untracked_files)
     return _relative_to(frozenset(paths), Path(repo.working_tree_dir or repo_root), repo_root)
+
+
+def changed_files(roots: Iterable[Path], ref: str | None, files: Iterable[str]) -> frozenset[str]:
+    """Keys of the changed files in each repository: changed since ``ref`` (when given) and ``files``."""
+    changed: set[str] = set()
+    for root in roots:
+        if ref is not None:
+            changed |= changed_since(root, ref)
+        changed |= files_as_keys(files, root, Path.cwd())
+    return frozenset(changed)
+
+
+def target_of(claim_path: Path) -> str | None:
+    """The claim's target ``file`` read statically (also from a claim that fails to load), or None."""
+    from physverify import claim
+
+    try:
+        values: Mapping[str, Any] | None = claim.read_claim(claim_path).claim
+    except claim.ClaimLoadError as exc:
+        values = exc.claim
+    file = (values or {}).get("file")
+    return file if isinstance(file, str) else None
 
 
 def _relative_to(paths: frozenset[str], git_root: Path, repo_root: Path) -> frozenset[str]:

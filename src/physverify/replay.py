@@ -20,7 +20,7 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -243,27 +243,15 @@ def load_baseline(ledger_path: Path, ref: str | None, folder: Path) -> tuple[dic
 
 
 # --- planning ---------------------------------------------------------------------------
-def _target_of(path: Path) -> str | None:
-    try:
-        values: Mapping[str, Any] | None = claim.read_claim(path).claim
-    except claim.ClaimLoadError as exc:
-        values = exc.claim
-    file = (values or {}).get("file")
-    return file if isinstance(file, str) else None
-
-
 def _affected(item: _Planned, changed: frozenset[str]) -> bool:
-    inputs = affected.claim_inputs(item.path, item.root, _target_of(item.path), item.config.path)
+    inputs = affected.claim_inputs(item.path, item.root, affected.target_of(item.path), item.config.path)
     return affected.is_affected(inputs, changed)
 
 
-def _changed(roots: Iterable[Path], changed_since: str | None, files: Sequence[str] | None) -> frozenset[str]:
-    changed: set[str] = set()
-    for root in set(roots):
-        if changed_since is not None:
-            changed |= affected.changed_since(root, changed_since)
-        changed |= affected.files_as_keys(files or (), root, Path.cwd())
-    return frozenset(changed)
+def _select(planned: list[_Planned], before: Mapping[str, Any], changed: frozenset[str]) -> tuple[list[_Planned], list[str]]:
+    """The claims to run (affected, or with no line in the baseline yet) and the keys skipped."""
+    keep = {p.key for p in planned if p.key not in before or _affected(p, changed)}
+    return [p for p in planned if p.key in keep], [p.key for p in planned if p.key not in keep]
 
 
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Planned]:
@@ -416,14 +404,10 @@ def replay(
     shard_kn = parse_shard(shard) if shard is not None else None
     target = Path(ledger) if ledger is not None else default_ledger(first)
     before, warnings = load_baseline(target, baseline, first.folder)
-    planned = _plan(configs, shard_kn)
-    skipped: list[str] = []
+    planned, skipped = _plan(configs, shard_kn), []
     if changed_since is not None or files is not None or pre_commit:
-        changed = _changed((p.root for p in planned), changed_since, files)
-        # a claim with no line in the baseline runs anyway: it has no verdict to keep
-        keep = {p.key for p in planned if p.key not in before or _affected(p, changed)}
-        skipped = [p.key for p in planned if p.key not in keep]
-        planned = [p for p in planned if p.key in keep]
+        changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
+        planned, skipped = _select(planned, before, changed)
     run_one = _runner(seconds, before, first.fail_on, len(planned), progress)
     with _mapper(min(workers, max(len(planned), 1))) as mapper:
         runs = list(mapper(run_one, planned))
