@@ -231,7 +231,10 @@ def test_twenty_claims_a_helper_and_a_broken_claim_with_two_jobs_lose_nothing(tm
     make_repo(tmp_path, DEFECT, claims=20)
     (tmp_path / "claims" / "shared.py").write_text("FACTOR = 2\n")  # a helper module: no CLAIM
     (tmp_path / "claims" / "broken.py").write_text('CLAIM = {"text": "FILL IN"}\n')
-    result = run(tmp_path, jobs=2)
+    progress: list[tuple[str, int, int]] = []
+    result = run(tmp_path, jobs=2, progress=lambda r, done, total: progress.append((r.key, done, total)))
+    assert sorted(done for _, done, _ in progress) == list(range(1, 22)) and {t for *_, t in progress} == {21}
+    assert sorted(key for key, *_ in progress) == sorted(r.key for r in result.claims)
     verdicts = [r.verdict for r in result.claims]
     assert len(result.claims) == 21 and verdicts.count(CONFIRMED) == 20 and verdicts.count(NOT_DECIDABLE) == 1
     broken = next(r for r in result.claims if r.key == "claims/broken.py")
