@@ -93,23 +93,17 @@ def parse_size(text: str) -> int:
 
 
 def find_repo(start: Path) -> Path:
-    """Return the git working tree holding ``start``, else ``start`` itself."""
-    from physverify.ledger import _open_repo
+    """Return the git working tree holding ``start``, else ``start`` itself (as confirm finds it)."""
+    from physverify.ledger import repo_root_for
 
-    repo = _open_repo(start)
-    root = repo.working_tree_dir if repo is not None else None
-    return Path(root).resolve() if root else start.resolve()
-
-
-def _host_commit(repo: Path) -> str | None:
-    from physverify.ledger import repo_commit
-
-    return repo_commit(repo)
+    return repo_root_for(start).resolve()
 
 
 # --- the command inside ---------------------------------------------------------------
 def make_plan(args: Sequence[str], *, repo: Path, cwd: Path) -> Plan:
     """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``."""
+    from physverify.ledger import repo_commit
+
     command = _command(args)
     repo, cwd = repo.resolve(), cwd.resolve()
     translate = _Translator(repo, cwd)
@@ -126,8 +120,8 @@ def make_plan(args: Sequence[str], *, repo: Path, cwd: Path) -> Plan:
             out.append(translate.readable(token))
     if not any(t == "--ledger" or t.startswith("--ledger=") for t in args):
         out += ["--ledger", translate.writable(str(_default_ledger(command, args[1:], cwd)))]
-    inside_cwd = translate.inside(cwd) or MOUNT
-    return Plan(repo, tuple(out), inside_cwd, tuple(translate.files), _host_commit(repo))
+    # The commit is read on the host, so it is the same for every backend (spec section 3).
+    return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo))
 
 
 def _command(args: Sequence[str]) -> str:
@@ -179,7 +173,10 @@ def _outer_timeout(args: Sequence[str]) -> float | None:
         return None
     from physverify.confirm import parse_timeout
 
-    return parse_timeout(_option_value(args[1:], "--timeout") or "300") + GRACE_S
+    try:
+        return parse_timeout(_option_value(args[1:], "--timeout") or "300") + GRACE_S
+    except UsageError:  # a bad --timeout: the command inside refuses it with its own message
+        return None
 
 
 class _Translator:
