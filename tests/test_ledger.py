@@ -30,6 +30,7 @@ from physverify.ledger import (
     repo_root_for,
 )
 from physverify.report.ledger_text import render_log, render_merge
+from physverify.verdict import EXIT_ERROR, EXIT_OK
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 json_values = st.recursive(
@@ -331,3 +332,26 @@ def test_merge_refuses_to_overwrite_an_input_or_any_existing_file(tmp_path: Path
     with pytest.raises(PhysverifyError, match="no such ledger"):
         merge([a, tmp_path / "missing.jsonl"], tmp_path / "out.jsonl")
     assert a.read_bytes() == json.dumps(record()).encode() + b"\n" and not (tmp_path / "out.jsonl").exists()
+
+
+# --- the command line ---------------------------------------------------------------------
+def physverify(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def test_ledger_log_prints_the_history_and_warns_about_bad_lines(tmp_path: Path) -> None:
+    write_ledger(tmp_path / "confirm_ledger.jsonl", [record("claims/a.py", "confirmed"), record("claims/b.py")], tail=b"{\n")
+    done = physverify("ledger", "log", "--claim", "claims/a.py", cwd=tmp_path)
+    assert done.returncode == EXIT_OK
+    assert done.stdout.splitlines()[1].split()[:2] == ["2026-01-01T00:00:00+00:00", "confirmed"]
+    assert len(done.stdout.splitlines()) == 2
+    assert done.stderr == "physverify: warning: confirm_ledger.jsonl:3: not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)); line skipped\n"
+
+
+def test_ledger_merge_writes_the_output_and_refuses_an_existing_one(tmp_path: Path) -> None:
+    write_ledger(tmp_path / "a.jsonl", [record("claims/a.py")])
+    write_ledger(tmp_path / "b.jsonl", [record("claims/b.py")])
+    done = physverify("ledger", "merge", "a.jsonl", "b.jsonl", "-o", "all.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (EXIT_OK, "merged 2 ledgers (2 lines) into all.jsonl: 2 lines, 0 exact duplicates dropped\n")
+    again = physverify("ledger", "merge", "a.jsonl", "-o", "all.jsonl", cwd=tmp_path)
+    assert again.returncode == EXIT_ERROR and again.stderr.startswith("physverify: all.jsonl: already exists")

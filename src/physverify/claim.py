@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import re
+import threading
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,19 @@ FILL_IN = "FILL IN"
 # A file that cannot be parsed but starts a line with a CLAIM binding still counts as a
 # claim for discovery, so replay reports its load error instead of skipping it as a helper.
 _CLAIM_LINE = re.compile(rb"^CLAIM\s*[:=]", re.MULTILINE)
+
+
+# CPython 3.11 keeps the AST constructor's recursion depth in per-interpreter state, so two
+# threads running ast.parse at once can raise SystemError (python/cpython#106905). replay
+# reads claims from a thread pool, so the static readers here and in specscan.py parse
+# through this one lock; a parse takes milliseconds, the claim's child seconds.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_module(source: str | bytes, filename: str) -> ast.Module:
+    """Return ``ast.parse(source)``, one thread at a time."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
 
 
 class ClaimLoadError(PhysverifyError):
@@ -99,7 +113,7 @@ def _parse(path: Path, data: bytes, digest: str) -> ast.Module:
             sha256=digest,
         ) from None
     try:
-        return ast.parse(source, filename=str(path))
+        return parse_module(source, str(path))
     except SyntaxError as exc:
         raise ClaimLoadError(f"{path}: is not valid Python: {exc.msg} (line {exc.lineno})", sha256=digest) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; absurd nesting

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Union
 
+from physverify.claim import parse_module
+
 _REFERENCE_NAME = re.compile(r"^_*(reference|ref_|exact|analytic|expected)|_ref$", re.IGNORECASE)
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
@@ -39,7 +41,7 @@ def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
 
 def _parse(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_bytes(), filename=str(path))
+        return parse_module(path.read_bytes(), str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # claim.py reports these
         return None
 
