@@ -268,8 +268,9 @@ def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), execu
             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", INSIDE_HOME,
             "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
     argv += [a for k, v in plan.env().items() for a in ("--setenv", k, v)]
-    argv += _system_binds() + ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.memory_bytes),
-                               "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+    size = str(limits.memory_bytes)  # tmpfs pages are memory: no bigger than the memory limit
+    argv += _system_binds() + ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+                               "--size", size, "--tmpfs", "/dev/shm"]
     # The homes are empty tmpfs; the Python below may sit inside one (pyenv under /root).
     argv += ["--tmpfs", "/root", "--tmpfs", "/home", "--dir", INSIDE_HOME]
     argv += [a for p in python for a in ("--ro-bind", str(p), str(p))]
