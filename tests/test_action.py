@@ -212,3 +212,30 @@ def test_a_bad_input_fails_the_step_with_one_error_line(workspace: tuple[Path, s
     assert ran["code"] == 2
     assert ran["stdout"].strip() == "::error::physverify: sandbox: must be true or false, not 'maybe'"
     assert ran["outputs"]["gate"] == "error"
+
+
+def test_a_result_read_back_from_json_renders_as_the_original(workspace: tuple[Path, str]) -> None:
+    """The sandbox mode reads the replay's JSON report back; every format must come out the same."""
+    from physverify import report
+
+    root, recorded = workspace
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=recorded)
+    again = action.result_from_json(json.loads(report.render("json", result)), ledger=result.ledger)
+    for fmt in ("github", "markdown", "sarif", "text", "json"):
+        assert report.render(fmt, again) == report.render(fmt, result), fmt
+    assert action.outputs(again) == action.outputs(result)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandbox backend bubblewrap is not installed")
+def test_the_run_step_in_the_sandbox_reports_what_the_direct_run_reports(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] == EXIT_FINDING, ran["stdout"] + ran["stderr"]
+    assert re.search(r"^::error file=decay\.py,line=6,title=physverify%3A claim regressed::", ran["stdout"], re.M)
+    assert "| confirmed | regressed | `claims/claim_decay.py` | `decay.py:6` | rejected |" in ran["summary"]
+    assert ran["outputs"]["ledger"] == "claims/confirm_ledger.jsonl" and ran["outputs"]["regressed"] == "1"
+    lines = (root / "claims" / "confirm_ledger.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["verdict"] == "confirmed"  # written inside, landed on the host

@@ -22,7 +22,7 @@ from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
 
 if TYPE_CHECKING:
-    from physverify.replay import ReplayResult
+    from physverify.replay import ClaimRun, ReplayResult
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
@@ -139,19 +139,10 @@ class Written:
 
 
 def run(inputs: Inputs, baseline: str | None) -> Written:
-    """Replay once, apply fail-on, and render every format the runner reads."""
-    from physverify import replay, report
+    """Replay once (inside the sandbox when asked), apply fail-on, and render every format the runner reads."""
+    from physverify import report
 
-    if inputs.sandbox:
-        raise UsageError("sandbox: true is not available in this version of the action; use sandbox: false")
-    result = replay.replay(
-        list(inputs.claims),
-        ledger=inputs.ledger,
-        jobs=inputs.jobs,
-        timeout_s=inputs.timeout,
-        trusted=True,  # a repository's own workflow runs its own code, as its test job does (docs/github-action.md)
-        baseline=baseline,
-    )
+    result = _sandboxed(inputs, baseline) if inputs.sandbox else _direct(inputs, baseline)
     if inputs.fail_on is not None:
         result = with_fail_on(result, inputs.fail_on)
     return Written(
@@ -160,6 +151,90 @@ def run(inputs: Inputs, baseline: str | None) -> Written:
         outputs=outputs(result),
         exit_code=result.exit_code,
         sarif=report.render("sarif", result) if inputs.sarif else None,
+    )
+
+
+def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
+    from physverify import replay
+
+    return replay.replay(
+        list(inputs.claims),
+        ledger=inputs.ledger,
+        jobs=inputs.jobs,
+        timeout_s=inputs.timeout,
+        trusted=True,  # a repository's own workflow runs its own code, as its test job does (docs/github-action.md)
+        baseline=baseline,
+    )
+
+
+def _sandboxed(inputs: Inputs, baseline: str | None) -> ReplayResult:
+    """The same replay run by ``physverify sandbox``; its JSON report is read back into a ReplayResult."""
+    import tempfile
+
+    from physverify import sandbox
+
+    options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline}
+    args = ["replay", *inputs.claims, *(x for k, v in options.items() if v is not None for x in (k, v))]
+    with tempfile.TemporaryDirectory() as tmp:
+        report_path = Path(tmp) / "replay.json"
+        ran = sandbox.sandbox([*args, "--format", "json", "--output", str(report_path)])
+        if not report_path.is_file() or not report_path.stat().st_size:
+            notes = "; ".join(ran.notes) or "see the log above"
+            raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {notes}")
+        data = json.loads(report_path.read_text(encoding="utf-8"))
+    return result_from_json(data, ledger=_host_ledger(inputs))
+
+
+def _host_ledger(inputs: Inputs) -> Path:
+    """The ledger on the host: the input, else replay's default for the first claims folder."""
+    from physverify.config import load_config
+    from physverify.replay import default_ledger
+
+    return Path(inputs.ledger) if inputs.ledger else default_ledger(load_config(Path(inputs.claims[0])))
+
+
+# The fields report/json.py adds to each ledger object; the rest is the ledger object itself.
+_REPLAY_FIELDS = ("transition", "baseline_verdict", "baseline_date", "expected", "gate_failures", "location", "recorded")
+
+
+def result_from_json(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
+    """The ReplayResult that report/json.py rendered as ``data`` (paths inside the sandbox replaced by ``ledger``)."""
+    from physverify.replay import ReplayResult
+
+    claims = data.get("claims")
+    return ReplayResult(
+        claims=tuple(_claim_run(c) for c in claims if isinstance(c, Mapping)) if isinstance(claims, list) else (),
+        skipped=tuple(str(k) for k in data.get("skipped") or ()),  # type: ignore[attr-defined]
+        ledger=ledger,
+        written=int(data.get("written") or 0),  # type: ignore[call-overload]
+        fail_on=frozenset(str(t) for t in data.get("fail_on") or ()),  # type: ignore[attr-defined]
+        exit_code=int(data.get("exit_code") or 0),  # type: ignore[call-overload]
+        warnings=tuple(str(w) for w in data.get("warnings") or ()),  # type: ignore[attr-defined]
+        notes=tuple(str(n) for n in data.get("notes") or ()),  # type: ignore[attr-defined]
+        baseline_ref=data.get("baseline_ref"),  # type: ignore[arg-type]
+        shard=data.get("shard"),  # type: ignore[arg-type]
+    )
+
+
+def _claim_run(obj: Mapping[str, object]) -> ClaimRun:
+    from physverify.config import REMOVED
+    from physverify.replay import ClaimRun
+
+    place, _, line = str(obj.get("location") or "").rpartition(":")
+    target, number = (place, int(line)) if place and line.isdigit() else (str(obj.get("location")), None)
+    before = obj.get("baseline_verdict")
+    return ClaimRun(
+        key=str(obj.get("claim_key")),
+        transition=str(obj["transition"]),
+        verdict=obj.get("verdict"),  # type: ignore[arg-type]
+        baseline_verdict=before,  # type: ignore[arg-type]
+        record=None if obj["transition"] == REMOVED else {k: v for k, v in obj.items() if k not in _REPLAY_FIELDS},
+        baseline=None if before is None else {"verdict": before, "date": obj.get("baseline_date")},
+        expected=obj.get("expected"),  # type: ignore[arg-type]
+        failures=tuple(str(f) for f in obj.get("gate_failures") or ()),  # type: ignore[attr-defined]
+        target=target,
+        line=number,
+        recorded=bool(obj.get("recorded")),
     )
 
 

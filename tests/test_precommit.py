@@ -1,0 +1,192 @@
+"""The pre-commit hook physverify-replay, run by the real pre-commit on real `git commit`s."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SOLVER = '''\
+"""Exponential decay, the code under test."""
+import math
+
+
+def amount(y0, rate, t):
+    return y0 * math.exp(-rate * t)
+'''
+DEFECT = SOLVER.replace("-rate * t", "-rate * t / 2")
+
+CLAIM = '''\
+"""Claim: amount() decays with half the rate."""
+import math
+
+from physverify import FAIL, PASS, Check, Result
+
+import decay
+
+CLAIM = {
+    "text": "amount() uses half the decay rate",
+    "source": "a test",
+    "file": "decay.py",
+    "line": 6,
+    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
+    "impact": "used",
+}
+
+
+def _compare(t):
+    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
+    return Result(PASS if abs(got - want) <= 1e-12 * abs(want) else FAIL, f"{got:.6g} against {want:.6g}")
+
+
+def control():
+    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
+
+
+def checks():
+    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
+'''
+
+LEDGER = "claims/confirm_ledger.jsonl"
+
+
+def _pre_commit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_the_hook_manifest_is_valid_for_pre_commit() -> None:
+    done = _pre_commit("validate-manifest", ".pre-commit-hooks.yaml", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "physverify-replay" and hook["entry"] == "physverify replay --pre-commit"
+    assert hook["language"] == "python" and hook["require_serial"] is True and hook["pass_filenames"] is True
+
+
+def test_this_repository_runs_the_hook_on_its_own_claims() -> None:
+    done = _pre_commit("validate-config", ".pre-commit-config.yaml", cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repo,) = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+    (hook,) = repo["hooks"]
+    assert repo["repo"] == "local" and hook["id"] == "physverify-replay"
+    assert hook["entry"].startswith("physverify replay --pre-commit") and (ROOT / "claims").is_dir()
+
+
+# --- end to end ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """This checkout's working tree as one commit (pre-commit clones `repo:` at `rev:`, so it sees commits only)."""
+    snapshot = tmp_path_factory.mktemp("physverify-hook")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    shutil.copytree(ROOT / "src", snapshot / "src", ignore=ignore)
+    for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, snapshot / name)
+    repo = git.Repo.init(snapshot)
+    _identify(repo)
+    repo.git.add(A=True)
+    return snapshot, repo.index.commit("snapshot of the physverify under test").hexsha
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pre-commit cache for the module, so the hook's environment is built once."""
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _identify(repo: git.Repo) -> None:
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "test").set_value("user", "email", "test@example.org")
+        config.set_value("commit", "gpgsign", "false")
+
+
+@pytest.fixture()
+def project(tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) -> Iterator[git.Repo]:
+    """A repository with a defective solver, a claim about it and the hook installed, nothing committed."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DEFECT)
+    (root / "plot.py").write_text("# draws figures; imports nothing the claim uses\n")
+    (root / "claims" / "claim_decay.py").write_text(CLAIM)
+    path, sha = hook_repo
+    config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [{"id": "physverify-replay", "verbose": True}]}]}
+    (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    repo = git.Repo.init(root)
+    _identify(repo)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
+    env.pop("PHYSVERIFY_REPO", None)
+    installed = _pre_commit("install", cwd=root, env=env)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    repo.git.update_environment(PRE_COMMIT_HOME=str(pre_commit_home))
+    yield repo
+
+
+def _commit(repo: git.Repo, *paths: str) -> tuple[bool, str]:
+    """Stage ``paths`` and run a real `git commit` (its pre-commit hook included): (committed, output)."""
+    repo.git.add(*paths)
+    try:
+        done = repo.git.commit("-m", f"change {', '.join(paths)}", with_extended_output=True)
+    except git.GitCommandError as exc:
+        return False, f"{exc.stdout}\n{exc.stderr}"
+    return True, f"{done[1]}\n{done[2]}"
+
+
+def _verdicts(repo: git.Repo) -> list[str]:
+    ledger = Path(repo.working_tree_dir or ".") / LEDGER
+    return [json.loads(line)["verdict"] for line in ledger.read_text().splitlines()] if ledger.exists() else []
+
+
+def _write(repo: git.Repo, name: str, text: str) -> None:
+    (Path(repo.working_tree_dir or ".") / name).write_text(text)
+
+
+@pytest.mark.slow
+def test_the_hook_stops_each_commit_that_changes_a_verdict_until_the_ledger_is_staged(project: git.Repo) -> None:
+    repo = project
+    committed, output = _commit(repo, ".pre-commit-config.yaml", "decay.py", "plot.py", "claims/claim_decay.py")
+    assert not committed and re.search(r"confirmed +new +claims/claim_decay\.py +decay\.py:6", output), output
+    assert "stage it with 'git add claims/confirm_ledger.jsonl'" in output
+    assert _verdicts(repo) == ["confirmed"] and LEDGER in repo.untracked_files
+    committed, output = _commit(repo, LEDGER)
+    assert committed, output
+    assert _verdicts(repo) == ["confirmed"]
+
+    _write(repo, "decay.py", SOLVER)  # the fix
+    committed, output = _commit(repo, "decay.py")
+    assert not committed and re.search(r"rejected +fixed +claims/claim_decay\.py", output), output
+    assert "gate: fixed: confirmed -> rejected" in output
+    assert _verdicts(repo) == ["confirmed", "rejected"]
+    committed, output = _commit(repo, "decay.py", LEDGER)
+    assert committed, output
+
+    _write(repo, "decay.py", DEFECT)  # the defect comes back
+    committed, output = _commit(repo, "decay.py")
+    assert not committed and re.search(r"confirmed +regressed +claims/claim_decay\.py", output), output
+    assert "gate: regressed: rejected -> confirmed" in output
+    assert _verdicts(repo) == ["confirmed", "rejected", "confirmed"]
+    committed, output = _commit(repo, "decay.py", LEDGER)
+    assert committed, output
+
+
+@pytest.mark.slow
+def test_a_commit_touching_nothing_the_claim_imports_does_not_run_it(project: git.Repo) -> None:
+    repo = project
+    assert not _commit(repo, ".pre-commit-config.yaml", "decay.py", "plot.py", "claims/claim_decay.py")[0]
+    assert _commit(repo, LEDGER)[0]
+    _write(repo, "decay.py", SOLVER)  # would be `fixed` if the claim ran
+    _write(repo, "plot.py", "# draws figures, now in colour\n")
+    committed, output = _commit(repo, "plot.py")
+    assert committed, output
+    assert "0 claims" in output and "1 skipped as unaffected" in output, output
+    assert _verdicts(repo) == ["confirmed"]
