@@ -106,7 +106,8 @@ def test_a_pep263_coding_line_is_honoured(tmp_path: Path) -> None:
 
 # --- one test per load error of section 1 ---------------------------------------------
 def test_a_claim_file_must_end_in_py(tmp_path: Path) -> None:
-    assert "must end in .py" in str(load_error(write(tmp_path, claim_source(), "claim.txt")))
+    error = load_error(write(tmp_path, claim_source(), "claim.txt"))
+    assert "must end in .py" in str(error) and error.sha256 is not None
 
 
 def test_a_missing_file_is_a_load_error_without_hash(tmp_path: Path) -> None:
@@ -322,3 +323,4 @@ def test_init_refuses_a_line_that_is_not_a_positive_integer(tmp_path: Path, line
 def test_init_refuses_a_name_that_cannot_be_a_claim_file(tmp_path: Path, name: str) -> None:
     with pytest.raises(PhysverifyError, match=name):
         write_template(tmp_path / name, text="t", file="f.py", line=3)
+

@@ -355,3 +355,10 @@ def test_ledger_merge_writes_the_output_and_refuses_an_existing_one(tmp_path: Pa
     assert (done.returncode, done.stdout) == (EXIT_OK, "merged 2 ledgers (2 lines) into all.jsonl: 2 lines, 0 exact duplicates dropped\n")
     again = physverify("ledger", "merge", "a.jsonl", "-o", "all.jsonl", cwd=tmp_path)
     assert again.returncode == EXIT_ERROR and again.stderr.startswith("physverify: all.jsonl: already exists")
+
+
+def test_merging_a_ledger_with_itself_keeps_each_line_once(tmp_path: Path) -> None:
+    a = write_ledger(tmp_path / "a.jsonl", [record("claims/a.py"), record("claims/b.py")])
+    result = merge([a, a], tmp_path / "out.jsonl")
+    assert (result.lines_in, result.lines_out, result.duplicates) == (4, 2, 2)
+    assert (tmp_path / "out.jsonl").read_bytes() == a.read_bytes()

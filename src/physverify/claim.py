@@ -65,7 +65,7 @@ class ClaimFile:
 def read_claim(path: Path) -> ClaimFile:
     """Return the validated CLAIM of ``path``, read statically; raise ClaimLoadError otherwise."""
     if path.suffix != ".py":
-        raise ClaimLoadError(f"{path}: a claim file must end in .py")
+        raise ClaimLoadError(f"{path}: a claim file must end in .py", sha256=_sha256_or_none(path))
     data = _read_bytes(path)
     digest = hashlib.sha256(data).hexdigest()
     bindings = _top_level_bindings(_parse(path, data, digest))
@@ -91,6 +91,13 @@ def binds_claim(path: Path) -> bool:
         return "CLAIM" in _top_level_bindings(_parse(path, data, ""))
     except ClaimLoadError:
         return _CLAIM_LINE.search(data) is not None
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -175,16 +182,18 @@ def _claim_literal(path: Path, bindings: dict[str, ast.stmt], digest: str) -> di
             sha256=digest,
         )
     readable = {k: v for k, v in value.items() if isinstance(k, str) and _is_scalar(v)}
-    for key, item in value.items():
-        if not isinstance(key, str):
-            raise ClaimLoadError(f"{path}: CLAIM keys must be strings; {key!r} is not", claim=readable, sha256=digest)
-        if not _is_scalar(item):
-            raise ClaimLoadError(
-                f"{path}: CLAIM[{key!r}] must be a string or a number, not {type(item).__name__}",
-                claim=readable,
-                sha256=digest,
-            )
+    problem = next((_item_problem(key, item) for key, item in value.items() if _item_problem(key, item)), None)
+    if problem is not None:  # the readable part still goes to the ledger (section 3)
+        raise ClaimLoadError(f"{path}: {problem}", claim=readable, sha256=digest)
     return readable
+
+
+def _item_problem(key: object, item: object) -> str | None:
+    if not isinstance(key, str):
+        return f"CLAIM keys must be strings; {key!r} is not"
+    if not _is_scalar(item):
+        return f"CLAIM[{key!r}] must be a string or a number, not {type(item).__name__}"
+    return None
 
 
 def _literal(node: ast.expr | None) -> object:

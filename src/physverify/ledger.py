@@ -315,21 +315,23 @@ def merge(inputs: Sequence[Path], output: Path) -> MergeResult:
     so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
     """
     _check_merge_paths(inputs, output)
-    good: dict[bytes, tuple[Any, ...]] = {}
-    bad: set[bytes] = set()
-    problems: list[str] = []
-    lines_in = 0
-    for path in inputs:
-        for index, line in enumerate(_read_lines(path)):
-            lines_in += 1
-            if line.record is None:
-                problems.append(f"{path}:{line.number}: {line.problem} (copied to the end of {output})")
-                bad.add(line.raw)
-            else:
+    lines = [(path, _read_lines(path)) for path in inputs]  # a list: the same input twice counts twice
+    good: dict[bytes, tuple[Any, ...]] = {}  # a distinct line -> its smallest sort key
+    for _, path_lines in lines:
+        for index, line in enumerate(path_lines):
+            if line.record is not None:
                 key = (*_date_key(line.record.get("date")), index, line.raw)
                 good[line.raw] = min(good.get(line.raw, key), key)
-    body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + sorted(bad)
+    bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
+    body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + bad
     _write_atomically(output, b"".join(raw + b"\n" for raw in body))
+    problems = [
+        f"{path}:{line.number}: {line.problem} (copied to the end of {output})"
+        for path, path_lines in lines
+        for line in path_lines
+        if line.problem is not None
+    ]
+    lines_in = sum(len(path_lines) for _, path_lines in lines)
     return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
 
 
