@@ -34,7 +34,7 @@ from physverify.config import (
     DECIDED, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE, Config, load_config,
 )
 from physverify.errors import UsageError
-from physverify.verdict import CONFIRMED, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED
+from physverify.verdict import CONFIRMED, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED, VERDICTS
 
 DEFAULT_CLAIMS_DIR = "claims"
 DEFAULT_LEDGER_NAME = "confirm_ledger.jsonl"
@@ -119,7 +119,7 @@ Progress = Callable[[ClaimRun, int, int], None]
 # --- pure parts -------------------------------------------------------------------------
 def transition(before: str | None, after: str) -> str:
     """The transition from a baseline verdict (None: no line yet) to this run's verdict."""
-    if before is None:
+    if before not in VERDICTS:  # no line yet, or a line without a verdict we know: nothing to compare with
         return NEW
     if before == after:
         return UNCHANGED
