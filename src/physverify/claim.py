@@ -116,7 +116,7 @@ def _parse(path: Path, data: bytes, digest: str) -> ast.Module:
         raise ClaimLoadError(f"{path}: cannot be decoded: {exc}", sha256=digest) from None
     except UnicodeDecodeError as exc:
         raise ClaimLoadError(
-            f"{path}: is not valid {exc.encoding} text (byte {data[exc.start]:#04x} at offset {exc.start})",
+            f"{path}: is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})",
             sha256=digest,
         ) from None
     try:
