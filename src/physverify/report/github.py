@@ -44,7 +44,7 @@ def _kind(run: ClaimRun) -> str | None:
 def _annotation(run: ClaimRun, kind: str) -> str:
     record = run.record or run.baseline or {}
     text = record.get("text") or run.key
-    message = f"{run.change()} ({run.key}): {text}. {run.reason}"
+    message = f"{run.change()} ({run.key}): {text}. Why: {run.reason}"
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
     title = f"physverify: claim {run.transition}" if run.transition != "unchanged" else "physverify: confirmed defect"

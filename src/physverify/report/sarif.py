@@ -56,7 +56,7 @@ def _location(run: ClaimRun) -> dict[str, Any]:
 
 def _result(run: ClaimRun) -> dict[str, Any]:
     record = run.record or run.baseline or {}
-    message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. {run.reason}"
+    message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. Why: {run.reason}"
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
     return {
