@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from physverify.specscan import reference_notes
 
@@ -101,3 +104,15 @@ def test_an_unparseable_or_missing_file_gives_no_notes(tmp_path: Path) -> None:
     assert reference_notes(tmp_path / "missing.py", CLAIM) == []
     (tmp_path / "bytes.py").write_bytes(b"\xff\xfe\x00import oscillator\n")
     assert reference_notes(tmp_path / "bytes.py", CLAIM) == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(st.none(), st.integers(), st.text(max_size=30), st.sampled_from(["/", ".", "..", "a/..", "x/__init__.py", ".py"])),
+    st.text(alphabet=string.printable, max_size=200),
+)
+def test_any_file_value_and_any_source_give_a_list_of_notes(tmp_path: Path, file: object, source: str) -> None:
+    path = tmp_path / "c.py"
+    path.write_text("import oscillator\n" + source, encoding="utf-8")
+    notes = reference_notes(path, {"file": file})
+    assert isinstance(notes, list) and all(isinstance(n, str) for n in notes)

@@ -50,11 +50,12 @@ def _module_names(file: object) -> set[str]:
     """Return the dotted names the claimed file can be imported as ("src/pkg/m.py": m, pkg.m, src.pkg.m)."""
     if not isinstance(file, str) or not file.strip():
         return set()
-    parts = list(PurePosixPath(file.replace("\\", "/")).with_suffix("").parts)
-    parts = [p for p in parts if p not in ("", ".", "/")]
+    parts = [p for p in PurePosixPath(file.replace("\\", "/")).parts if p not in ("", ".", "..", "/")]
+    if parts:
+        parts[-1] = parts[-1].split(".")[0]  # "solver.py" -> "solver"
     if parts and parts[-1] == "__init__":  # a package's __init__.py is imported as the package
         parts.pop()
-    return {".".join(parts[i:]) for i in range(len(parts))}
+    return {".".join(parts[i:]) for i in range(len(parts)) if all(parts[i:])}
 
 
 def _imported_targets(tree: ast.Module, modules: set[str]) -> dict[str, str]:
