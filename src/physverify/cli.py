@@ -167,6 +167,49 @@ def _sandbox(args: argparse.Namespace) -> int:
     return run.exit_code
 
 
+def _ledger_parser(sub: argparse._SubParsersAction) -> None:
+    ledger = sub.add_parser(
+        "ledger",
+        help="read and join confirm ledgers: a claim's history (log), shard ledgers into one (merge)",
+        description="'ledger log' shows the ledger one line per run; 'ledger merge' joins the ledgers of a CI "
+        "matrix in date order.",
+    )
+    actions = ledger.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
+    log = actions.add_parser("log", help="a claim's history, one row per ledger line, oldest first")
+    _add_ledger_option(log)
+    log.add_argument("--claim", metavar="PATH", help="only this claim file's lines (as given or relative to its repository)")
+    _add_json_option(log)
+    merge = actions.add_parser(
+        "merge",
+        help="join ledgers in date order, dropping exact duplicate lines and losing none",
+        description="Join shard ledgers into OUT in date order (the same for any order of the inputs). Exact "
+        "duplicate lines are kept once; a bad line is reported and copied to the end. OUT must not exist yet.",
+    )
+    merge.add_argument("inputs", nargs="+", metavar="LEDGER.jsonl")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT", help="the merged ledger (a new file)")
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    from physverify import ledger
+    from physverify.report import ledger_text
+
+    if args.ledger_command == "merge":
+        merged = ledger.merge([Path(p) for p in args.inputs], Path(args.output))
+        _warn(merged.problems)
+        _emit(ledger_text.render_merge(merged))
+        return merged.exit_code
+    history = ledger.log(Path(args.ledger), claim=args.claim)
+    _warn(history.problems)
+    rows = [row._asdict() for row in history.rows]
+    _emit_json_or_text(rows, args.json, lambda: ledger_text.render_log(history))
+    return history.exit_code
+
+
+def _warn(problems: Sequence[str]) -> None:
+    for problem in problems:
+        sys.stderr.write(f"physverify: warning: {problem}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="physverify",
@@ -180,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     _replay_parser(sub)
     _mcp_parser(sub)
     _sandbox_parser(sub)
+    _ledger_parser(sub)
     return parser
 
 
@@ -266,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         elif args.command == "sandbox":
             return _sandbox(args)
+        elif args.command == "ledger":
+            return _ledger(args)
         elif args.command is None:
             parser.print_help()
             return EXIT_ERROR
