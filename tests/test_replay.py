@@ -271,14 +271,15 @@ def test_a_torn_last_line_is_reported_and_new_lines_go_after_it(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_a_removed_claim_file_is_reported_as_removed(tmp_path: Path) -> None:
-    make_repo(tmp_path, GOOD, claims=2)
+def test_a_deleted_claim_file_or_one_without_claim_is_reported_as_removed(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=3)
     run(tmp_path)
     (tmp_path / "claims" / "claim_01.py").unlink()
+    (tmp_path / "claims" / "claim_02.py").write_text("def control():\n    pass\n")  # now a helper
     before = ledger_bytes(tmp_path)
     result = run(tmp_path)
     assert [(r.key, r.transition) for r in result.claims] == [
-        ("claims/claim_00.py", UNCHANGED), ("claims/claim_01.py", REMOVED)]
+        ("claims/claim_00.py", UNCHANGED), ("claims/claim_01.py", REMOVED), ("claims/claim_02.py", REMOVED)]
     assert result.exit_code == EXIT_OK and ledger_bytes(tmp_path) == before
 
 

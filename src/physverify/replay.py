@@ -41,7 +41,10 @@ DEFAULT_LEDGER_NAME = "confirm_ledger.jsonl"
 # Folders that hold installed or generated code, never claims (one set, used only here).
 SKIP_DIRS = frozenset({"venv", ".venv", "env", "site-packages", "build", "dist", "node_modules", "__pycache__"})
 
-__all__ = ["TRANSITIONS", "ClaimRun", "ReplayResult", "discover", "is_skipped_dir", "parse_shard", "in_shard", "replay", "transition"]
+__all__ = [
+    "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
+    "is_skipped_dir", "load_baseline", "parse_shard", "replay", "transition",
+]
 
 
 @dataclass(frozen=True)
@@ -268,18 +271,23 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Pla
 
 def _removed(configs: Sequence[Config], before: Mapping[str, Mapping[str, Any]], shard: tuple[int, int] | None,
              fail_on: frozenset[str]) -> list[ClaimRun]:
-    """Baseline claims under the replayed folders whose file is gone."""
+    """Baseline claims under the replayed folders whose file is gone (or no longer binds CLAIM)."""
     runs = []
     for cfg in configs:
         root = ledger.repo_root_for(cfg.folder)
         prefix = affected.relative_key(cfg.folder, root) or ""
         for key, base in before.items():
             under = prefix in ("", ".") or key.startswith(prefix + "/")
-            if under and not (root / key).exists() and (shard is None or in_shard(key, *shard)):
-                run = ClaimRun(key, REMOVED, None, base.get("verdict"), None, base,
-                               target=base.get("file"), line=base.get("line"))
+            if under and _gone(root / key) and (shard is None or in_shard(key, *shard)):
+                line = base.get("line")
+                run = ClaimRun(key, REMOVED, None, base.get("verdict"), None, base, target=base.get("file"),
+                               line=line if isinstance(line, int) else None)
                 runs.append(replace(run, failures=gate_failures(run, fail_on)))
     return sorted(runs, key=lambda r: r.key)
+
+
+def _gone(path: Path) -> bool:
+    return not path.is_file() or not claim.binds_claim(path)
 
 
 # --- running ----------------------------------------------------------------------------
