@@ -308,7 +308,9 @@ def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monk
     assert first.exit_code == EXIT_FINDING and first.written == 1  # a new claim: the ledger must be staged
     assert "git diff claims/confirm_ledger.jsonl" in first.notes[0]
     again = replay.replay(["claims"], pre_commit=True, files=["solver.py"], timeout_s=60, jobs=1)
-    assert again.exit_code == EXIT_OK and again.written == 0
+    assert again.exit_code == EXIT_OK and again.written == 0 and len(again.claims) == 1
+    unrelated = replay.replay(["claims"], pre_commit=True, files=["README.md"], timeout_s=60, jobs=1)
+    assert unrelated.claims == () and unrelated.skipped == ("claims/claim_00.py",)
 
 
 def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path) -> None:
