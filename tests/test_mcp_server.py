@@ -158,7 +158,7 @@ def test_confirm_claim_returns_the_verdict_then_the_ledger_line_and_appends_it(p
 def test_confirm_claim_without_trust_is_refused_and_runs_nothing(project: Path) -> None:
     is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_decay.py"})
     assert is_error
-    assert "refusing to run the code under test" in text and "sandbox" in text
+    assert "refusing to run the code under test: pass trusted: true if the code is yours" in text and "sandbox" in text
     assert not (project / "confirm_ledger.jsonl").exists()
 
 

@@ -22,7 +22,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from physverify import __version__
-from physverify.errors import PhysverifyError
+from physverify.errors import PhysverifyError, RefusedError
 
 DEFAULT_LEDGER = "confirm_ledger.jsonl"
 DEFAULT_CLAIMS = "claims"
@@ -103,7 +103,7 @@ def _run_checks_tool(root: Path) -> Callable[..., str]:
 
         def call() -> str:
             confirm.require_trust(trusted)  # before anything is found or run (spec section 5)
-            paths = [inside_root(root, p) for p in specs] if specs else discover_specs(root)
+            paths = [_as_given(inside_root(root, p)) for p in specs] if specs else discover_specs(root)
             if not paths:
                 raise PhysverifyError(f"{root}: no verify_*.py spec files under the project root; name them in specs")
             outcome = run_specs.run_specs(paths, timeout_s=timeout)
@@ -195,7 +195,7 @@ def discover_specs(root: Path) -> list[Path]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not is_skipped_dir(d))  # pruned, so a .venv is never walked
         found.extend(Path(folder) / f for f in sorted(files) if f.startswith("verify_") and f.endswith(".py"))
-    return found
+    return [_as_given(path) for path in found]
 
 
 def _as_given(path: Path) -> Path:
@@ -205,7 +205,7 @@ def _as_given(path: Path) -> Path:
     so a claim reads ``claims/x.py`` there, as it does from the command line.
     """
     cwd = Path.cwd().resolve()
-    return path.relative_to(cwd) if path.is_relative_to(cwd) and path != cwd else path
+    return path.relative_to(cwd) if path.is_relative_to(cwd) else path  # the root itself is '.'
 
 
 def _text_then_json(text: str, obj: Any) -> str:
@@ -217,6 +217,8 @@ def _as_tool_error(call: Callable[[], _T]) -> _T:
     """Run ``call``; an expected failure becomes a ToolError so its one line reaches the client."""
     try:
         return call()
+    except RefusedError as exc:  # the same refusal, in the words of this interface: an argument, not a flag
+        raise ToolError(str(exc).replace("pass --trusted", "pass trusted: true")) from exc
     except PhysverifyError as exc:
         raise ToolError(str(exc)) from exc
 
