@@ -47,7 +47,7 @@ def _annotation(run: ClaimRun, kind: str) -> str:
     message = f"{run.change()} ({run.key}): {text}. Why: {run.reason}"
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
-    title = f"physverify: claim {run.transition}" if run.transition != "unchanged" else "physverify: confirmed defect"
+    title = f"physverify: claim {run.transition}" if kind != "warning" else "physverify: confirmed defect"
     return command(kind, message, file=run.target or run.key, line=run.line, title=title)
 
 
