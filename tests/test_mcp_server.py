@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
-import textwrap
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -241,3 +241,10 @@ def test_replay_claims_returns_the_summary_and_every_transition(project: Path) -
     assert [c["transition"] for c in second_json["claims"]] == ["regressed"]
     assert "regressed" in second.partition("\n\n")[0] and "claims/claim_decay.py" in second
     assert len(_ledger_lines(project / "claims" / "confirm_ledger.jsonl")) == 2
+
+
+def test_a_root_that_is_not_a_folder_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "physverify", "mcp", "--root", str(tmp_path / "missing")],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"physverify: {tmp_path / 'missing'}: the project root given by --root is not a folder\n"

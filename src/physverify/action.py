@@ -268,30 +268,40 @@ def _append(path: str | None, text: str) -> None:
             handle.write(text if text.endswith("\n") else text + "\n")
 
 
+def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[str | None, str | None]:
+    """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning."""
+    if inputs.baseline is not None:
+        return inputs.baseline, None
+    found = default_baseline(env.get("GITHUB_EVENT_NAME"), _read_event(env))
+    return reachable_baseline(found, workspace) if found else (None, None)
+
+
+def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
+    """Write the SARIF file, the step summary and the outputs; print the annotations."""
+    if written.sarif is not None and inputs.sarif is not None:
+        Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
+    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
+    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in written.outputs.items()))
+    if written.annotations:
+        sys.stdout.write(written.annotations.rstrip("\n") + "\n")
+
+
 def main(env: Mapping[str, str] | None = None) -> int:
     """The run step: replay, write the runner's files, print the annotations, return the exit code."""
     env = os.environ if env is None else env
     try:
         inputs = read_inputs(env)
-        workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+        workspace = Path(env.get("GITHUB_WORKSPACE") or ".").resolve()
         os.chdir(workspace)  # claims, ledger and sarif paths are relative to the repository, as in a workflow
-        baseline, warning = inputs.baseline, None
-        if baseline is None:
-            found = default_baseline(env.get("GITHUB_EVENT_NAME"), _read_event(env))
-            baseline, warning = reachable_baseline(found, workspace) if found else (None, None)
+        baseline, warning = _baseline(inputs, env, workspace)
         if warning:
             sys.stdout.write(f"::warning::{warning}\n")
         written = run(inputs, baseline)
-    except PhysverifyError as exc:
+    except PhysverifyError as exc:  # one ::error line, the outputs say error, the step fails with 2
         sys.stdout.write(f"::error::physverify: {exc}\n")
         _append(env.get("GITHUB_OUTPUT"), f"gate=error\nexit-code={EXIT_ERROR}")
         return EXIT_ERROR
-    if written.sarif is not None and inputs.sarif is not None:
-        Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
-    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
-    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in written.outputs.items()))
-    sys.stdout.write(written.annotations if written.annotations.endswith("\n") or not written.annotations
-                     else written.annotations + "\n")
+    _deliver(written, inputs, env)
     return written.exit_code
 
 
