@@ -240,3 +240,15 @@ def test_the_run_step_in_the_sandbox_reports_what_the_direct_run_reports(
     assert ran["outputs"]["ledger"] == "claims/confirm_ledger.jsonl" and ran["outputs"]["regressed"] == "1"
     lines = (root / "claims" / "confirm_ledger.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["verdict"] == "confirmed"  # written inside, landed on the host
+
+
+def test_the_workflow_in_the_docs_is_valid_and_uses_every_documented_input(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "github-action.md").read_text()
+    workflow = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "claims.yml").write_text(workflow)
+    done = _check_jsonschema("vendor.github-workflows", tmp_path / "claims.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in _action()["inputs"]:
+        assert f"| `{name}` |" in doc, name
+    for name in _action()["outputs"]:
+        assert f"`{name}`" in doc, name

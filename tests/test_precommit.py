@@ -190,3 +190,13 @@ def test_a_commit_touching_nothing_the_claim_imports_does_not_run_it(project: gi
     assert committed, output
     assert "0 claims" in output and "1 skipped as unaffected" in output, output
     assert _verdicts(repo) == ["confirmed"]
+
+
+def test_the_configurations_in_the_docs_are_valid_for_pre_commit(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "pre-commit.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in doc.split("```yaml\n")[1:]]
+    assert len(blocks) == 2
+    for number, block in enumerate(blocks):
+        (tmp_path / f"config{number}.yaml").write_text(block)
+        done = _pre_commit("validate-config", f"config{number}.yaml", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
