@@ -329,3 +329,26 @@ def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path)
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["confirmed", "new", "claims/claim_00.py", "solver.py:2"]
     assert lines[-1] == "gate passed"
+
+
+@pytest.mark.slow
+def test_record_all_appends_a_line_for_every_claim_even_when_nothing_changed(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD)
+    run(tmp_path)
+    before = ledger_bytes(tmp_path)
+    result = run(tmp_path, record_all=True)
+    assert (only(result).transition, only(result).recorded, result.written) == (UNCHANGED, True, 1)
+    assert ledger_bytes(tmp_path).startswith(before) and ledger_bytes(tmp_path).count(b"\n") == 2
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("jobs", "0", "--jobs must be a whole number of at least 1"),
+    ("jobs", "two", "--jobs must be a whole number"),
+    ("timeout_s", "-1", "--timeout must be a positive"),
+    ("shard", "4/3", "--shard must be K/N"),
+])
+def test_bad_options_are_usage_errors_before_anything_runs(tmp_path: Path, option: str, value: str, message: str) -> None:
+    make_repo(tmp_path, GOOD)
+    with pytest.raises(UsageError, match=message):
+        run(tmp_path, **{option: value})
+    assert ledger_bytes(tmp_path) == b""
