@@ -38,7 +38,7 @@ def render_run(outcome: RunOutcome) -> str:
     lines: list[str] = []
     for spec in outcome.specs:
         if spec.load_error is not None:
-            lines.append(f"LOAD-ERROR {spec.path}: {spec.load_error}")
+            lines.append(f"LOAD-ERROR {spec.load_error}")
             continue
         for check in spec.checks:
             lines.append(f"{check['status']:<12} {check['family']:<10} {check['label']}: {check['message']}")
