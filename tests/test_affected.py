@@ -94,3 +94,8 @@ def test_files_are_keys_relative_to_the_root_and_outside_files_are_dropped(tmp_p
     root.mkdir()
     got = affected.files_as_keys(["src/a.py", "../elsewhere.py", str(root / "b.py")], root, root)
     assert got == {"src/a.py", "b.py"}
+
+
+def test_changed_since_outside_git_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not in a git repository"):
+        affected.changed_since(tmp_path, "HEAD")

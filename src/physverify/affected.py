@@ -25,10 +25,13 @@ def changed_since(repo_root: Path, ref: str) -> frozenset[str]:
     """Paths (POSIX, relative to the root) that differ between ``ref`` and the working tree, plus untracked files."""
     from physverify.errors import UsageError
 
-    repo = git.Repo(repo_root, search_parent_directories=True)
+    try:
+        repo = git.Repo(repo_root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise UsageError(f"--changed-since {ref}: {repo_root} is not in a git repository") from None
     try:
         commit = repo.commit(ref)
-    except (git.BadName, ValueError, git.GitCommandError) as exc:
+    except (git.BadName, git.BadObject, ValueError, git.GitCommandError) as exc:
         raise UsageError(f"--changed-since: {ref!r} is not a commit in {repo.working_tree_dir} ({exc})") from None
     # diff(None) compares the commit with the working tree, so staged and unstaged edits
     # both count; a claim being written is usually still untracked, so those count too.
@@ -39,7 +42,7 @@ def changed_since(repo_root: Path, ref: str) -> frozenset[str]:
     return _relative_to(frozenset(paths), Path(repo.working_tree_dir or repo_root), repo_root)
 
 
-def changed_files(roots: Iterable[Path], ref: str | None, files: Iterable[str]) -> frozenset[str]:
+def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) -> frozenset[str]:
     """Keys of the changed files in each repository: changed since ``ref`` (when given) and ``files``."""
     changed: set[str] = set()
     for root in roots:
