@@ -20,6 +20,8 @@ from typing import Any
 
 import git
 
+from physverify import claim
+
 
 def changed_since(repo_root: Path, ref: str) -> frozenset[str]:
     """Paths (POSIX, relative to the root) that differ between ``ref`` and the working tree, plus untracked files."""
@@ -54,8 +56,6 @@ def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) 
 
 def target_of(claim_path: Path) -> str | None:
     """The claim's target ``file`` read statically (also from a claim that fails to load), or None."""
-    from physverify import claim
-
     try:
         values: Mapping[str, Any] | None = claim.read_claim(claim_path).claim
     except claim.ClaimLoadError as exc:
@@ -95,7 +95,7 @@ def search_roots(claim_folder: Path, repo_root: Path) -> tuple[Path, ...]:
 def imported_names(source: str) -> list[tuple[int, str, tuple[str, ...]]]:
     """Every import in ``source`` as (level, module, names); level > 0 is a relative import."""
     try:
-        tree = ast.parse(source)
+        tree = claim.parse_module(source, "<imports>")
     except (SyntaxError, ValueError):  # a broken file imports nothing we can see; its own change re-runs it
         return []
     found: list[tuple[int, str, tuple[str, ...]]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -78,18 +78,23 @@ def evaluate(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     allow_dependent_reference: str | None = None,
     repo_root: Path | None = None,
+    commit_of: Callable[[Path], str | None] = repo_commit,
 ) -> Evaluation:
-    """Run one claim and return its ledger object; never raises for a bad claim, never writes."""
+    """Run one claim and return its ledger object; never raises for a bad claim, never writes.
+
+    ``commit_of`` looks up ``repo_commit`` for the root; replay passes one that remembers
+    the answer for the whole run.
+    """
     claim_path = Path(claim_path)
     record = _base_record(claim_path, timeout_s)
     try:
         claim_file = claim.read_claim(claim_path)
     except claim.ClaimLoadError as exc:
         root = repo_root or _root_for(claim_path, exc.claim)
-        record.update(_claim_fields(exc.claim, root, claim_path))
+        record.update(_claim_fields(exc.claim, root, claim_path, commit_of))
         return _finish(record, decide(load_error=str(exc)))
     root = repo_root or _root_for(claim_path, claim_file.claim)
-    record.update(_claim_fields(claim_file.claim, root, claim_path))
+    record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
     notes = specscan.reference_notes(claim_path, claim_file.claim)
     if allow_dependent_reference is not None:
         record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
@@ -148,9 +153,11 @@ def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
     }
 
 
-def _claim_fields(values: Mapping[str, Any] | None, root: Path, claim_path: Path) -> dict[str, Any]:
+def _claim_fields(
+    values: Mapping[str, Any] | None, root: Path, claim_path: Path, commit_of: Callable[[Path], str | None]
+) -> dict[str, Any]:
     """The CLAIM fields, the claim's key, the target file's hash and the commit."""
-    fields: dict[str, Any] = {"claim_key": claim_key(claim_path, root), "repo_commit": repo_commit(root)}
+    fields: dict[str, Any] = {"claim_key": claim_key(claim_path, root), "repo_commit": commit_of(root)}
     if values is None:
         return fields  # the file could not be read at all: no CLAIM fields (spec section 3)
     for key in claim.REQUIRED_KEYS:

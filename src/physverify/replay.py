@@ -14,8 +14,8 @@ exclude and expect apply to the folder whose file names them.
 
 from __future__ import annotations
 
-import ast
 import fnmatch
+import functools
 import hashlib
 import os
 import tempfile
@@ -106,6 +106,18 @@ class ReplayResult:
     @property
     def gate_failed(self) -> bool:
         return any(run.failures for run in self.claims)
+
+    def summary(self) -> str:
+        """``3 claims: 2 unchanged, 1 new; 0 skipped as unaffected; 1 line written to LEDGER``."""
+        counts = ", ".join(f"{n} {t}" for t, n in self.counts().items()) or "no claims run"
+        return (
+            f"{_plural(len(self.claims), 'claim')}: {counts}; {len(self.skipped)} skipped as unaffected; "
+            f"{_plural(self.written, 'line')} written to {self.ledger}"
+        )
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass(frozen=True)
@@ -291,33 +303,6 @@ def _gone(path: Path) -> bool:
 
 
 # --- running ----------------------------------------------------------------------------
-_AST_LOCK = threading.Lock()
-
-
-@contextmanager
-def _serial_ast_parse() -> Iterator[None]:
-    """Let only one thread at a time run ``ast.parse`` while the pool runs.
-
-    CPython 3.11 keeps the AST constructor's recursion depth in per-interpreter state, so
-    two threads parsing at once can fail with "SystemError: AST constructor recursion depth
-    mismatch" (python/cpython#106905); we saw it here with claim.read_claim and
-    specscan.reference_notes in two workers. Parsing is milliseconds, the child seconds,
-    so serialising it costs nothing measurable. Restored on exit.
-    """
-    original = ast.parse
-
-    def parse(*args: Any, **kwargs: Any) -> Any:
-        with _AST_LOCK:
-            return original(*args, **kwargs)
-
-    ast.parse = parse  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        if ast.parse is parse:  # another replay in another thread may have replaced it since
-            ast.parse = original
-
-
 @contextmanager
 def _mapper(jobs: int) -> Iterator[Callable[..., Iterator[Any]]]:
     """``map`` for one job, a thread pool's map otherwise: the same function runs either way.
@@ -326,7 +311,7 @@ def _mapper(jobs: int) -> Iterator[Callable[..., Iterator[Any]]]:
     if jobs == 1:
         yield map
     else:
-        with _serial_ast_parse(), ThreadPoolExecutor(max_workers=jobs) as pool:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
             yield pool.map
 
 
@@ -355,9 +340,12 @@ def _runner(timeout_s: float, before: Mapping[str, Mapping[str, Any]], fail_on: 
             progress: Progress | None) -> Callable[[_Planned], ClaimRun]:
     lock = threading.Lock()
     done = [0]
+    # The commit (and its dirty flag) is looked up once per repository for the whole run,
+    # not once per claim: each lookup starts git processes (benchmarks/replay_bench.py).
+    commit_of = functools.lru_cache(maxsize=None)(ledger.repo_commit)
 
     def run_one(item: _Planned) -> ClaimRun:
-        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, repo_root=item.root)
+        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, repo_root=item.root, commit_of=commit_of)
         run = _judge(item, evaluation.record, before.get(item.key), fail_on)
         if progress is not None:
             with lock:  # one progress line at a time, numbered in the order claims finish

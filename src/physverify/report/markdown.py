@@ -23,9 +23,7 @@ def _row(run: ClaimRun) -> str:
 def render(result: ReplayResult) -> str:
     """The replay as a Markdown section: the gate's outcome, the counts, the table, warnings."""
     headline = "gate failed" if result.exit_code else "gate passed"
-    counts = ", ".join(f"{n} {t}" for t, n in result.counts().items()) or "no claims run"
-    lines = [f"## physverify replay: {headline}", "", f"{len(result.claims)} claims: {counts}; "
-             f"{len(result.skipped)} skipped as unaffected; {result.written} ledger lines written.", ""]
+    lines = [f"## physverify replay: {headline}", "", result.summary() + ".", ""]
     if result.claims:
         lines += ["| verdict | transition | claim | file:line | baseline | note |",
                   "|---|---|---|---|---|---|", *(_row(run) for run in result.claims), ""]

@@ -64,15 +64,12 @@ def render(result: ReplayResult) -> str:
     """A replay: one line per claim, warnings, the counts, the gate's outcome, what to do next."""
     lines = [replay_line(run) for run in result.claims]
     lines += [f"warning: {warning}" for warning in result.warnings]
-    counts = ", ".join(f"{n} {t}" for t, n in result.counts().items()) or "no claims run"
-    plural = "s" if result.written != 1 else ""
-    lines.append(
-        f"{len(result.claims)} claims: {counts}; {len(result.skipped)} skipped as unaffected; "
-        f"{result.written} line{plural} written to {result.ledger}"
-    )
+    lines.append(result.summary())
     if result.gate_failed:
         failing = sum(bool(run.failures) for run in result.claims)
         lines.append(f"gate failed: {failing} claim(s) (fail_on: {', '.join(sorted(result.fail_on)) or 'nothing'})")
+    elif result.exit_code:  # --pre-commit: a ledger the hook changed must be reviewed and staged
+        lines.append("stopped: no verdict fails the gate, but the ledger changed")
     else:
         lines.append("gate passed")
     lines += result.notes
