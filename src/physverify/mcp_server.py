@@ -167,7 +167,7 @@ def _replay_claims_tool(root: Path) -> Callable[..., str]:
                 trusted=trusted,
                 baseline=baseline,
                 changed_since=changed_since,
-                files=None if files is None else [_as_given(inside_root(root, f)) for f in files],
+                files=None if files is None else [str(_as_given(inside_root(root, f))) for f in files],
                 shard=shard,
                 record_all=record_all,
             )

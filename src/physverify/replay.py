@@ -249,6 +249,7 @@ def _ledger_at(ref: str, ledger_path: Path, root: Path) -> tuple[list[Mapping[st
 def load_baseline(ledger_path: Path, ref: str | None, folder: Path) -> tuple[dict[str, Mapping[str, Any]], list[str]]:
     """The latest line per claim key, read once before anything runs, and the reader's warnings."""
     root = ledger.repo_root_for(folder)
+    records: list[Mapping[str, Any]]
     if ref is None:
         read = _read(ledger_path)
         records, problems = list(read.records), [str(p) for p in read.problems]
@@ -401,7 +402,8 @@ def replay(
     shard_kn = parse_shard(shard) if shard is not None else None
     target = Path(ledger) if ledger is not None else default_ledger(first)
     before, warnings = load_baseline(target, baseline, first.folder)
-    planned, skipped = _plan(configs, shard_kn), []
+    planned = _plan(configs, shard_kn)
+    skipped: list[str] = []
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before, changed)

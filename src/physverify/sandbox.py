@@ -396,8 +396,11 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float | None, im
     name = f"physverify-sandbox-{uuid.uuid4().hex[:12]}"
     argv = BACKENDS[engine](plan, limits, image=image, name=name)
     # Killing the client does not stop the container, so the engine is told by name.
-    code, timed_out = _wait(subprocess.Popen(argv, stdin=subprocess.DEVNULL), outer,
-                            lambda proc: _answers([engine, "kill", name]) or proc.kill())
+    def stop(proc: subprocess.Popen[bytes]) -> None:
+        if not _answers([engine, "kill", name]):
+            proc.kill()
+
+    code, timed_out = _wait(subprocess.Popen(argv, stdin=subprocess.DEVNULL), outer, stop)
     notes = (f"{engine}: memory {limits.memory_bytes} bytes and {limits.pids or 'unlimited'} processes "
              "(the container's cgroup), no network, repository read-only",)
     return SandboxRun(code, engine, tuple(argv), timed_out, notes + _timeout_notes(outer, timed_out))
