@@ -11,9 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import git
 import pytest
 import yaml
+from fixtures import DECAY_CLAIM as CLAIM
+from fixtures import DECAY_DEFECT as DEFECT
+from fixtures import DECAY_SOLVER as SOLVER
+from fixtures import init_repo
 
 from physverify import action, replay
 from physverify.verdict import EXIT_FINDING, EXIT_OK
@@ -22,46 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
-SOLVER = '''\
-"""Exponential decay, the code under test."""
-import math
-
-
-def amount(y0, rate, t):
-    return y0 * math.exp(-rate * t)
-'''
-DEFECT = SOLVER.replace("-rate * t", "-rate * t / 2")
-
-CLAIM = '''\
-"""Claim: amount() decays with half the rate."""
-import math
-
-from physverify import FAIL, PASS, Check, Result
-
-import decay
-
-CLAIM = {
-    "text": "amount() uses half the decay rate",
-    "source": "a test",
-    "file": "decay.py",
-    "line": 6,
-    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
-    "impact": "used",
-}
-
-
-def _compare(t):
-    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
-    return Result(PASS if abs(got - want) <= 1e-12 * abs(want) else FAIL, f"{got:.6g} against {want:.6g}")
-
-
-def control():
-    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
-
-
-def checks():
-    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
-'''
 
 
 def _check_jsonschema(schema: str, *files: Path) -> subprocess.CompletedProcess[str]:
@@ -146,9 +109,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, st
     (root / "claims").mkdir(parents=True)
     (root / "decay.py").write_text(SOLVER)
     (root / "claims" / "claim_decay.py").write_text(CLAIM)
-    repo = git.Repo.init(root)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "test").set_value("user", "email", "test@example.org")
+    repo = init_repo(root)
     monkeypatch.chdir(root)
     replay.replay(["claims"], trusted=True, jobs=1)
     repo.index.add(["decay.py", "claims/claim_decay.py", "claims/confirm_ledger.jsonl"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import git
 import pytest
+from fixtures import init_repo
 
 from physverify import affected
 from physverify.errors import UsageError
@@ -68,9 +68,7 @@ def test_a_file_that_does_not_parse_imports_nothing_but_is_its_own_input(tmp_pat
 
 
 def test_changed_since_sees_staged_unstaged_and_untracked_files_but_not_committed_ones(tmp_path: Path) -> None:
-    repo = git.Repo.init(tmp_path)
-    with repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    repo = init_repo(tmp_path)
     tree(tmp_path, {"a.py": "", "b.py": "", "c.py": "", "d.py": ""})
     repo.index.add(["a.py", "b.py", "c.py", "d.py"])
     repo.index.commit("start")
@@ -81,9 +79,7 @@ def test_changed_since_sees_staged_unstaged_and_untracked_files_but_not_committe
 
 
 def test_an_unknown_ref_is_a_usage_error_naming_it(tmp_path: Path) -> None:
-    repo = git.Repo.init(tmp_path)
-    with repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    repo = init_repo(tmp_path)
     repo.index.commit("empty")
     with pytest.raises(UsageError, match="'nope' is not a commit"):
         affected.changed_since(tmp_path, "nope")

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import git
 import pytest
+from fixtures import init_repo
 
 from physverify import confirm
 from physverify.errors import RefusedError, UsageError
@@ -252,9 +252,7 @@ def test_an_edit_to_the_solver_between_two_runs_is_seen(tmp_path: Path) -> None:
 
 
 def test_repo_commit_carries_the_dirty_flag_of_a_real_git_checkout(tmp_path: Path) -> None:
-    repo = git.Repo.init(tmp_path)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "Test").set_value("user", "email", "test@example.invalid")
+    repo = init_repo(tmp_path)
     claim = write_claim(tmp_path / "claims", 'Result(PASS, "")', check('Result(PASS, "")'),
                         claim={**CLAIM_DICT, "file": "claims/solver.py"})
     repo.index.add([str(claim), str(tmp_path / "claims" / "solver.py")])

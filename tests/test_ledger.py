@@ -13,6 +13,7 @@ from typing import Any
 
 import git
 import pytest
+from fixtures import init_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -181,9 +182,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> git.Repo:
     monkeypatch.delenv("PHYSVERIFY_REPO_COMMIT", raising=False)
     root = tmp_path / "project"
     (root / "claims").mkdir(parents=True)
-    repository = git.Repo.init(root)
-    with repository.config_writer() as config:
-        config.set_value("user", "name", "Test").set_value("user", "email", "test@example.org")
+    repository = init_repo(root)
     (root / "solver.py").write_text("def rhs(t, y):\n    return -y\n")
     (root / "claims" / "a.py").write_text("CLAIM = {}\n")
     repository.index.add(["solver.py", "claims/a.py"])

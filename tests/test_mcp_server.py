@@ -10,51 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import git
 import pytest
+from fixtures import DECAY_CLAIM as CLAIM
+from fixtures import DECAY_SOLVER as SOLVER
+from fixtures import init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
-SOLVER = '''\
-"""Exponential decay, the code under test."""
-import math
-
-
-def amount(y0, rate, t):
-    return y0 * math.exp(-rate * t)
-'''
-
-CLAIM = '''\
-"""Claim: amount() decays with the wrong rate."""
-import math
-
-from physverify import FAIL, PASS, Check, Result
-
-import decay
-
-CLAIM = {
-    "text": "amount() uses half the decay rate",
-    "source": "a test",
-    "file": "decay.py",
-    "line": 6,
-    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
-    "impact": "used",
-}
-
-
-def _compare(t):
-    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
-    ok = abs(got - want) <= 1e-12 * abs(want)
-    return Result(PASS if ok else FAIL, f"amount at t = {t}: {got:.6g}, exp(-rate t) gives {want:.6g}")
-
-
-def control():
-    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
-
-
-def checks():
-    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
-'''
 
 SPEC = '''\
 import math
@@ -86,7 +47,7 @@ def project(tmp_path: Path) -> Path:
     (root / "decay.py").write_text(SOLVER)
     (root / "claims" / "claim_decay.py").write_text(CLAIM)
     (root / "verify_decay.py").write_text(SPEC)
-    repo = git.Repo.init(root)
+    repo = init_repo(root)
     repo.index.add(["decay.py", "claims/claim_decay.py", "verify_decay.py"])
     repo.index.commit("a solver and its claim")
     return root

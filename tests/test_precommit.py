@@ -14,49 +14,13 @@ from pathlib import Path
 import git
 import pytest
 import yaml
+from fixtures import DECAY_CLAIM as CLAIM
+from fixtures import DECAY_DEFECT as DEFECT
+from fixtures import DECAY_SOLVER as SOLVER
+from fixtures import init_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SOLVER = '''\
-"""Exponential decay, the code under test."""
-import math
-
-
-def amount(y0, rate, t):
-    return y0 * math.exp(-rate * t)
-'''
-DEFECT = SOLVER.replace("-rate * t", "-rate * t / 2")
-
-CLAIM = '''\
-"""Claim: amount() decays with half the rate."""
-import math
-
-from physverify import FAIL, PASS, Check, Result
-
-import decay
-
-CLAIM = {
-    "text": "amount() uses half the decay rate",
-    "source": "a test",
-    "file": "decay.py",
-    "line": 6,
-    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
-    "impact": "used",
-}
-
-
-def _compare(t):
-    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
-    return Result(PASS if abs(got - want) <= 1e-12 * abs(want) else FAIL, f"{got:.6g} against {want:.6g}")
-
-
-def control():
-    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
-
-
-def checks():
-    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
-'''
 
 LEDGER = "claims/confirm_ledger.jsonl"
 
@@ -93,8 +57,7 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md", "LICENSE"):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, snapshot / name)
-    repo = git.Repo.init(snapshot)
-    _identify(repo)
+    repo = init_repo(snapshot)
     repo.git.add(A=True)
     return snapshot, repo.index.commit("snapshot of the physverify under test").hexsha
 
@@ -103,12 +66,6 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One pre-commit cache for the module, so the hook's environment is built once."""
     return tmp_path_factory.mktemp("pre-commit-home")
-
-
-def _identify(repo: git.Repo) -> None:
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "test").set_value("user", "email", "test@example.org")
-        config.set_value("commit", "gpgsign", "false")
 
 
 @pytest.fixture()
@@ -122,8 +79,7 @@ def project(tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) 
     path, sha = hook_repo
     config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [{"id": "physverify-replay", "verbose": True}]}]}
     (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
-    repo = git.Repo.init(root)
-    _identify(repo)
+    repo = init_repo(root)
     env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
     env.pop("PHYSVERIFY_REPO", None)
     installed = _pre_commit("install", cwd=root, env=env)

@@ -14,13 +14,29 @@ from pathlib import Path
 
 import git
 import pytest
+from fixtures import init_repo
 from hypothesis import given
 from hypothesis import strategies as st
 
 from physverify import ledger, replay
-from physverify.config import DECIDED, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
+from physverify.config import (
+    DECIDED,
+    FIXED,
+    NEW,
+    REGRESSED,
+    REMOVED,
+    UNCHANGED,
+    UNDECIDABLE,
+)
 from physverify.errors import ConfigError, RefusedError, UsageError
-from physverify.verdict import CONFIRMED, EXIT_ERROR, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED
+from physverify.verdict import (
+    CONFIRMED,
+    EXIT_ERROR,
+    EXIT_FINDING,
+    EXIT_OK,
+    NOT_DECIDABLE,
+    REJECTED,
+)
 
 GOOD = "def double(x):\n    return 2 * x\n"
 DEFECT = "def double(x):\n    return 3 * x\n"  # double(0) is still 0, so the control passes
@@ -59,9 +75,7 @@ def claim_text(module: str = "solver", arg: int = 2) -> str:
 
 def make_repo(root: Path, solver: str = DEFECT, claims: int = 1) -> git.Repo:
     """A git repository with solver.py and ``claims`` claim files about it, committed."""
-    repo = git.Repo.init(root)
-    with repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "test").set_value("user", "email", "test@example.com")
+    repo = init_repo(root)
     (root / "solver.py").write_text(solver)
     (root / "claims").mkdir()
     for i in range(claims):

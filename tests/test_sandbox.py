@@ -15,13 +15,13 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import git
 import pytest
+from fixtures import init_repo
 
 from physverify import sandbox
 from physverify.errors import PhysverifyError, UsageError
@@ -59,10 +59,7 @@ def repo(tmp_path: Path) -> Path:
     """A git repository with one committed file, its ledger to be written at its root."""
     root = tmp_path / "repo"
     root.mkdir()
-    repo = git.Repo.init(root)
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "test")
-        config.set_value("user", "email", "test@example.invalid")
+    repo = init_repo(root)
     (root / "solver.py").write_text("X = 1\n", encoding="utf-8")
     repo.index.add(["solver.py"])
     repo.index.commit("solver")

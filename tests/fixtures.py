@@ -1,0 +1,65 @@
+"""Shared test material: a real git repository in tmp_path, and a tiny solver with a claim about it.
+
+As pre-commit keeps its repository fixtures in one module, the integration tests (replay,
+pre-commit, the Action, the MCP server, the sandbox) build their throwaway projects from here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+
+def init_repo(path: Path) -> git.Repo:
+    """A new git repository at ``path`` with a local identity, so commits work on any machine."""
+    repo = git.Repo.init(path)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "physverify tests")
+        config.set_value("user", "email", "tests@physverify.invalid")
+        config.set_value("commit", "gpgsign", "false")  # a user's global signing setting must not stop the tests
+    return repo
+
+
+# Exponential decay and a claim that it decays with half the rate (Krane, Introductory
+# Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)). DECAY_DEFECT seeds that defect.
+DECAY_SOLVER = '''\
+"""Exponential decay, the code under test."""
+import math
+
+
+def amount(y0, rate, t):
+    return y0 * math.exp(-rate * t)
+'''
+DECAY_DEFECT = DECAY_SOLVER.replace("-rate * t", "-rate * t / 2")
+
+DECAY_CLAIM = '''\
+"""Claim: amount() decays with half the rate."""
+import math
+
+from physverify import FAIL, PASS, Check, Result
+
+import decay
+
+CLAIM = {
+    "text": "amount() uses half the decay rate",
+    "source": "a test",
+    "file": "decay.py",
+    "line": 6,
+    "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)",
+    "impact": "used",
+}
+
+
+def _compare(t):
+    got, want = decay.amount(2.0, 0.7, t), 2.0 * math.exp(-0.7 * t)
+    return Result(PASS if abs(got - want) <= 1e-12 * abs(want) else FAIL, f"{got:.6g} against {want:.6g}")
+
+
+def control():
+    return Check("reference", "at t = 0 nothing has decayed", lambda: _compare(0.0))
+
+
+def checks():
+    return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
+'''
