@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from physverify import __version__
@@ -237,7 +237,7 @@ def _confirm(args: argparse.Namespace) -> int:
             raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
         written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line)
         sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then control() and checks()\n")
-        return 0
+        return EXIT_OK
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
     evaluation = confirm.confirm(
@@ -284,11 +284,11 @@ def _replay_progress(run: object, done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def _emit_json_or_text(obj: object, json_target: str | None, render_text: object) -> None:
+def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:
     import json
 
     if json_target is None:
-        _emit(render_text())  # type: ignore[operator]
+        _emit(render_text())
     else:
         _emit(json.dumps(obj, indent=None if json_target == "-" else 2, ensure_ascii=False), json_target)
 
