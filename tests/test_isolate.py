@@ -33,6 +33,24 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
+def start_sleeper(pidfile: Path) -> str:
+    """Claim-file lines that start a grandchild sleeping for 300 s and note its pid in ``pidfile``."""
+    return f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+    """
+
+
+def assert_ends_soon(pidfile: Path) -> None:
+    """The process whose pid is in ``pidfile`` is gone within 5 s."""
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(pid)
+
+
 def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Path) -> None:
     spec = write_spec(
         tmp_path,
@@ -62,48 +80,28 @@ def test_only_the_first_json_value_after_the_marker_is_read() -> None:
 
 def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    spec = write_spec(
-        tmp_path,
-        f"""
-        import subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-        open({str(pidfile)!r}, "w").write(str(child.pid))
+    spec = write_spec(tmp_path, start_sleeper(pidfile) + """
         def checks():
             time.sleep(300)
             return []
-        """,
-    )
+    """)
     started = time.monotonic()
     outcome = isolate.run_child("spec", spec, timeout_s=2)
     assert outcome.timed_out and outcome.payload is None
     assert time.monotonic() - started < 30
-    grandchild = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(grandchild)
+    assert_ends_soon(pidfile)
 
 
 def test_a_grandchild_left_running_after_a_normal_exit_is_ended_too(tmp_path: Path) -> None:
     pidfile = tmp_path / "daemon.pid"
-    spec = write_spec(
-        tmp_path,
-        f"""
-        import subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-        open({str(pidfile)!r}, "w").write(str(child.pid))
+    spec = write_spec(tmp_path, start_sleeper(pidfile) + """
         def checks():
             return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
-        """,
-    )
+    """)
     started = time.monotonic()
     outcome = isolate.run_child("spec", spec, timeout_s=60)
     assert outcome.payload is not None and time.monotonic() - started < 30
-    grandchild = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(grandchild)
+    assert_ends_soon(pidfile)
 
 
 def test_os_exit_gives_no_result_and_names_the_exit_code(tmp_path: Path) -> None:
