@@ -366,3 +366,12 @@ def test_bad_options_are_usage_errors_before_anything_runs(tmp_path: Path, optio
     with pytest.raises(UsageError, match=message):
         run(tmp_path, **{option: value})
     assert ledger_bytes(tmp_path) == b""
+
+
+def test_an_empty_claims_folder_passes_with_a_warning_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "helpers.py").write_text("X = 1\n")  # a helper, not a claim
+    monkeypatch.chdir(tmp_path)
+    result = replay.replay(["claims"], trusted=True)
+    assert result.exit_code == EXIT_OK and result.claims == ()
+    assert result.warnings == ("claims: no claim files here (no *.py whose top level binds CLAIM)",)

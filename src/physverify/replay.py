@@ -403,6 +403,9 @@ def replay(
     target = Path(ledger) if ledger is not None else default_ledger(first)
     before, warnings = load_baseline(target, baseline, first.folder)
     planned = _plan(configs, shard_kn)
+    if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
+        warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
+                     for cfg in configs if not any(item.config is cfg for item in planned)]
     skipped: list[str] = []
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
