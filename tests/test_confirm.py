@@ -285,3 +285,13 @@ def test_init_writes_a_template_that_fails_the_load_until_filled_and_never_overw
     assert again.returncode == 2 and (tmp_path / "claim_new.py").read_text() == text
     result = run_cli("confirm", "claim_new.py", "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2 and "FILL IN" in result.stdout
+
+
+def test_a_ledger_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'),
+                        header=f"open({str(marker)!r}, 'w').write('ran')\n")
+    result = run_cli("confirm", str(claim), "--trusted", "--ledger", "nodir/l.jsonl", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == "physverify: nodir/l.jsonl: the ledger's folder does not exist\n"
+    assert not marker.exists()

@@ -67,6 +67,8 @@ def confirm(
     """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
     require_trust(trusted)  # before anything is read, run or written
     seconds = parse_timeout(timeout_s)
+    if not Path(ledger).parent.is_dir():  # found before the run, not after minutes of it
+        raise UsageError(f"{ledger}: the ledger's folder does not exist")
     evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference)
     append_record(Path(ledger), evaluation.record)
     return evaluation
