@@ -375,3 +375,9 @@ def test_an_empty_claims_folder_passes_with_a_warning_naming_it(tmp_path: Path, 
     result = replay.replay(["claims"], trusted=True)
     assert result.exit_code == EXIT_OK and result.claims == ()
     assert result.warnings == ("claims: no claim files here (no *.py whose top level binds CLAIM)",)
+
+
+def test_a_ledger_in_a_missing_folder_is_refused_before_any_claim_runs(tmp_path: Path) -> None:
+    make_repo(tmp_path)
+    with pytest.raises(UsageError, match="the ledger's folder does not exist"):
+        replay.replay([tmp_path / "claims"], ledger=tmp_path / "nodir" / "l.jsonl", trusted=True)

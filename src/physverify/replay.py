@@ -401,6 +401,8 @@ def replay(
     workers = _jobs(jobs, first.jobs)
     shard_kn = parse_shard(shard) if shard is not None else None
     target = Path(ledger) if ledger is not None else default_ledger(first)
+    if not target.parent.is_dir():  # found before the claims run, not after
+        raise UsageError(f"{target}: the ledger's folder does not exist")
     before, warnings = load_baseline(target, baseline, first.folder)
     planned = _plan(configs, shard_kn)
     if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
