@@ -135,21 +135,34 @@ class _Line(NamedTuple):
 
 def read_ledger(path: Path) -> LedgerRead:
     """Return the ledger's good records in file order and one problem per bad line."""
-    lines = _read_lines(path)
+    return parse_ledger(_read_bytes(path), str(path))
+
+
+def parse_ledger(data: bytes, name: str) -> LedgerRead:
+    """``read_ledger`` for ledger bytes from elsewhere (a commit); ``name`` starts each problem."""
+    lines = _split_lines(data)
     return LedgerRead(
         [line.record for line in lines if line.record is not None],
-        [f"{path}:{line.number}: {line.problem}" for line in lines if line.problem is not None],
+        [f"{name}:{line.number}: {line.problem}" for line in lines if line.problem is not None],
     )
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The ledger file's bytes; a missing ledger is empty."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
 
 
 def _read_lines(path: Path) -> list[_Line]:
     """Return every non-blank line of the ledger, parsed; a missing ledger has none."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    return _split_lines(_read_bytes(path))
+
+
+def _split_lines(data: bytes) -> list[_Line]:
     # Split on b"\n" only: str.splitlines would also split on U+2028 and friends, which
     # ensure_ascii=False leaves raw inside JSON strings.
     chunks = data.split(b"\n")

@@ -18,7 +18,6 @@ import fnmatch
 import functools
 import hashlib
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -219,10 +218,6 @@ def default_ledger(first: Config) -> Path:
 
 
 # --- baseline ---------------------------------------------------------------------------
-def _read(path: Path) -> ledger.LedgerRead:
-    return ledger.read_ledger(path) if path.exists() else ledger.LedgerRead([], [])
-
-
 def _ledger_at(ref: str, ledger_path: Path, root: Path) -> tuple[list[Mapping[str, Any]], list[str]]:
     """The ledger file as committed at ``ref`` (empty when it did not exist there)."""
     try:
@@ -239,11 +234,8 @@ def _ledger_at(ref: str, ledger_path: Path, root: Path) -> tuple[list[Mapping[st
         data = (commit.tree / relative).data_stream.read()
     except KeyError:  # no ledger at that commit: every claim is new
         return [], []
-    with tempfile.TemporaryDirectory() as tmp:  # the one tolerant reader reads it, as it reads the file
-        copy = Path(tmp) / "ledger.jsonl"
-        copy.write_bytes(data)
-        read = ledger.read_ledger(copy)
-    return list(read.records), [str(p).replace(str(copy), f"{relative}@{ref}") for p in read.problems]
+    read = ledger.parse_ledger(data, f"{relative}@{ref}")  # the one tolerant reader, as for the file
+    return list(read.records), list(read.problems)
 
 
 def load_baseline(ledger_path: Path, ref: str | None, folder: Path) -> tuple[dict[str, Mapping[str, Any]], list[str]]:
@@ -251,7 +243,7 @@ def load_baseline(ledger_path: Path, ref: str | None, folder: Path) -> tuple[dic
     root = ledger.repo_root_for(folder)
     records: list[Mapping[str, Any]]
     if ref is None:
-        read = _read(ledger_path)
+        read = ledger.read_ledger(ledger_path)
         records, problems = list(read.records), [str(p) for p in read.problems]
     else:
         records, problems = _ledger_at(ref, ledger_path, root)
