@@ -361,3 +361,9 @@ def test_merging_a_ledger_with_itself_keeps_each_line_once(tmp_path: Path) -> No
     result = merge([a, a], tmp_path / "out.jsonl")
     assert (result.lines_in, result.lines_out, result.duplicates) == (4, 2, 2)
     assert (tmp_path / "out.jsonl").read_bytes() == a.read_bytes()
+
+
+def test_parse_ledger_names_problems_after_the_given_source() -> None:
+    read = ledger.parse_ledger(b'{"verdict": "rejected"}\nnot json\n', "claims/l.jsonl@HEAD~1")
+    assert read.records == [{"verdict": "rejected"}]
+    assert len(read.problems) == 1 and read.problems[0].startswith("claims/l.jsonl@HEAD~1:2: not valid JSON")
