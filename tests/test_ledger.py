@@ -26,6 +26,7 @@ from physverify.ledger import (
     log,
     log_rows,
     merge,
+    parse_ledger,
     read_ledger,
     repo_commit,
     repo_root_for,
@@ -364,6 +365,6 @@ def test_merging_a_ledger_with_itself_keeps_each_line_once(tmp_path: Path) -> No
 
 
 def test_parse_ledger_names_problems_after_the_given_source() -> None:
-    read = ledger.parse_ledger(b'{"verdict": "rejected"}\nnot json\n', "claims/l.jsonl@HEAD~1")
+    read = parse_ledger(b'{"verdict": "rejected"}\nnot json\n', "claims/l.jsonl@HEAD~1")
     assert read.records == [{"verdict": "rejected"}]
     assert len(read.problems) == 1 and read.problems[0].startswith("claims/l.jsonl@HEAD~1:2: not valid JSON")
