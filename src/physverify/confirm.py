@@ -165,7 +165,7 @@ def _claim_fields(
     for key in claim.REQUIRED_KEYS:
         if key in values:
             fields[key] = values[key]
-    target = _find_target(root, claim_path, values.get("file"))
+    target = find_target(root, claim_path, values.get("file"))
     fields["file_sha256"] = _sha256_or_none(target) if target is not None else None
     return fields
 
@@ -179,7 +179,7 @@ def _root_for(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
     return repo_root_for(folder)
 
 
-def _find_target(root: Path, claim_path: Path, file: object) -> Path | None:
+def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
     """The file the claim is about: from the root, else next to the claim file."""
     if not isinstance(file, str) or not file:
         return None

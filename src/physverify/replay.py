@@ -312,10 +312,8 @@ def _target(record: Mapping[str, Any], item: _Planned) -> str | None:
     file = record.get("file")
     if not isinstance(file, str):
         return None
-    for candidate in (item.root / file, item.path.parent / file):  # spec section 3's lookup order
-        if candidate.exists():
-            return affected.relative_key(candidate, item.root) or file
-    return file
+    found = confirm.find_target(item.root, item.path, file)  # spec section 3's lookup, as confirm does it
+    return (affected.relative_key(found, item.root) or file) if found is not None else file
 
 
 def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | None, fail_on: frozenset[str]) -> ClaimRun:
