@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from physverify.errors import PhysverifyError, UsageError
+from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         return env.get(f"INPUT_{name}", "").strip() or None
 
     return Inputs(
-        claims=tuple((given("CLAIMS") or "claims").split()),
+        claims=tuple((given("CLAIMS") or DEFAULT_CLAIMS_DIR).split()),
         ledger=given("LEDGER"),
         baseline=given("BASELINE"),
         jobs=given("JOBS"),

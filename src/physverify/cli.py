@@ -14,9 +14,9 @@ from pathlib import Path
 
 from physverify import __version__
 from physverify.errors import PhysverifyError
+from physverify.ledger import DEFAULT_LEDGER
 from physverify.verdict import EXIT_ERROR, EXIT_OK
 
-DEFAULT_LEDGER = "confirm_ledger.jsonl"
 
 
 # --- flags that several commands share ---------------------------------------------
@@ -264,12 +264,12 @@ def _replay(args: argparse.Namespace) -> int:
     from physverify import replay, report
 
     if args.pre_commit:
-        dirs, files = [args.claims or "claims"], list(args.paths) + list(args.files or [])
+        dirs, files = [args.claims] if args.claims else [], list(args.paths) + list(args.files or [])
     else:
         dirs, files = list(args.paths) + ([args.claims] if args.claims else []), args.files
     progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
     result = replay.replay(
-        dirs or ["claims"], ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
+        dirs, ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
         baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
         shard=args.shard, record_all=args.record_all, progress=progress,
     )

@@ -19,10 +19,9 @@ from typing import Any
 from physverify import __version__, claim, isolate, specscan
 from physverify.checks import ERROR
 from physverify.errors import RefusedError, UsageError
-from physverify.ledger import append_record, claim_key, repo_commit, repo_root_for
+from physverify.ledger import LEDGER_VERSION, append_record, claim_key, repo_commit, repo_root_for
 from physverify.verdict import Verdict, decide
 
-LEDGER_VERSION = 1
 DEFAULT_TIMEOUT_S = 300.0
 SANDBOX_HINT = "sandbox/README.md"
 

@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 LEDGER_VERSION = 1
+DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
 
 
 # --- writing --------------------------------------------------------------------------

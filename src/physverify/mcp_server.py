@@ -23,9 +23,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from physverify import __version__
 from physverify.errors import PhysverifyError, RefusedError
+from physverify.ledger import DEFAULT_LEDGER
 
-DEFAULT_LEDGER = "confirm_ledger.jsonl"
-DEFAULT_CLAIMS = "claims"
 
 INSTRUCTIONS = (
     "physverify settles suspected defects in physics simulation code by running the code against "
@@ -158,7 +157,7 @@ def _replay_claims_tool(root: Path) -> Callable[..., str]:
 
         def call() -> str:
             confirm.require_trust(trusted)
-            given = [_as_given(inside_root(root, c)) for c in claims or [DEFAULT_CLAIMS]]
+            given = [_as_given(inside_root(root, c)) for c in claims or [replay.DEFAULT_CLAIMS_DIR]]
             result = replay.replay(
                 given,
                 ledger=None if ledger is None else _as_given(inside_root(root, ledger)),

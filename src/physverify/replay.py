@@ -36,7 +36,6 @@ from physverify.errors import UsageError
 from physverify.verdict import CONFIRMED, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED, VERDICTS
 
 DEFAULT_CLAIMS_DIR = "claims"
-DEFAULT_LEDGER_NAME = "confirm_ledger.jsonl"
 # Folders that hold installed or generated code, never claims (one set, used only here).
 SKIP_DIRS = frozenset({"venv", ".venv", "env", "site-packages", "build", "dist", "node_modules", "__pycache__"})
 
@@ -214,7 +213,7 @@ def _jobs(value: int | str | None, configured: int | None) -> int:
 
 def default_ledger(first: Config) -> Path:
     """The ledger replay uses without --ledger: physverify.yaml's ``ledger``, else claims/confirm_ledger.jsonl."""
-    return first.ledger if first.ledger is not None else first.folder / DEFAULT_LEDGER_NAME
+    return first.ledger if first.ledger is not None else first.folder / ledger.DEFAULT_LEDGER
 
 
 # --- baseline ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from physverify.errors import PhysverifyError, UsageError
+from physverify.ledger import DEFAULT_LEDGER
 from physverify.verdict import EXIT_ERROR
 
 MOUNT = "/repo"  # the repository inside; PHYSVERIFY_REPO points here
@@ -32,7 +33,6 @@ DEFAULT_IMAGE = "physverify-sandbox"
 DEFAULT_MEMORY = "4g"
 DEFAULT_PIDS = 512
 COMMANDS = ("confirm", "replay")
-DEFAULT_LEDGER = "confirm_ledger.jsonl"
 GRACE_S = 60.0  # the outer limit of a confirm: its own --timeout plus this (start-up, ledger write)
 _ENGINE_PROBE_S = 10.0
 # The options whose value is a file physverify writes: they are the only writable places.
