@@ -10,6 +10,9 @@ own Python. What each protects against is in sandbox/README.md.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -37,9 +40,6 @@ GRACE_S = 60.0  # the outer limit of a confirm: its own --timeout plus this (sta
 _ENGINE_PROBE_S = 10.0
 # The options whose value is a file physverify writes: they are the only writable places.
 _WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output")}
-# replay's options that take a value, so the claims folders (positionals) can be told apart.
-_REPLAY_VALUE_OPTIONS = ("--ledger", "--jobs", "--timeout", "--baseline", "--changed-since", "--claims",
-                         "--format", "--output", "--shard")
 _INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or Docker or Podman "
                  "and build the image as sandbox/README.md shows")
 
@@ -119,7 +119,7 @@ def make_plan(args: Sequence[str], *, repo: Path, cwd: Path) -> Plan:
         else:
             out.append(translate.readable(token))
     if not any(t == "--ledger" or t.startswith("--ledger=") for t in args):
-        out += ["--ledger", translate.writable(str(_default_ledger(command, args[1:], cwd)))]
+        out += ["--ledger", translate.writable(str(_default_ledger(command, args, cwd)))]
     # The commit is read on the host, so it is the same for every backend (spec section 3).
     return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo))
 
@@ -132,49 +132,44 @@ def _command(args: Sequence[str]) -> str:
     return args[0]
 
 
-def _default_ledger(command: str, rest: Sequence[str], cwd: Path) -> Path:
+def _default_ledger(command: str, args: Sequence[str], cwd: Path) -> Path:
     """Return the ledger the command would use without --ledger (cli.py; replay.default_ledger)."""
     if command == "confirm":
         return cwd / DEFAULT_LEDGER
     from physverify.config import load_config
     from physverify.replay import DEFAULT_CLAIMS_DIR, default_ledger
 
-    folders = _replay_positionals(rest)
-    claims_option = _option_value(rest, "--claims")
-    first = folders[0] if folders and "--pre-commit" not in rest else claims_option or DEFAULT_CLAIMS_DIR
+    parsed = _inner_args(args)
+    folders = list(parsed.paths) if parsed is not None else []
+    pre_commit, claims_option = (parsed.pre_commit, parsed.claims) if parsed is not None else (False, None)
+    first = folders[0] if folders and not pre_commit else claims_option or DEFAULT_CLAIMS_DIR
     return default_ledger(load_config(cwd / first))
 
 
-def _replay_positionals(rest: Sequence[str]) -> list[str]:
-    found: list[str] = []
-    tokens, in_files = iter(rest), False
-    for token in tokens:
-        if token.startswith("-"):
-            in_files = token == "--files"  # nargs='+': its values run up to the next option
-            if token in _REPLAY_VALUE_OPTIONS:
-                next(tokens, None)
-        elif not in_files:
-            found.append(token)
-    return found
+def _inner_args(args: Sequence[str]) -> argparse.Namespace | None:
+    """The inner command's arguments as physverify's own parser reads them, or None when it refuses them.
 
+    The parser is cli.py's, so no copy of confirm's or replay's options lives here; a refusal
+    is left to the command inside, which says what is wrong in its own words.
+    """
+    from physverify.cli import build_parser
 
-def _option_value(rest: Sequence[str], name: str) -> str | None:
-    for i, token in enumerate(rest):
-        if token == name and i + 1 < len(rest):
-            return rest[i + 1]
-        if token.startswith(name + "="):
-            return token.partition("=")[2]
-    return None
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return build_parser().parse_args(list(args))
+    except SystemExit:
+        return None
 
 
 def _outer_timeout(args: Sequence[str]) -> float | None:
     """Return the outer limit for ``args``: a confirm's own --timeout plus GRACE_S; replay has none."""
-    if args[0] != "confirm":
+    parsed = _inner_args(args)
+    if args[0] != "confirm" or parsed is None:
         return None
     from physverify.confirm import parse_timeout
 
     try:
-        return parse_timeout(_option_value(args[1:], "--timeout") or "300") + GRACE_S
+        return parse_timeout(parsed.timeout) + GRACE_S
     except UsageError:  # a bad --timeout: the command inside refuses it with its own message
         return None
 
