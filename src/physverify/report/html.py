@@ -170,8 +170,8 @@ def _section(index: int, run: ClaimRun, report: Report, plots: bool) -> str:
     parts = [head, _transition(run, report.from_replay)]
     parts += [f'<p class="gate">fails the gate: {_e(failure)}</p>' for failure in run.failures]
     parts.append(_facts(run, record))
-    parts.append(_outcomes(index, record, plots))
     parts.append(_history(report.history.get(run.key, ())))
+    parts.append(_outcomes(index, record, plots))
     return "\n".join(p for p in parts if p) + "\n</section>"
 
 
@@ -271,9 +271,9 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}td,th{border:1px s
 td.status{font-weight:bold}.s-fail td.status{color:#b3261e}.s-pass td.status,.s-exact td.status{color:#2e7d32}
 .s-inconclusive td.status,.s-error td.status,.s-skip td.status{color:#8a6d00}
 figure{margin:.8rem 0}figcaption{font-style:italic;margin-bottom:.3rem}
-.plot svg{max-width:100%;height:auto;width:32rem}
+.plot svg{max-width:100%;height:auto;width:30rem}
 .history ol{list-style:none;display:flex;flex-wrap:wrap;gap:.3rem;padding:0;margin:0}
 .history li{border-radius:4px;padding:.15rem .45rem;color:#fff;background:#666;font-size:.8rem}
-.evidence{display:flex;flex-wrap:wrap;gap:0 1.5rem}.evidence figure{flex:0 1 32rem;min-width:0}
+.evidence{display:flex;flex-wrap:wrap;gap:0 1.5rem}.evidence figure{flex:0 1 30rem;min-width:0;margin:.8rem 0}
 .history .when{opacity:.85}
 """
