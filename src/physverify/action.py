@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
+# The HTML report (input `report`), at the workspace root so the artifact holds it beside the ledger's folder.
+REPORT_FILE = "physverify-report.html"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Inputs:
     fail_on: frozenset[str] | None
     sarif: str | None
     sandbox: bool
+    report: bool = True
 
 
 def read_inputs(env: Mapping[str, str]) -> Inputs:
@@ -58,6 +61,7 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         fail_on=_fail_on(given("FAIL_ON")),
         sarif=given("SARIF"),
         sandbox=_boolean("sandbox", given("SANDBOX") or "false"),
+        report=_boolean("report", given("REPORT") or "true"),
     )
 
 
@@ -137,6 +141,7 @@ class Written:
     outputs: dict[str, str]
     exit_code: int
     sarif: str | None
+    html: str | None = None  # the HTML report, when the report input is true
 
 
 def run(inputs: Inputs, baseline: str | None) -> Written:
@@ -152,6 +157,7 @@ def run(inputs: Inputs, baseline: str | None) -> Written:
         outputs=outputs(result),
         exit_code=result.exit_code,
         sarif=report.render("sarif", result) if inputs.sarif else None,
+        html=report.render("html", result) if inputs.report else None,
     )
 
 
@@ -281,10 +287,21 @@ def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
     """Write the SARIF file, the step summary and the outputs; print the annotations."""
     if written.sarif is not None and inputs.sarif is not None:
         Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
-    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
-    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in written.outputs.items()))
+    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary + _write_report(written.html, env))
+    outputs = {**written.outputs, "report": REPORT_FILE if written.html is not None else ""}
+    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in outputs.items()))
     if written.annotations:
         sys.stdout.write(written.annotations.rstrip("\n") + "\n")
+
+
+def _write_report(page: str | None, env: Mapping[str, str]) -> str:
+    """Write the HTML report (when there is one) and return the summary's line that says where it is."""
+    if page is None:
+        return ""
+    Path(REPORT_FILE).write_text(page, encoding="utf-8")
+    artifact = f"physverify-ledger-{env.get('GITHUB_JOB', 'job')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+    return (f"\n\nThe convergence plots and each claim's history are in `{REPORT_FILE}`, uploaded with the ledger "
+            f"in the artifact `{artifact}` (download it from this run's summary page).\n")
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
