@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
 
 from physverify import __version__
@@ -69,6 +70,9 @@ affect; `shard` is K/N. Runs project code: needs trusted: true (or the sandbox).
 Returns the summary and every transition as text, then the result as JSON."""
 
 _T = TypeVar("_T")
+# At most this many plots beside a replay's text: the claims that moved come first, and a
+# large folder must not flood the client with images.
+MAX_IMAGES = 4
 
 
 def build_server(root: Path) -> MCPServer:
@@ -113,7 +117,7 @@ def _run_checks_tool(root: Path) -> Callable[..., str]:
     return run_checks
 
 
-def _confirm_claim_tool(root: Path) -> Callable[..., str]:
+def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
     def confirm_claim(
         claim: str,
         trusted: bool = False,
@@ -124,7 +128,7 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str]:
         from physverify import confirm
         from physverify.report import text
 
-        def call() -> str:
+        def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)  # nothing is read, run or written on a refusal
             evaluation = confirm.confirm(
                 _as_given(inside_root(root, claim)),
@@ -133,14 +137,15 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str]:
                 trusted=trusted,
                 allow_dependent_reference=allow_dependent_reference,
             )
-            return _text_then_json(text.render_confirm(evaluation.record), evaluation.record)
+            return _with_plots(_text_then_json(text.render_confirm(evaluation.record), evaluation.record),
+                               [evaluation.record])
 
         return _as_tool_error(call)
 
     return confirm_claim
 
 
-def _replay_claims_tool(root: Path) -> Callable[..., str]:
+def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
     def replay_claims(
         claims: list[str] | None = None,
         trusted: bool = False,
@@ -152,10 +157,10 @@ def _replay_claims_tool(root: Path) -> Callable[..., str]:
         files: list[str] | None = None,
         shard: str | None = None,
         record_all: bool = False,
-    ) -> str:
+    ) -> str | list[str | Image]:
         from physverify import confirm, replay, report
 
-        def call() -> str:
+        def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)
             given = [_as_given(inside_root(root, c)) for c in claims or [replay.DEFAULT_CLAIMS_DIR]]
             result = replay.replay(
@@ -170,7 +175,9 @@ def _replay_claims_tool(root: Path) -> Callable[..., str]:
                 shard=shard,
                 record_all=record_all,
             )
-            return _text_then_json(report.render("text", result), json.loads(report.render("json", result)))
+            moved = [run.record for run in result.claims if run.record is not None and run.transition != "unchanged"]
+            return _with_plots(_text_then_json(report.render("text", result), json.loads(report.render("json", result))),
+                               moved)
 
         return _as_tool_error(call)
 
@@ -210,6 +217,14 @@ def _as_given(path: Path) -> Path:
 def _text_then_json(text: str, obj: Any) -> str:
     """The text a person would read, a blank line, then the same result as indented JSON."""
     return f"{text.rstrip()}\n\n{json.dumps(obj, indent=2, ensure_ascii=False, default=str)}\n"
+
+
+def _with_plots(text: str, records: Sequence[Any]) -> str | list[str | Image]:
+    """The text, then a PNG of each record's decisive convergence plot (issue 12), for clients that show images."""
+    from physverify.report.html import decisive_png
+
+    images = [Image(data=png, format="png") for png in map(decisive_png, records[:MAX_IMAGES]) if png is not None]
+    return [text, *images] if images else text
 
 
 def _as_tool_error(call: Callable[[], _T]) -> _T:

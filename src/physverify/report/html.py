@@ -117,6 +117,13 @@ def decisive(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return checks[0] if checks else None
 
 
+def decisive_png(record: Mapping[str, Any]) -> bytes | None:
+    """The convergence plot of the check that decided ``record``, as PNG; None without numbers or matplotlib."""
+    chosen = decisive(record)
+    numbers = None if chosen is None else _plot.convergence(chosen.get("data"))
+    return _plot.png(numbers) if numbers is not None and _plot.available() else None
+
+
 # --- the page ------------------------------------------------------------------------------
 # XML 1.0 forbids these characters even escaped; a ledger line can hold them (a claim's text
 # is whatever the file said), so they show as U+FFFD and the page stays well-formed.
