@@ -206,6 +206,8 @@ def _ledger(args: argparse.Namespace) -> int:
 
 
 def _report_parser(sub: argparse._SubParsersAction) -> None:
+    from physverify.report import html
+
     report = sub.add_parser(
         "report",
         help="an HTML page of the evidence in a ledger: verdicts, checks, convergence plots, history",
@@ -216,6 +218,9 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     _add_ledger_option(report)
     report.add_argument("--claim", metavar="PATH", help="only this claim (as given or relative to its repository)")
     report.add_argument("-o", "--output", default="-", metavar="FILE", help="the HTML file to write (default: stdout)")
+    report.add_argument("--max-plots", type=int, default=html.MAX_PLOTS, metavar="N",
+                        help=f"draw at most N plots, failing and confirmed claims first; the rest as tables "
+                        f"(default: {html.MAX_PLOTS}; 0: tables only)")
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -223,7 +228,7 @@ def _report(args: argparse.Namespace) -> int:
 
     page = html.from_ledger(Path(args.ledger), args.claim)
     _warn(page.notes)
-    _emit(html.render_report(page), args.output)
+    _emit(html.render_report(page, max(args.max_plots, 0)), args.output)
     return page.exit_code
 
 

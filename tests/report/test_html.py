@@ -156,7 +156,7 @@ def test_history_shows_every_line_and_the_last_change_decides_the_order(tmp_path
         ledger_record("claims/b.py", "confirmed", date="2026-02-01T00:00:00+00:00", commit="bbbbbbbbbbbbbbbb-dirty"),
     ])
     root = parse(html.render_report(html.from_ledger(ledger)))
-    first, second = sections(root)
+    first, _ = sections(root)
     assert section_key(first) == "claims/b.py"  # rejected -> confirmed: the defect is back, fails the gate
     assert "fails the gate: regressed: rejected -> confirmed" in " ".join(first.itertext())
     strip = ["".join(li.itertext()) for li in first.iter("li")]
@@ -214,3 +214,17 @@ def test_the_decisive_check_is_the_failed_control_else_the_first_failing_check()
     assert html.decisive({"control": failing, "checks": [failing]}) is failing  # the control, by identity
     assert html.decisive({"control": passing, "checks": [passing]}) is passing
     assert html.decisive({"control": None, "checks": []}) is None
+
+
+def test_a_large_page_draws_its_first_plots_and_gives_the_rest_as_tables(tmp_path: Path) -> None:
+    records = [ledger_record(f"claims/c{i}.py", "rejected") for i in range(3)] + [ledger_record("claims/z.py", "confirmed")]
+    report = html.from_ledger(write_ledger(tmp_path / "l.jsonl", records))
+    root = parse(html.render_report(report, max_plots=3))
+    first = sections(root)[0]
+    assert section_key(first) == "claims/z.py"  # confirmed: it comes first, so its plots are drawn
+    assert len(list(first.iter("{http://www.w3.org/2000/svg}svg"))) == 2
+    assert len(list(root.iter("{http://www.w3.org/2000/svg}svg"))) == 3
+    assert "the other 5 give their numbers as tables" in " ".join(root.itertext())
+    assert len([t for t in root.iter("table") if t.get("class") == "numbers"]) == 8  # every check keeps its numbers
+    everything = parse(html.render_report(report, max_plots=None))
+    assert len(list(everything.iter("{http://www.w3.org/2000/svg}svg"))) == 8

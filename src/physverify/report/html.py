@@ -27,6 +27,9 @@ from physverify.verdict import CONFIRMED, EXIT_OK
 if TYPE_CHECKING:
     from physverify.replay import ClaimRun, ReplayResult
 
+# Plots per page by default: about two seconds of matplotlib; benchmarks/report_bench.py measures it.
+MAX_PLOTS = 60
+
 
 @dataclass(frozen=True)
 class Report:
@@ -141,16 +144,38 @@ def _class(value: object) -> str:
     return re.sub(r"[^a-z]+", "-", str(value).lower()).strip("-") or "none"
 
 
-def render_report(report: Report) -> str:
-    """The whole page as one string."""
-    plots = _plot.available()
+class _Plots:
+    """How many plots the page may still draw: matplotlib takes tens of milliseconds per plot, so a
+    page of hundreds of claims draws the first ``limit`` (the failing and confirmed claims come first)
+    and gives the others' numbers as tables."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit if _plot.available() else 0
+        self.skipped = 0
+
+    def take(self) -> bool:
+        if self.left is not None and self.left <= 0:
+            self.skipped += 1
+            return False
+        if self.left is not None:
+            self.left -= 1
+        return True
+
+
+def render_report(report: Report, max_plots: int | None = MAX_PLOTS) -> str:
+    """The whole page as one string; at most ``max_plots`` plots (None: every one)."""
+    plots = _Plots(max_plots)
     runs = ordered(report.claims)
+    sections = [_section(i, run, report, plots) for i, run in enumerate(runs)]
     body = [f"<h1>{_e(report.title)}</h1>", _counts(runs)]
     body += [f'<p class="note">{_e(note)}</p>' for note in report.notes]
-    if not plots:
+    if not _plot.available():
         body.append(f'<p class="hint">The convergence plots need matplotlib: {_e(_plot.INSTALL_HINT)}. '
                     "The tables give the same numbers.</p>")
-    body += [_section(i, run, report, plots) for i, run in enumerate(runs)]
+    elif plots.skipped:
+        body.append(f'<p class="hint">Plots are drawn for the first {max_plots} checks; the other {plots.skipped} '
+                    "give their numbers as tables (physverify report --claim PATH, or --max-plots, draws them).</p>")
+    body += sections
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8"/>\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1"/>\n'
@@ -169,7 +194,7 @@ def _counts(runs: Sequence[ClaimRun]) -> str:
     return f'<p class="counts">{_e(", ".join(parts))}</p>'
 
 
-def _section(index: int, run: ClaimRun, report: Report, plots: bool) -> str:
+def _section(index: int, run: ClaimRun, report: Report, plots: _Plots) -> str:
     record = run.record or {}
     verdict = run.verdict or "removed"
     head = (f'<section class="claim" id="claim-{index}">\n<h2><span class="verdict v-{_class(verdict)}">'
@@ -195,7 +220,7 @@ def _facts(run: ClaimRun, record: Mapping[str, Any]) -> str:
     return f'<dl class="facts">{items}</dl>'
 
 
-def _outcomes(index: int, record: Mapping[str, Any], plots: bool) -> str:
+def _outcomes(index: int, record: Mapping[str, Any], plots: _Plots) -> str:
     control = record.get("control")
     roles = [("control", control)] if isinstance(control, Mapping) else []
     roles += [("check", c) for c in record.get("checks") or [] if isinstance(c, Mapping)]
@@ -212,7 +237,7 @@ def _outcomes(index: int, record: Mapping[str, Any], plots: bool) -> str:
     return table + (f'<div class="evidence">{evidence}</div>' if evidence else "")
 
 
-def _evidence(salt: str, outcome: Mapping[str, Any], plots: bool) -> str:
+def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots) -> str:
     """The plot and the table of one check's numbers; nothing when it recorded none."""
     data = outcome.get("data")
     numbers = _plot.convergence(data)
@@ -220,7 +245,7 @@ def _evidence(salt: str, outcome: Mapping[str, Any], plots: bool) -> str:
     if numbers is None:
         return "" if not isinstance(data, Mapping) or not data else f'<figure class="data">{caption}{_data_list(data)}</figure>'
     table = _table(numbers)
-    if not plots:
+    if not plots.take():
         return f'<figure class="convergence">{caption}{table}</figure>'
     return (f'<figure class="convergence">{caption}<div class="plot">{_plot.svg(numbers, salt)}</div>'
             f"<details><summary>the numbers</summary>{table}</details></figure>")
