@@ -117,7 +117,7 @@ def _draw(c: Convergence) -> Any:
                   label=f"expected slope {c.expected:g}")
     if c.floor is not None and c.floor > 0:
         ax.axhline(c.floor, color="#999999", linestyle=":", label=f"round-off floor {c.floor:.1e}")
-    _plain_ticks(ax)
+    _plain_ticks(ax, c.hs)
     ax.set_xlabel("step size h")
     ax.set_ylabel("error")
     ax.grid(True, which="major", alpha=0.3)
@@ -137,15 +137,20 @@ def _power_of_ten(value: float, _position: object = None) -> str:
     return "10" + str(round(exponent)).translate(_SUPERSCRIPT) if abs(exponent - round(exponent)) < 1e-9 else ""
 
 
-def _plain_ticks(ax: Any) -> None:
+def _plain_ticks(ax: Any, hs: Sequence[float]) -> None:
     # matplotlib's default log labels are mathtext ($10^{-3}$), whose parser takes over half of
     # the time of a plot; plain text with superscript digits reads the same. Each tick is a few
     # artists: decades only, at most seven per axis, and no minor ticks halve the drawing.
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
+    # Step sizes read as decimals (0.005, 0.01, 0.02), at 1, 2 and 5 per decade when the study
+    # spans up to two and a half decades of h (most do); errors span many, so they keep powers of ten.
+    wide = math.log10(max(hs) / min(hs)) > 2.5
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0), numticks=6))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}"))
+    ax.yaxis.set_major_locator(LogLocator(numticks=7))
+    ax.yaxis.set_major_formatter(FuncFormatter(_power_of_ten))
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(numticks=7))
-        axis.set_major_formatter(FuncFormatter(_power_of_ten))
         axis.set_minor_locator(NullLocator())
 
 
