@@ -228,3 +228,11 @@ def test_a_large_page_draws_its_first_plots_and_gives_the_rest_as_tables(tmp_pat
     assert len([t for t in root.iter("table") if t.get("class") == "numbers"]) == 8  # every check keeps its numbers
     everything = parse(html.render_report(report, max_plots=None))
     assert len(list(everything.iter("{http://www.w3.org/2000/svg}svg"))) == 8
+
+
+def test_the_docs_show_the_screenshot_the_browser_test_takes() -> None:
+    doc = (REPO / "docs" / "report.md").read_text(encoding="utf-8")
+    assert "![The report of the worked example in Chromium](report.png)" in doc
+    shot = REPO / "docs" / "report.png"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "PHYSVERIFY_SCREENSHOT" in (REPO / "tests" / "test_report_browser.py").read_text(encoding="utf-8")
