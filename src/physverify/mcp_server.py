@@ -55,7 +55,7 @@ like `physverify confirm`. When to use it: after writing a claim file for a susp
 recorded verdict. Runs project code: needs trusted: true (or the sandbox). `timeout` is seconds for
 the whole run (default 300). `allow_dependent_reference` is a reason in words for running although
 the reference looks like it calls the code under test. Returns the text verdict, then the ledger
-line as JSON."""
+line as JSON, then (when the deciding check measured an order) a PNG of its convergence plot."""
 
 REPLAY_CLAIMS_DOC = """Replay a claims folder as a gate: re-run every claim and report how each verdict moved.
 
@@ -67,7 +67,8 @@ new claim and each changed verdict (every claim with record_all), like `physveri
 When to use it: before committing a change to solver code, to see whether a known defect came back
 or a fix holds. `changed_since` (a git ref) or `files` limit the run to the claims those changes
 affect; `shard` is K/N. Runs project code: needs trusted: true (or the sandbox).
-Returns the summary and every transition as text, then the result as JSON."""
+Returns the summary and every transition as text, then the result as JSON, then a PNG of the
+deciding check's convergence plot for up to four claims whose verdict is not unchanged."""
 
 _T = TypeVar("_T")
 # At most this many plots beside a replay's text: the claims that moved come first, and a
@@ -124,7 +125,7 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         ledger: str = DEFAULT_LEDGER,
         timeout: float = 300.0,
         allow_dependent_reference: str | None = None,
-    ) -> str:
+    ) -> str | list[str | Image]:
         from physverify import confirm
         from physverify.report import text
 
