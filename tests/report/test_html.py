@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from physverify.checks import FAIL, PASS, Check, run_check
 from physverify.errors import PhysverifyError
@@ -236,3 +238,22 @@ def test_the_docs_show_the_screenshot_the_browser_test_takes() -> None:
     shot = REPO / "docs" / "report.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "PHYSVERIFY_SCREENSHOT" in (REPO / "tests" / "test_report_browser.py").read_text(encoding="utf-8")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+FIELDS = ["claim_key", "text", "source", "file", "line", "reference", "verdict", "reason", "date", "repo_commit",
+          "control", "checks", "impact"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries({}, optional={name: JSON_VALUES for name in FIELDS}), min_size=1, max_size=4))
+def test_any_json_object_in_the_ledger_gives_a_well_formed_page(tmp_path: Path, records: list[dict[str, Any]]) -> None:
+    """The ledger is read, not trusted: whatever a line holds, the page renders and parses."""
+    for i, r in enumerate(records):
+        r.setdefault("claim_key", f"claims/c{i}.py")
+    ledger = write_ledger(tmp_path / "l.jsonl", records)
+    parse(html.render_report(html.from_ledger(ledger)))

@@ -109,7 +109,7 @@ def decisive(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The check that decided the verdict: a control that did not pass, else the first FAIL, else the first
     check that is not a pass, else the first check that recorded numbers (spec section 2's order)."""
     control = record.get("control")
-    checks = [c for c in record.get("checks") or [] if isinstance(c, Mapping)]
+    checks = _checks(record)
     if isinstance(control, Mapping) and control.get("status") not in (PASS, EXACT):
         return control
     for wanted in (lambda c: c.get("status") == FAIL, lambda c: c.get("status") not in (PASS, EXACT),
@@ -118,6 +118,12 @@ def decisive(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if found is not None:
             return found
     return checks[0] if checks else None
+
+
+def _checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The record's check entries; anything else a hand-edited ledger holds there is ignored."""
+    checks = record.get("checks")
+    return [c for c in checks if isinstance(c, Mapping)] if isinstance(checks, list) else []
 
 
 def decisive_png(record: Mapping[str, Any]) -> bytes | None:
@@ -223,7 +229,7 @@ def _facts(run: ClaimRun, record: Mapping[str, Any]) -> str:
 def _outcomes(index: int, record: Mapping[str, Any], plots: _Plots) -> str:
     control = record.get("control")
     roles = [("control", control)] if isinstance(control, Mapping) else []
-    roles += [("check", c) for c in record.get("checks") or [] if isinstance(c, Mapping)]
+    roles += [("check", c) for c in _checks(record)]
     if not roles:
         return ""
     chosen = decisive(record)
