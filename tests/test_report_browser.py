@@ -14,12 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fixtures import init_repo
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, installed by .ci/install
@@ -91,6 +91,7 @@ def worked_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_report_opens_from_disk_with_one_section_per_claim_and_every_plot_drawn(browser: Any, worked_example: Path) -> None:
+    ET.parse(worked_example / "report.html")  # well-formed: a strict XML parser reads the real page too
     opened = Opened(browser, worked_example / "report.html")
     page = opened.page
     assert page.locator("section.claim").count() == 3
