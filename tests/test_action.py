@@ -223,7 +223,7 @@ def test_the_run_step_writes_the_html_report_and_the_summary_says_where(workspac
     assert ran["outputs"]["report"] == "physverify-report.html"
     page = (root / "physverify-report.html").read_text(encoding="utf-8")
     assert "claims/claim_decay.py" in page and "regressed: rejected -&gt; confirmed" in page
-    assert "`physverify-report.html`, uploaded with the ledger in the artifact `physverify-ledger-" in ran["summary"]
+    assert "`physverify-report.html`, uploaded with the ledger in this job's artifact `physverify-ledger-" in ran["summary"]
     upload = next(step for step in _action()["runs"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact"))
     assert "steps.replay.outputs.report" in upload["with"]["path"]
     (root / "physverify-report.html").unlink()

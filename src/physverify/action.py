@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 NULL_SHA = "0" * 40
 # The HTML report (input `report`), at the workspace root so the artifact holds it beside the ledger's folder.
 REPORT_FILE = "physverify-report.html"
+REPORT_NOTE = (f"\n\nThe convergence plots and each claim's history are in `{REPORT_FILE}`, uploaded with the ledger "
+               "in this job's artifact `physverify-ledger-<job>-<attempt>` (on the run's summary page).\n")
 
 
 @dataclass(frozen=True)
@@ -151,13 +153,14 @@ def run(inputs: Inputs, baseline: str | None) -> Written:
     result = _sandboxed(inputs, baseline) if inputs.sandbox else _direct(inputs, baseline)
     if inputs.fail_on is not None:
         result = with_fail_on(result, inputs.fail_on)
+    page = report.render("html", result) if inputs.report else None
     return Written(
         annotations=report.render("github", result),
-        summary=report.render("markdown", result),
-        outputs=outputs(result),
+        summary=report.render("markdown", result) + (REPORT_NOTE if page is not None else ""),
+        outputs={**outputs(result), "report": REPORT_FILE if page is not None else ""},
         exit_code=result.exit_code,
         sarif=report.render("sarif", result) if inputs.sarif else None,
-        html=report.render("html", result) if inputs.report else None,
+        html=page,
     )
 
 
@@ -285,23 +288,14 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
 
 def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
     """Write the SARIF file, the step summary and the outputs; print the annotations."""
+    if written.html is not None:  # the HTML report, uploaded with the ledger (action.yml)
+        Path(REPORT_FILE).write_text(written.html, encoding="utf-8")
     if written.sarif is not None and inputs.sarif is not None:
         Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
-    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary + _write_report(written.html, env))
-    outputs = {**written.outputs, "report": REPORT_FILE if written.html is not None else ""}
-    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in outputs.items()))
+    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
+    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in written.outputs.items()))
     if written.annotations:
         sys.stdout.write(written.annotations.rstrip("\n") + "\n")
-
-
-def _write_report(page: str | None, env: Mapping[str, str]) -> str:
-    """Write the HTML report (when there is one) and return the summary's line that says where it is."""
-    if page is None:
-        return ""
-    Path(REPORT_FILE).write_text(page, encoding="utf-8")
-    artifact = f"physverify-ledger-{env.get('GITHUB_JOB', 'job')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
-    return (f"\n\nThe convergence plots and each claim's history are in `{REPORT_FILE}`, uploaded with the ledger "
-            f"in the artifact `{artifact}` (download it from this run's summary page).\n")
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
