@@ -213,3 +213,20 @@ def test_the_workflow_in_the_docs_is_valid_and_uses_every_documented_input(tmp_p
         assert f"| `{name}` |" in doc, name
     for name in _action()["outputs"]:
         assert f"`{name}`" in doc, name
+
+
+def test_the_run_step_writes_the_html_report_and_the_summary_says_where(workspace: tuple[Path, str],
+                                                                        tmp_path: Path) -> None:
+    """Issue 12: the report input (default true) writes the page the upload step sends with the ledger."""
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    assert ran["outputs"]["report"] == "physverify-report.html"
+    page = (root / "physverify-report.html").read_text(encoding="utf-8")
+    assert "claims/claim_decay.py" in page and "regressed: rejected -&gt; confirmed" in page
+    assert "`physverify-report.html`, uploaded with the ledger in this job's artifact `physverify-ledger-" in ran["summary"]
+    upload = next(step for step in _action()["runs"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact"))
+    assert "steps.replay.outputs.report" in upload["with"]["path"]
+    (root / "physverify-report.html").unlink()
+    off = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1", "report": "false"})
+    assert off["outputs"]["report"] == "" and not (root / "physverify-report.html").exists()
+    assert "physverify-report.html" not in off["summary"].split("## physverify replay")[-1]

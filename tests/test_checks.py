@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from physverify import (
@@ -104,3 +107,25 @@ def test_results_know_whether_they_pass_and_refuse_unknown_statuses() -> None:
 def test_the_ledger_form_has_exactly_the_spec_fields() -> None:
     outcome = run_check(Check("mms", "label", lambda: Result(PASS, "observed order 2.00 (expected 2)")))
     assert set(outcome.to_dict()) == {"label", "family", "status", "message", "seconds"}
+
+
+def test_a_result_with_numbers_keeps_them_under_one_data_key() -> None:
+    """Issue 12: the ledger entry of an OrderResult carries its numbers, so a report can be drawn from it."""
+    result = OrderResult(FAIL, "m", expected=2, fitted=1.01, hs=(0.1, 0.05), errors=(1e-2, float("inf")),
+                         floor=1e-12, fit_hs=(0.1, 0.05))
+    entry = run_check(Check("mms", "label", lambda: result)).to_dict()
+    assert set(entry) == {"label", "family", "status", "message", "seconds", "data"}
+    assert entry["data"] == {"expected": 2, "fitted": 1.01, "hs": [0.1, 0.05], "errors": [1e-2, None],
+                             "floor": 1e-12, "fit_hs": [0.1, 0.05]}
+    assert json.loads(json.dumps(entry, allow_nan=False)) == entry
+
+
+def test_numpy_numbers_become_plain_lists_and_other_fields_are_left_out() -> None:
+    @dataclass(frozen=True)
+    class Custom(Result):
+        ts: object = None
+        peak: object = None
+        handle: object = None
+
+    outcome = run_check(Check("drift", "d", lambda: Custom(PASS, "", np.array([1.0, 2.0]), np.float64(3.5), object())))
+    assert outcome.to_dict()["data"] == {"ts": [1.0, 2.0], "peak": 3.5}

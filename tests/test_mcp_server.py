@@ -209,3 +209,26 @@ def test_a_root_that_is_not_a_folder_stops_the_server_with_one_line(tmp_path: Pa
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"physverify: {tmp_path / 'missing'}: the project root given by --root is not a folder\n"
+
+
+def test_confirm_and_replay_return_the_decisive_convergence_plot_as_a_png(tmp_path: Path) -> None:
+    """Issue 12: beside the text, a PNG of the check that decided, for assistants that show images."""
+    import base64
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm", root / "claims")
+    init_repo(root)
+
+    async def body(client: Client) -> list[Any]:
+        confirmed = await client.call_tool("confirm_claim", {"claim": "claims/claim_oscillator.py", "trusted": True})
+        replayed = await client.call_tool("replay_claims", {"trusted": True, "jobs": 1})
+        return [confirmed, replayed]
+
+    confirmed, replayed = _session(root, body)
+    assert [part.type for part in confirmed.content] == ["text", "image"]
+    assert confirmed.content[0].text.startswith("confirmed (impact: used)")
+    image = confirmed.content[1]
+    assert image.mime_type == "image/png" and base64.b64decode(image.data)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [part.type for part in replayed.content] == ["text", "image", "image", "image"]  # three new claims
+    assert json.loads(replayed.content[0].text.partition("\n\n")[2])["claims"][0]["transition"] == "new"

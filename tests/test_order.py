@@ -80,6 +80,14 @@ def test_the_noise_floor_grows_with_the_size_of_the_solution() -> None:
     assert effective_floor(1e-12, 1e-6) == 1e-12
 
 
+def test_the_result_keeps_the_floor_and_the_levels_the_order_was_fitted_on() -> None:
+    """Issue 12: the report draws the fitted slope over these levels and the floor as a line."""
+    hs = [0.1 / 2**k for k in range(6)]
+    result = check_order(hs, [h**2 for h in hs], 2, fit_points=3, scale=5.0)
+    assert result.floor == pytest.approx(5e-12)
+    assert result.fit_hs == tuple(hs[-3:])
+
+
 def test_the_fit_uses_only_the_finest_points_above_the_floor() -> None:
     errors = power_law(1.0, 2.0)[:3] + [1e-13, 1e-14]
     result = check_order(HS, errors, 2)

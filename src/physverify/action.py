@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
+# The HTML report (input `report`), at the workspace root so the artifact holds it beside the ledger's folder.
+REPORT_FILE = "physverify-report.html"
+REPORT_NOTE = (f"\n\nThe convergence plots and each claim's history are in `{REPORT_FILE}`, uploaded with the ledger "
+               "in this job's artifact `physverify-ledger-<job>-<attempt>` (on the run's summary page).\n")
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Inputs:
     fail_on: frozenset[str] | None
     sarif: str | None
     sandbox: bool
+    report: bool = True
 
 
 def read_inputs(env: Mapping[str, str]) -> Inputs:
@@ -58,6 +63,7 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         fail_on=_fail_on(given("FAIL_ON")),
         sarif=given("SARIF"),
         sandbox=_boolean("sandbox", given("SANDBOX") or "false"),
+        report=_boolean("report", given("REPORT") or "true"),
     )
 
 
@@ -137,6 +143,7 @@ class Written:
     outputs: dict[str, str]
     exit_code: int
     sarif: str | None
+    html: str | None = None  # the HTML report, when the report input is true
 
 
 def run(inputs: Inputs, baseline: str | None) -> Written:
@@ -146,12 +153,14 @@ def run(inputs: Inputs, baseline: str | None) -> Written:
     result = _sandboxed(inputs, baseline) if inputs.sandbox else _direct(inputs, baseline)
     if inputs.fail_on is not None:
         result = with_fail_on(result, inputs.fail_on)
+    page = report.render("html", result) if inputs.report else None
     return Written(
         annotations=report.render("github", result),
-        summary=report.render("markdown", result),
-        outputs=outputs(result),
+        summary=report.render("markdown", result) + (REPORT_NOTE if page is not None else ""),
+        outputs={**outputs(result), "report": REPORT_FILE if page is not None else ""},
         exit_code=result.exit_code,
         sarif=report.render("sarif", result) if inputs.sarif else None,
+        html=page,
     )
 
 
@@ -279,6 +288,8 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
 
 def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
     """Write the SARIF file, the step summary and the outputs; print the annotations."""
+    if written.html is not None:  # the HTML report, uploaded with the ledger (action.yml)
+        Path(REPORT_FILE).write_text(written.html, encoding="utf-8")
     if written.sarif is not None and inputs.sarif is not None:
         Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
     _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 PASS = "PASS"
@@ -57,13 +57,17 @@ class OrderResult(Result):
 
     ``hs`` and ``errors`` are tuples of floats (the step sizes and errors actually
     measured, coarsest first); ``fitted`` is the observed order, or None when it could
-    not be measured.
+    not be measured. ``floor`` is the noise floor the errors were judged against and
+    ``fit_hs`` the step sizes the order was fitted on (empty when none was fitted); the
+    HTML report draws both.
     """
 
     expected: float | None = None
     fitted: float | None = None
     hs: tuple[float, ...] = field(default_factory=tuple)
     errors: tuple[float, ...] = field(default_factory=tuple)
+    floor: float | None = None
+    fit_hs: tuple[float, ...] = field(default_factory=tuple)
 
 
 class SkipCheck(Exception):
@@ -119,14 +123,19 @@ class CheckOutcome:
         return self.status in (PASS, EXACT)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ledger form of spec section 3: {label, family, status, message, seconds}."""
-        return {
+        """The ledger form of spec section 3: {label, family, status, message, seconds}, plus "data"
+        when the Result carries numbers (issue 12), so a report can be drawn from the ledger alone."""
+        entry: dict[str, Any] = {
             "label": self.label,
             "family": self.family,
             "status": self.status,
             "message": self.message,
             "seconds": round(self.seconds, 4),
         }
+        data = None if self.result is None else result_data(self.result)
+        if data:
+            entry["data"] = data
+        return entry
 
 
 # --- the budget -------------------------------------------------------------------
@@ -238,6 +247,39 @@ def describe_exception(exc: BaseException) -> str:
 def outcomes_to_dicts(outcomes: Sequence[CheckOutcome]) -> list[dict[str, Any]]:
     """The ledger form of a list of outcomes."""
     return [outcome.to_dict() for outcome in outcomes]
+
+
+def result_data(result: Result) -> dict[str, Any]:
+    """The fields a Result subclass adds to status and message (an OrderResult's hs, errors, expected,
+    fitted, floor, fit_hs), as JSON-ready values; empty for a plain Result.
+
+    inf and nan become None (JSON has no spelling for them; the ledger writes null too).
+    A field that is not numbers, text or lists of them (a claim's own Result subclass may
+    hold anything) is left out rather than allowed to break the child's JSON.
+    """
+    data = {}
+    for spec in fields(result):
+        if spec.name not in ("status", "message"):
+            value = _json_ready(getattr(result, spec.name))
+            if value is not _UNSERIALISABLE:
+                data[spec.name] = value
+    return data
+
+
+_UNSERIALISABLE = object()
+
+
+def _json_ready(value: Any) -> Any:
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # an array or a numpy scalar: its numbers
+        value = value.tolist()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        items = [_json_ready(item) for item in value]
+        return _UNSERIALISABLE if any(item is _UNSERIALISABLE for item in items) else items
+    return _UNSERIALISABLE
 
 
 def result_fields(result: Result) -> dict[str, Any]:

@@ -205,6 +205,33 @@ def _ledger(args: argparse.Namespace) -> int:
     return history.exit_code
 
 
+def _report_parser(sub: argparse._SubParsersAction) -> None:
+    from physverify.report import html
+
+    report = sub.add_parser(
+        "report",
+        help="an HTML page of the evidence in a ledger: verdicts, checks, convergence plots, history",
+        description="Write one self-contained HTML file from a ledger: for each claim its latest verdict, the "
+        "control and checks, a log-log plot of error against step size for each check that recorded its numbers "
+        "(with the extra physverify[report]; tables without it), and its history.",
+    )
+    _add_ledger_option(report)
+    report.add_argument("--claim", metavar="PATH", help="only this claim (as given or relative to its repository)")
+    report.add_argument("-o", "--output", default="-", metavar="FILE", help="the HTML file to write (default: stdout)")
+    report.add_argument("--max-plots", type=int, default=html.MAX_PLOTS, metavar="N",
+                        help=f"draw at most N plots, failing and confirmed claims first; the rest as tables "
+                        f"(default: {html.MAX_PLOTS}; 0: tables only)")
+
+
+def _report(args: argparse.Namespace) -> int:
+    from physverify.report import html
+
+    page = html.from_ledger(Path(args.ledger), args.claim)
+    _warn(page.notes)
+    _emit(html.render_report(page, max(args.max_plots, 0)), args.output)
+    return page.exit_code
+
+
 def _warn(problems: Sequence[str]) -> None:
     for problem in problems:
         sys.stderr.write(f"physverify: warning: {problem}\n")
@@ -224,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     _mcp_parser(sub)
     _sandbox_parser(sub)
     _ledger_parser(sub)
+    _report_parser(sub)
     return parser
 
 
@@ -312,6 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _sandbox(args)
         elif args.command == "ledger":
             return _ledger(args)
+        elif args.command == "report":
+            return _report(args)
         elif args.command is None:
             parser.print_help()
             return EXIT_ERROR

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
 
 from physverify import __version__
@@ -54,7 +55,7 @@ like `physverify confirm`. When to use it: after writing a claim file for a susp
 recorded verdict. Runs project code: needs trusted: true (or the sandbox). `timeout` is seconds for
 the whole run (default 300). `allow_dependent_reference` is a reason in words for running although
 the reference looks like it calls the code under test. Returns the text verdict, then the ledger
-line as JSON."""
+line as JSON, then (when the deciding check measured an order) a PNG of its convergence plot."""
 
 REPLAY_CLAIMS_DOC = """Replay a claims folder as a gate: re-run every claim and report how each verdict moved.
 
@@ -66,9 +67,13 @@ new claim and each changed verdict (every claim with record_all), like `physveri
 When to use it: before committing a change to solver code, to see whether a known defect came back
 or a fix holds. `changed_since` (a git ref) or `files` limit the run to the claims those changes
 affect; `shard` is K/N. Runs project code: needs trusted: true (or the sandbox).
-Returns the summary and every transition as text, then the result as JSON."""
+Returns the summary and every transition as text, then the result as JSON, then a PNG of the
+deciding check's convergence plot for up to four claims whose verdict is not unchanged."""
 
 _T = TypeVar("_T")
+# At most this many plots beside a replay's text: the claims that moved come first, and a
+# large folder must not flood the client with images.
+MAX_IMAGES = 4
 
 
 def build_server(root: Path) -> MCPServer:
@@ -113,18 +118,18 @@ def _run_checks_tool(root: Path) -> Callable[..., str]:
     return run_checks
 
 
-def _confirm_claim_tool(root: Path) -> Callable[..., str]:
+def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
     def confirm_claim(
         claim: str,
         trusted: bool = False,
         ledger: str = DEFAULT_LEDGER,
         timeout: float = 300.0,
         allow_dependent_reference: str | None = None,
-    ) -> str:
+    ) -> str | list[str | Image]:
         from physverify import confirm
         from physverify.report import text
 
-        def call() -> str:
+        def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)  # nothing is read, run or written on a refusal
             evaluation = confirm.confirm(
                 _as_given(inside_root(root, claim)),
@@ -133,14 +138,15 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str]:
                 trusted=trusted,
                 allow_dependent_reference=allow_dependent_reference,
             )
-            return _text_then_json(text.render_confirm(evaluation.record), evaluation.record)
+            return _with_plots(_text_then_json(text.render_confirm(evaluation.record), evaluation.record),
+                               [evaluation.record])
 
         return _as_tool_error(call)
 
     return confirm_claim
 
 
-def _replay_claims_tool(root: Path) -> Callable[..., str]:
+def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
     def replay_claims(
         claims: list[str] | None = None,
         trusted: bool = False,
@@ -152,10 +158,10 @@ def _replay_claims_tool(root: Path) -> Callable[..., str]:
         files: list[str] | None = None,
         shard: str | None = None,
         record_all: bool = False,
-    ) -> str:
+    ) -> str | list[str | Image]:
         from physverify import confirm, replay, report
 
-        def call() -> str:
+        def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)
             given = [_as_given(inside_root(root, c)) for c in claims or [replay.DEFAULT_CLAIMS_DIR]]
             result = replay.replay(
@@ -170,7 +176,9 @@ def _replay_claims_tool(root: Path) -> Callable[..., str]:
                 shard=shard,
                 record_all=record_all,
             )
-            return _text_then_json(report.render("text", result), json.loads(report.render("json", result)))
+            moved = [run.record for run in result.claims if run.record is not None and run.transition != "unchanged"]
+            return _with_plots(_text_then_json(report.render("text", result), json.loads(report.render("json", result))),
+                               moved)
 
         return _as_tool_error(call)
 
@@ -210,6 +218,14 @@ def _as_given(path: Path) -> Path:
 def _text_then_json(text: str, obj: Any) -> str:
     """The text a person would read, a blank line, then the same result as indented JSON."""
     return f"{text.rstrip()}\n\n{json.dumps(obj, indent=2, ensure_ascii=False, default=str)}\n"
+
+
+def _with_plots(text: str, records: Sequence[Any]) -> str | list[str | Image]:
+    """The text, then a PNG of each record's decisive convergence plot (issue 12), for clients that show images."""
+    from physverify.report.html import decisive_png
+
+    images = [Image(data=png, format="png") for png in map(decisive_png, records[:MAX_IMAGES]) if png is not None]
+    return [text, *images] if images else text
 
 
 def _as_tool_error(call: Callable[[], _T]) -> _T:

@@ -82,7 +82,7 @@ def pairwise_orders(hs: Sequence[float], errors: Sequence[float]) -> list[float]
 
 
 def _result(status: str, message: str, expected: float | None, hs: Sequence[float], errors: Sequence[float],
-            fitted: float | None = None) -> OrderResult:
+            fitted: float | None = None, floor: float | None = None, fit_hs: Sequence[float] = ()) -> OrderResult:
     return OrderResult(
         status,
         message,
@@ -90,6 +90,8 @@ def _result(status: str, message: str, expected: float | None, hs: Sequence[floa
         fitted,
         tuple(float(x) for x in hs),
         tuple(float(x) for x in errors),
+        floor,
+        tuple(float(x) for x in fit_hs),
     )
 
 
@@ -133,10 +135,11 @@ def check_exact(hs: Sequence[float], errors: Sequence[float], *, floor: float = 
         return _result(FAIL, _non_finite_message(h, e), None, h, e)
     above = [(x, step) for step, x in zip(h, e) if x > level]
     if not above:
-        return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", None, h, e)
+        return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", None, h, e,
+                       floor=level)
     worst, at = max(above)
     return _result(FAIL, f"error above the round-off floor {level:g} at {len(above)} of {len(e)} resolutions "
-                   f"(largest {worst:.3g} at h = {at:g}), where an exact result was expected", None, h, e)
+                   f"(largest {worst:.3g} at h = {at:g}), where an exact result was expected", None, h, e, floor=level)
 
 
 def _non_finite_message(h: Sequence[float], e: Sequence[float]) -> str:
@@ -181,15 +184,16 @@ def check_order(
         return _result(INCONCLUSIVE, "an error is negative; errors must be norms (>= 0)", expected, h, e)
     level = effective_floor(floor, scale)
     if all(x <= level for x in e):
-        return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", expected, h, e)
+        return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", expected, h, e,
+                       floor=level)
     window = [(step, x) for step, x in zip(h, e) if x > level][-max(2, fit_points):]
     if len(window) < 2:
         return _result(INCONCLUSIVE, f"only 1 of {len(e)} resolutions has an error above the noise floor {level:g}, "
-                       "so no order can be measured; use coarser steps", expected, h, e)
+                       "so no order can be measured; use coarser steps", expected, h, e, floor=level)
     wh, we = [step for step, _ in window], [x for _, x in window]
     fitted = fit_order(wh, we)
     status, message = _judge(wh, we, e, fitted, expected, tol_low, tol_high, level, atol)
-    return _result(status, message, expected, h, e, fitted)
+    return _result(status, message, expected, h, e, fitted, floor=level, fit_hs=wh)
 
 
 def _judge(wh: list[float], we: list[float], all_errors: list[float], fitted: float, expected: float,

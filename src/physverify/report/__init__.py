@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from physverify.report import github, json, junit, markdown, sarif, text
+from physverify.report import github, html, json, junit, markdown, sarif, text
 
 FORMATS: dict[str, ModuleType] = {
     "text": text,
@@ -18,6 +18,7 @@ FORMATS: dict[str, ModuleType] = {
     "sarif": sarif,
     "markdown": markdown,
     "github": github,
+    "html": html,
 }
 
 
