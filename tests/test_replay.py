@@ -167,7 +167,7 @@ def test_a_claim_walks_new_unchanged_fixed_unchanged_regressed_undecidable(tmp_p
     steps = [
         (None, NEW, CONFIRMED, EXIT_OK, True),
         (None, UNCHANGED, CONFIRMED, EXIT_OK, False),
-        (GOOD, FIXED, REJECTED, EXIT_FINDING, True),
+        (GOOD, FIXED, REJECTED, EXIT_OK, True),  # good news passes; its line is written
         (None, UNCHANGED, REJECTED, EXIT_OK, False),
         (DEFECT, REGRESSED, CONFIRMED, EXIT_FINDING, True),
         (CRASH, UNDECIDABLE, NOT_DECIDABLE, EXIT_FINDING, True),
@@ -218,9 +218,8 @@ def test_expect_fails_the_gate_when_a_claim_differs_from_it(tmp_path: Path) -> N
     assert only(result).transition == NEW and result.exit_code == EXIT_FINDING
     assert only(result).failures == ("expected rejected (physverify.yaml), got confirmed",)
     (tmp_path / "solver.py").write_text(GOOD)
-    # the fix both meets the expectation and is a "fixed" transition; fail_on without
-    # "fixed" leaves only the expectation, which now holds
-    (tmp_path / "claims" / "physverify.yaml").write_text("expect:\n  claim_00.py: rejected\nfail_on: [regressed]\n")
+    # the fix meets the expectation, and the expectation alone decides (fail_on: [fixed] notwithstanding)
+    (tmp_path / "claims" / "physverify.yaml").write_text("expect:\n  claims/claim_00.py: rejected\nfail_on: [fixed]\n")
     result = run(tmp_path)
     assert (only(result).transition, result.exit_code) == (FIXED, EXIT_OK)
 

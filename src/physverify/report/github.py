@@ -34,10 +34,10 @@ def command(name: str, message: str, **properties: object) -> str:
 
 
 def _kind(run: ClaimRun) -> str | None:
-    if run.transition == FIXED and all(f.startswith(FIXED) for f in run.failures):
-        return "notice"
     if run.failures:
         return "error"
+    if run.transition == FIXED:  # good news: it passes the gate
+        return "notice"
     return "warning" if run.verdict == CONFIRMED else None
 
 
@@ -45,6 +45,8 @@ def _annotation(run: ClaimRun, kind: str) -> str:
     record = run.record or run.baseline or {}
     text = record.get("text") or run.key
     message = f"{run.change()} ({run.key}): {text}. Why: {run.reason}"
+    if run.evidence:
+        message += f" Evidence: {run.evidence}."
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
     title = f"physverify: claim {run.transition}" if kind != "warning" else "physverify: confirmed defect"

@@ -42,9 +42,9 @@ def _rule(transition: str) -> dict[str, Any]:
 
 
 def _level(run: ClaimRun) -> str:
-    if run.transition == FIXED and all(f.startswith(FIXED) for f in run.failures):
-        return "note"
-    return "error" if run.failures else "warning"
+    if run.failures:
+        return "error"
+    return "note" if run.transition == FIXED else "warning"
 
 
 def _location(run: ClaimRun) -> dict[str, Any]:
@@ -57,6 +57,8 @@ def _location(run: ClaimRun) -> dict[str, Any]:
 def _result(run: ClaimRun) -> dict[str, Any]:
     record = run.record or run.baseline or {}
     message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. Why: {run.reason}"
+    if run.evidence:
+        message += f" Evidence: {run.evidence}."
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
     return {
@@ -69,13 +71,14 @@ def _result(run: ClaimRun) -> dict[str, Any]:
         "properties": {
             "claim": run.key, "verdict": run.verdict, "baselineVerdict": run.baseline_verdict,
             "transition": run.transition, "reference": record.get("reference"), "impact": record.get("impact"),
+            "evidence": run.evidence,
         },
     }
 
 
 def to_dict(result: ReplayResult) -> dict[str, Any]:
     """The replay as a SARIF log object."""
-    shown = [run for run in result.claims if run.verdict == CONFIRMED or run.failures]
+    shown = [run for run in result.claims if run.verdict == CONFIRMED or run.failures or run.transition == FIXED]
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
