@@ -23,7 +23,7 @@ from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.replay import ReplayResult
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40

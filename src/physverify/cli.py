@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from physverify import __version__
 from physverify.errors import PhysverifyError, UsageError
@@ -76,7 +77,7 @@ def _check_output(output: str | None, flag: str) -> None:
 
 
 # --- the parser -----------------------------------------------------------------------
-def _confirm_parser(sub: argparse._SubParsersAction) -> None:
+def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     confirm = sub.add_parser(
         "confirm", allow_abbrev=False,
         help="settle one suspected defect: run its control and checks, record a verdict",
@@ -100,7 +101,7 @@ def _confirm_parser(sub: argparse._SubParsersAction) -> None:
     confirm.add_argument("--line", help="confirm init: the line number in that file")
 
 
-def _run_parser(sub: argparse._SubParsersAction) -> None:
+def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser(
         "run", allow_abbrev=False,
         help="run the checks() of spec files (verify_*.py) as a plain check suite",
@@ -112,7 +113,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     _add_json_option(run)
 
 
-def _mcp_parser(sub: argparse._SubParsersAction) -> None:
+def _mcp_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mcp = sub.add_parser(
         "mcp", allow_abbrev=False,
         help="MCP server on stdio: run_checks, confirm_claim, replay_claims (docs/mcp.md)",
@@ -122,7 +123,7 @@ def _mcp_parser(sub: argparse._SubParsersAction) -> None:
     mcp.add_argument("--root", default=".", metavar="DIR", help="the project root; no path outside it is used (default: .)")
 
 
-def _replay_parser(sub: argparse._SubParsersAction) -> None:
+def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify.report import FORMATS
 
     replay = sub.add_parser(
@@ -160,7 +161,7 @@ def _replay_parser(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--dry-run", action="store_true", help="run and judge the claims but write nothing to the ledger")
 
 
-def _sandbox_parser(sub: argparse._SubParsersAction) -> None:
+def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify import sandbox
 
     box = sub.add_parser(
@@ -195,7 +196,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     return run.exit_code
 
 
-def _ledger_parser(sub: argparse._SubParsersAction) -> None:
+def _ledger_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ledger = sub.add_parser(
         "ledger", allow_abbrev=False,
         help="read and join confirm ledgers: a claim's history (log), shard ledgers into one (merge)",
@@ -393,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _install_sigterm() -> object:
+def _install_sigterm() -> Any:
     """SIGTERM raises in the main thread, so running claims are killed as for Ctrl-C; the old handler to restore."""
     import threading
 

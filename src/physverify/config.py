@@ -20,7 +20,7 @@ from physverify.errors import ConfigError
 
 # The transitions and the default fail_on live with the gate's rules (gate.py); users write
 # their names here, in fail_on, and older imports of them from this module keep working.
-from physverify.gate import (
+from physverify.gate import (  # noqa: F401 - re-exported
     DECIDED, DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE,
 )
 from physverify.verdict import VERDICTS

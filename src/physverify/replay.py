@@ -37,7 +37,7 @@ from typing import Any
 from physverify import affected, claim, confirm, gate, ledger, repo
 from physverify.config import Config, load_config
 from physverify.errors import UsageError
-from physverify.gate import NEW, REMOVED, TRANSITIONS, UNCHANGED
+from physverify.gate import REMOVED, TRANSITIONS, UNCHANGED
 from physverify.verdict import EXIT_FINDING, EXIT_OK, evidence
 
 DEFAULT_CLAIMS_DIR = "claims"
