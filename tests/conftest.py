@@ -5,52 +5,27 @@ PHYSVERIFY_REPO / PHYSVERIFY_REPO_COMMIT (the sandbox's variables) or git's
 repository-local variables (GIT_INDEX_FILE, GIT_DIR, ...); any of them would point the
 code under test at another repository. The CLI helpers: ``cli`` calls ``cli.main`` in
 this process (fast, for output and exit codes), ``physverify`` starts the console module
-as a real process (for what only a process shows: the stdout/stderr split, signals).
+as a real process (for what only a process shows: the stdout/stderr split, signals); the
+plain functions behind them live in fixtures.py, which test modules may import.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 import git
 import pytest
-from fixtures import init_repo
+from fixtures import SANDBOX_VARS, Ran, init_repo, run_process
 
 from physverify import cli as _cli
 from physverify.repo import LOCAL_GIT_VARS
-
-SANDBOX_VARS = ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without the sandbox's and git's repository variables, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in SANDBOX_VARS and k not in LOCAL_GIT_VARS}
-    env.update(extra or {})
-    return env
 
 
 @pytest.fixture(autouse=True)
 def _scrubbed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (*SANDBOX_VARS, *LOCAL_GIT_VARS):
         monkeypatch.delenv(name, raising=False)
-
-
-class Ran(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_process(*args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300) -> Ran:
-    """``python -m physverify ARGS`` as a real process in ``cwd``."""
-    done = subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True,
-                          env=clean_env(env), timeout=timeout)
-    return Ran(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture()

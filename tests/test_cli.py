@@ -12,8 +12,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import Ran, clean_env
-from fixtures import init_repo
+from fixtures import Ran, clean_env, init_repo
 
 from physverify import cli as cli_module
 from physverify import replay

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_process as run_cli
+from fixtures import run_process as run_cli
 from fixtures import init_repo
 
 from physverify import confirm

@@ -24,7 +24,7 @@ BASELINES = (None, C, R, N)
 NOWS = (C, R, N, GONE)
 RECORDED = (None, C, R, N)
 EXPECTS = (None, C, R, N)
-FAIL_ONS = (gate.DEFAULT_FAIL_ON, frozenset(), frozenset(TRANSITIONS), frozenset({FIXED, REMOVED}))
+FAIL_ONS: tuple[frozenset[str], ...] = (gate.DEFAULT_FAIL_ON, frozenset(), frozenset(TRANSITIONS), frozenset({FIXED, REMOVED}))
 COMBINATIONS = [c for c in itertools.product(BASELINES, NOWS, RECORDED, EXPECTS, FAIL_ONS) if c[:2] != (None, GONE)]
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Ran
+from fixtures import Ran
 
 from physverify.errors import PhysverifyError
 from physverify.ledger import (

@@ -87,11 +87,16 @@ def project(tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) 
     yield repo
 
 
-def _commit(repo: git.Repo, *paths: str) -> tuple[bool, str]:
-    """Stage ``paths`` and run a real `git commit` (its pre-commit hook included): (committed, output)."""
-    repo.git.add(*paths)
+def _commit(repo: git.Repo, *paths: str, every: bool = False) -> tuple[bool, str]:
+    """Stage ``paths`` and run a real `git commit` (its pre-commit hook included): (committed, output).
+
+    ``every``: `git commit -am`, which also stages the ledger the hook wrote.
+    """
+    if paths:
+        repo.git.add(*paths)
     try:
-        done = repo.git.commit("-m", f"change {', '.join(paths)}", with_extended_output=True)
+        done = repo.git.commit("-am" if every else "-m", f"change {', '.join(paths) or 'everything'}",
+                               with_extended_output=True)
     except git.GitCommandError as exc:
         return False, f"{exc.stdout}\n{exc.stderr}"
     return True, f"{done[1]}\n{done[2]}"
@@ -104,15 +109,6 @@ def _verdicts(repo: git.Repo) -> list[str]:
 
 def _write(repo: git.Repo, name: str, text: str) -> None:
     (Path(repo.working_tree_dir or ".") / name).write_text(text)
-
-
-def _commit_all(repo: git.Repo) -> tuple[bool, str]:
-    """`git commit -am`: the ledger the hook wrote is staged along with everything else."""
-    try:
-        done = repo.git.commit("-am", "commit everything", with_extended_output=True)
-    except git.GitCommandError as exc:
-        return False, f"{exc.stdout}\n{exc.stderr}"
-    return True, f"{done[1]}\n{done[2]}"
 
 
 def _start(repo: git.Repo, solver: str) -> None:
@@ -141,7 +137,7 @@ def test_a_regression_stops_every_commit_until_it_is_pinned(project: git.Repo) -
     committed, output = _commit(repo, "decay.py", LEDGER)  # staging the line the hook wrote
     assert not committed and "gate: regressed: rejected -> confirmed" in output, output
     for _ in range(2):
-        committed, output = _commit_all(repo)
+        committed, output = _commit(repo, every=True)
         assert not committed and "gate: regressed: rejected -> confirmed" in output, output
     assert _verdicts(repo) == ["rejected", "confirmed"]  # written once
     _write(repo, "claims/physverify.yaml", "expect:\n  claim_decay.py: confirmed  # kept on purpose\n")

@@ -233,8 +233,7 @@ def test_a_bad_config_stops_the_replay_before_anything_runs(tmp_path: Path) -> N
     assert ledger_bytes(tmp_path) == b""
 
 
-def test_replay_refuses_untrusted_code_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
+def test_replay_refuses_untrusted_code_and_writes_nothing(tmp_path: Path) -> None:
     make_repo(tmp_path, DEFECT)
     with pytest.raises(RefusedError):
         run(tmp_path, trusted=False)
@@ -315,7 +314,6 @@ def test_changed_since_reruns_only_affected_claims_and_counts_the_rest(tmp_path:
 
 @pytest.mark.slow
 def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
     make_repo(tmp_path, GOOD)
     monkeypatch.chdir(tmp_path)
     first = replay.replay(["claims"], pre_commit=True, files=["solver.py"], timeout_s=60, jobs=1)
@@ -327,18 +325,16 @@ def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monk
     assert unrelated.claims == () and unrelated.skipped == ("claims/claim_00.py",)
 
 
-def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "physverify", "replay", str(tmp_path / "nope"), "--trusted"],
-                         capture_output=True, text=True)
+def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path, physverify: Any) -> None:
+    out = physverify("replay", str(tmp_path / "nope"), "--trusted", cwd=tmp_path)
     assert out.returncode == EXIT_ERROR
     assert "no such claims folder" in out.stderr and out.stdout == ""
 
 
 @pytest.mark.slow
-def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path) -> None:
+def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path, physverify: Any) -> None:
     make_repo(tmp_path, DEFECT)
-    command = [sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "1"]
-    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    out = physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=tmp_path)
     assert out.returncode == EXIT_OK, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["confirmed", "new", "claims/claim_00.py", "solver.py:2"]

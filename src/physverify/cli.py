@@ -18,11 +18,7 @@ from typing import Any
 from physverify import __version__
 from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
-from physverify.verdict import EXIT_ERROR, EXIT_OK
-
-EXIT_CRASH = 3  # a bug in physverify: never 1, which means "confirmed" or "the gate failed"
-EXIT_INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C, as a shell reports it
-EXIT_TERMINATED = 128 + signal.SIGTERM
+from physverify.verdict import EXIT_CRASH, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 
 
 class _Terminated(BaseException):

@@ -93,6 +93,7 @@ def evaluate(
     except claim.ClaimLoadError as exc:
         root = repo.claim_root(claim_path, exc.claim)
         record.update(_claim_fields(exc.claim, root, claim_path, commit_of))
+        record["stderr_tail"] = ""  # an error: a string, though nothing ran to write to stderr
         return _finish(record, decide(load_error=str(exc)))
     root = repo.claim_root(claim_path, claim_file.claim)
     record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))

@@ -23,6 +23,9 @@ VERDICTS = (CONFIRMED, REJECTED, NOT_DECIDABLE)
 EXIT_OK = 0  # rejected; a gate that holds; every check passed
 EXIT_FINDING = 1  # confirmed; a gate that fails; a check that failed
 EXIT_ERROR = 2  # not decidable, a load error, a usage error, a refusal
+EXIT_CRASH = 3  # a bug in physverify: never 1, which means "confirmed" or "the gate failed"
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15)
 
 EXIT_FOR_VERDICT = {REJECTED: EXIT_OK, CONFIRMED: EXIT_FINDING, NOT_DECIDABLE: EXIT_ERROR}
 
