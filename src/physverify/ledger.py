@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
+from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_OK
 
@@ -35,7 +36,6 @@ DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger de
 # --- the line's schema (spec section 3) -------------------------------------------------
 # The field order of spec section 3 (claim_key, for replay, follows claim_file), so a line
 # reads top to bottom; every line has every field, null when unknown.
-CLAIM_FIELDS = ("text", "source", "file", "line", "reference", "impact")  # claim.REQUIRED_KEYS
 FIELDS = (
     "ledger_version", "date", "physverify", "claim_file", "claim_key", "claim_sha256",
     *CLAIM_FIELDS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks",
