@@ -441,6 +441,10 @@ def _notes(written: int, ledger_path: Path, pre_commit: bool) -> tuple[str, ...]
     )
 
 
+def _check_ledger(path: Path) -> None:
+    ledger.check_writable(path)  # here, because replay()'s ``ledger`` keyword hides the module inside it
+
+
 def _baseline_note(baseline: Baseline, target: Path) -> list[str]:
     if baseline.ref is None and repo.open_repo(target.parent) is not None:
         return [f"{target}: not committed yet, so the baseline is the ledger as this run found it; "
@@ -473,7 +477,7 @@ def replay(
     shard_kn = parse_shard(shard) if shard is not None else None
     target = Path(ledger) if ledger is not None else default_ledger(first)
     if not dry_run:
-        _ledger_module.check_writable(target)  # found before the claims run, not after
+        _check_ledger(target)  # found before the claims run, not after
     before = load_baseline(target, baseline)
     warnings = list(before.problems) + _baseline_note(before, target)
     planned = _plan(configs, shard_kn)
@@ -496,5 +500,3 @@ def replay(
         notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
     )
 
-
-_ledger_module = ledger  # replay()'s ``ledger`` keyword hides the module inside it
