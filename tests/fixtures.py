@@ -6,9 +6,16 @@ pre-commit, the Action, the MCP server, the sandbox) build their throwaway proje
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import git
+
+from physverify.repo import LOCAL_GIT_VARS
 
 
 def init_repo(path: Path) -> git.Repo:
@@ -63,3 +70,27 @@ def control():
 def checks():
     return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]
 '''
+
+
+# --- the command line as a process (tests/conftest.py wraps these as fixtures) -------------
+SANDBOX_VARS = ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without the sandbox's and git's repository variables, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in SANDBOX_VARS and k not in LOCAL_GIT_VARS}
+    env.update(extra or {})
+    return env
+
+
+class Ran(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_process(*args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300) -> Ran:
+    """``python -m physverify ARGS`` as a real process in ``cwd``."""
+    done = subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True,
+                          env=clean_env(env), timeout=timeout)
+    return Ran(done.returncode, done.stdout, done.stderr)

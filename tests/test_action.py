@@ -19,6 +19,7 @@ from fixtures import DECAY_SOLVER as SOLVER
 from fixtures import init_repo
 
 from physverify import action, replay
+from physverify.report import json as report_json
 from physverify.verdict import EXIT_FINDING, EXIT_OK
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +183,7 @@ def test_a_result_read_back_from_json_renders_as_the_original(workspace: tuple[P
 
     root, recorded = workspace
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=recorded)
-    again = action.result_from_json(json.loads(report.render("json", result)), ledger=result.ledger)
+    again = report_json.from_dict(json.loads(report.render("json", result)), ledger=result.ledger)
     for fmt in ("github", "markdown", "sarif", "text", "json"):
         assert report.render(fmt, again) == report.render(fmt, result), fmt
     assert action.outputs(again) == action.outputs(result)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures import run_process as run_cli
 from fixtures import init_repo
 
 from physverify import confirm
@@ -54,22 +52,8 @@ def check(expr: str, label: str = "the check") -> str:
     return f'Check("demo", {label!r}, lambda: {expr})'
 
 
-def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=120
-    )
-
-
 def ledger_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-@pytest.fixture(autouse=True)
-def _outside_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
-    monkeypatch.delenv("PHYSVERIFY_REPO_COMMIT", raising=False)
 
 
 # --- the verdict rules, through the command -----------------------------------------
@@ -127,6 +111,7 @@ def test_rule_2_a_timeout_is_not_decidable_and_kills_the_grandchild(tmp_path: Pa
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]
     [line] = ledger_lines(tmp_path / "l.jsonl")
     assert line["control"] is None and line["checks"] == [] and line["timeout_s"] == 2.0
+    assert isinstance(line["stderr_tail"], str)  # a string after every error or timeout, never null (issue 10)
 
 
 def test_rule_1_a_reference_that_calls_the_code_under_test_is_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -237,8 +222,9 @@ def test_json_dash_prints_the_ledger_object_and_json_file_writes_it(tmp_path: Pa
               "allow_dependent_reference", "timeout_s", "stderr_tail"]
     assert set(fields) <= set(printed)
     assert printed["file_sha256"] is not None and printed["repo_commit"] is None  # found, but not in git
-    run_cli("confirm", str(claim), "--trusted", "--json", "out.json", "--ledger", "l.jsonl", cwd=tmp_path)
+    to_file = run_cli("confirm", str(claim), "--trusted", "--json", "out.json", "--ledger", "l.jsonl", cwd=tmp_path)
     assert json.loads((tmp_path / "out.json").read_text())["verdict"] == "rejected"
+    assert to_file.stdout.startswith("rejected (impact: used): ")  # spec section 7: only --json - replaces the text
     assert len(ledger_lines(tmp_path / "l.jsonl")) == 2, "a second run appends a second line"
 
 
@@ -295,3 +281,25 @@ def test_a_ledger_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: 
     assert result.returncode == 2
     assert result.stderr == "physverify: nodir/l.jsonl: the ledger's folder does not exist\n"
     assert not marker.exists()
+
+
+def test_init_options_without_init_are_a_usage_error(tmp_path: Path) -> None:
+    claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
+    result = run_cli("confirm", str(claim), "--trusted", "--text", "x", "--ledger", "l.jsonl", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("physverify: --text, --file and --line belong to 'confirm init CLAIM.py'; "
+                             "a claim file keeps them in CLAIM\n")
+    assert not (tmp_path / "l.jsonl").exists()
+
+
+def test_a_child_that_printed_nothing_before_failing_has_an_empty_stderr_tail(tmp_path: Path) -> None:
+    claim = write_claim(tmp_path, 'Result(PASS, "")', check("1 / 0", "divides"))
+    record = confirm.evaluate(claim, timeout_s=60).record
+    assert record["verdict"] == "not decidable" and record["stderr_tail"] == ""
+
+
+def test_a_json_file_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
+    result = run_cli("confirm", str(claim), "--trusted", "--json", "no/out.json", "--ledger", "l.jsonl", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, "physverify: no/out.json: the --json file's folder does not exist\n")
+    assert not (tmp_path / "l.jsonl").exists()

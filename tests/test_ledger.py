@@ -11,25 +11,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from collections.abc import Callable
+
 import git
 import pytest
-from fixtures import init_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from fixtures import Ran
 
 from physverify.errors import PhysverifyError
 from physverify.ledger import (
     LogResult,
     append_record,
-    claim_key,
     latest_by_claim,
     log,
     log_rows,
     merge,
     parse_ledger,
     read_ledger,
-    repo_commit,
-    repo_root_for,
 )
 from physverify.report.ledger_text import render_log, render_merge
 from physverify.verdict import EXIT_ERROR, EXIT_OK
@@ -176,66 +176,7 @@ def test_garbage_lines_leave_the_good_lines_in_order_and_are_reported_by_number(
     assert [int(p.removeprefix(f"{ledger}:").split(":")[0]) for p in read.problems] == bad_numbers
 
 
-# --- the repository: root, commit, key ----------------------------------------------------
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> git.Repo:
-    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
-    monkeypatch.delenv("PHYSVERIFY_REPO_COMMIT", raising=False)
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    repository = init_repo(root)
-    (root / "solver.py").write_text("def rhs(t, y):\n    return -y\n")
-    (root / "claims" / "a.py").write_text("CLAIM = {}\n")
-    repository.index.add(["solver.py", "claims/a.py"])
-    repository.index.commit("solver and a claim")
-    return repository
-
-
-def test_the_repository_root_is_the_working_tree_holding_the_folder(repo: git.Repo, tmp_path: Path) -> None:
-    root = Path(repo.working_tree_dir)
-    assert repo_root_for(root / "claims") == root
-    outside = tmp_path / "adapters"
-    outside.mkdir()
-    assert repo_root_for(outside) == outside.resolve()
-
-
-def test_the_dirty_flag_follows_tracked_files_only(repo: git.Repo) -> None:
-    root = Path(repo.working_tree_dir)
-    sha = repo.head.commit.hexsha
-    assert repo_commit(root) == sha
-    (root / "scratch.py").write_text("untracked\n")
-    assert repo_commit(root) == sha  # an untracked file does not make the checkout dirty
-    (root / "solver.py").write_text("def rhs(t, y):\n    return y\n")
-    assert repo_commit(root / "claims") == sha + "-dirty"
-    repo.index.checkout(["solver.py"], force=True)
-    assert repo_commit(root) == sha
-    repo.index.add(["scratch.py"])  # staged but not committed: the index differs from HEAD
-    assert repo_commit(root) == sha + "-dirty"
-
-
-def test_no_commit_outside_git_or_before_the_first_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PHYSVERIFY_REPO_COMMIT", raising=False)
-    assert repo_commit(tmp_path) is None
-    git.Repo.init(tmp_path / "empty")
-    assert repo_commit(tmp_path / "empty") is None
-
-
-def test_the_sandbox_variables_override_git(repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PHYSVERIFY_REPO", str(tmp_path / "mounted"))
-    monkeypatch.setenv("PHYSVERIFY_REPO_COMMIT", "abc123-dirty")
-    assert repo_root_for(Path(repo.working_tree_dir) / "claims") == tmp_path / "mounted"
-    assert repo_commit(tmp_path) == "abc123-dirty"
-
-
-def test_the_claim_key_is_relative_to_the_root_with_posix_separators(
-    repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = Path(repo.working_tree_dir)
-    monkeypatch.chdir(root / "claims")
-    assert claim_key(Path("a.py"), root) == "claims/a.py"
-    assert claim_key(Path("../claims/./a.py"), Path("..")) == "claims/a.py"
-
-
+# --- keys ---------------------------------------------------------------------------------
 def test_the_latest_record_of_each_claim_wins_and_keys_are_normalised() -> None:
     records = [
         record("claims/a.py", "confirmed"),
@@ -260,8 +201,8 @@ def test_log_rows_give_one_claims_history_in_ledger_order() -> None:
     assert len(log_rows(records, None)) == 3
 
 
-def test_log_finds_a_claim_given_by_a_path_from_another_folder(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = Path(repo.working_tree_dir)
+def test_log_finds_a_claim_given_by_a_path_from_another_folder(small_repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = Path(small_repo.working_tree_dir)
     ledger = root / "confirm_ledger.jsonl"
     append_record(ledger, record("claims/a.py", claim_key="claims/a.py"))
     monkeypatch.chdir(root / "claims")
@@ -335,25 +276,21 @@ def test_merge_refuses_to_overwrite_an_input_or_any_existing_file(tmp_path: Path
 
 
 # --- the command line ---------------------------------------------------------------------
-def physverify(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
-
-
-def test_ledger_log_prints_the_history_and_warns_about_bad_lines(tmp_path: Path) -> None:
+def test_ledger_log_prints_the_history_and_warns_about_bad_lines(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     write_ledger(tmp_path / "confirm_ledger.jsonl", [record("claims/a.py", "confirmed"), record("claims/b.py")], tail=b"{\n")
-    done = physverify("ledger", "log", "--claim", "claims/a.py", cwd=tmp_path)
+    done = cli("ledger", "log", "--claim", "claims/a.py", cwd=tmp_path)
     assert done.returncode == EXIT_OK
     assert done.stdout.splitlines()[1].split()[:2] == ["2026-01-01T00:00:00+00:00", "confirmed"]
     assert len(done.stdout.splitlines()) == 2
     assert done.stderr == "physverify: warning: confirm_ledger.jsonl:3: not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)); line skipped\n"
 
 
-def test_ledger_merge_writes_the_output_and_refuses_an_existing_one(tmp_path: Path) -> None:
+def test_ledger_merge_writes_the_output_and_refuses_an_existing_one(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     write_ledger(tmp_path / "a.jsonl", [record("claims/a.py")])
     write_ledger(tmp_path / "b.jsonl", [record("claims/b.py")])
-    done = physverify("ledger", "merge", "a.jsonl", "b.jsonl", "-o", "all.jsonl", cwd=tmp_path)
+    done = cli("ledger", "merge", "a.jsonl", "b.jsonl", "-o", "all.jsonl", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (EXIT_OK, "merged 2 ledgers (2 lines) into all.jsonl: 2 lines, 0 exact duplicates dropped\n")
-    again = physverify("ledger", "merge", "a.jsonl", "-o", "all.jsonl", cwd=tmp_path)
+    again = cli("ledger", "merge", "a.jsonl", "-o", "all.jsonl", cwd=tmp_path)
     assert again.returncode == EXIT_ERROR and again.stderr.startswith("physverify: all.jsonl: already exists")
 
 
@@ -368,3 +305,37 @@ def test_parse_ledger_names_problems_after_the_given_source() -> None:
     read = parse_ledger(b'{"verdict": "rejected"}\nnot json\n', "claims/l.jsonl@HEAD~1")
     assert read.records == [{"verdict": "rejected"}]
     assert len(read.problems) == 1 and read.problems[0].startswith("claims/l.jsonl@HEAD~1:2: not valid JSON")
+
+
+def test_ledger_log_reads_the_ledger_replay_writes_in_the_claims_folder(tmp_path: Path, cli: Callable[..., Ran]) -> None:
+    """Issue 10: without --ledger, log resolves the ledger as replay does (physverify.yaml, the claims folder)."""
+    (tmp_path / "claims").mkdir()
+    write_ledger(tmp_path / "claims" / "confirm_ledger.jsonl", [record("claims/a.py", "rejected")])
+    write_ledger(tmp_path / "confirm_ledger.jsonl", [record("claims/a.py", "confirmed")])  # confirm's, not replay's
+    assert cli("ledger", "log", cwd=tmp_path).stdout.splitlines()[1].split()[1] == "rejected"
+    (tmp_path / "claims" / "physverify.yaml").write_text("ledger: ../history.jsonl\n")
+    write_ledger(tmp_path / "history.jsonl", [record("claims/a.py", "not decidable")])
+    assert "not decidable" in cli("ledger", "log", "--claims", "claims", cwd=tmp_path).stdout
+    missing = cli("ledger", "log", "--claims", "nope", cwd=tmp_path)
+    assert missing.returncode == EXIT_ERROR and missing.stderr == "physverify: nope: no such claims folder\n"
+
+
+def test_ledger_show_prints_the_latest_verdict_with_its_control_and_checks(tmp_path: Path, cli: Callable[..., Ran]) -> None:
+    check = {"label": "order of the midpoint rule", "family": "mms", "status": "FAIL",
+             "message": "observed order 1.02 (expected 2)"}
+    control = {"label": "exact for a constant", "family": "exact", "status": "PASS", "message": "error 0"}
+    write_ledger(tmp_path / "confirm_ledger.jsonl", [
+        record("claims/a.py", "rejected"),
+        record("claims/a.py", "confirmed", reason="the control passed and 1 of 1 check failed", control=control,
+               checks=[check]),
+        record("claims/b.py", "rejected"),
+    ])
+    shown = cli("ledger", "show", "claims/a.py", cwd=tmp_path)
+    assert shown.returncode == EXIT_OK, shown.stderr
+    assert shown.stdout.splitlines()[:3] == [
+        "confirmed: the control passed and 1 of 1 check failed",
+        "  control PASS exact for a constant: error 0",
+        "  check FAIL order of the midpoint rule: observed order 1.02 (expected 2)",
+    ]
+    unknown = cli("ledger", "show", "claims/zzz.py", cwd=tmp_path)
+    assert unknown.returncode == EXIT_ERROR and "no line for the claim claims/zzz.py" in unknown.stderr

@@ -81,18 +81,22 @@ def project(tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) 
     (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
     repo = init_repo(root)
     env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
-    env.pop("PHYSVERIFY_REPO", None)
     installed = _pre_commit("install", cwd=root, env=env)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     repo.git.update_environment(PRE_COMMIT_HOME=str(pre_commit_home))
     yield repo
 
 
-def _commit(repo: git.Repo, *paths: str) -> tuple[bool, str]:
-    """Stage ``paths`` and run a real `git commit` (its pre-commit hook included): (committed, output)."""
-    repo.git.add(*paths)
+def _commit(repo: git.Repo, *paths: str, every: bool = False) -> tuple[bool, str]:
+    """Stage ``paths`` and run a real `git commit` (its pre-commit hook included): (committed, output).
+
+    ``every``: `git commit -am`, which also stages the ledger the hook wrote.
+    """
+    if paths:
+        repo.git.add(*paths)
     try:
-        done = repo.git.commit("-m", f"change {', '.join(paths)}", with_extended_output=True)
+        done = repo.git.commit("-am" if every else "-m", f"change {', '.join(paths) or 'everything'}",
+                               with_extended_output=True)
     except git.GitCommandError as exc:
         return False, f"{exc.stdout}\n{exc.stderr}"
     return True, f"{done[1]}\n{done[2]}"
@@ -107,39 +111,58 @@ def _write(repo: git.Repo, name: str, text: str) -> None:
     (Path(repo.working_tree_dir or ".") / name).write_text(text)
 
 
-@pytest.mark.slow
-def test_the_hook_stops_each_commit_that_changes_a_verdict_until_the_ledger_is_staged(project: git.Repo) -> None:
-    repo = project
+def _start(repo: git.Repo, solver: str) -> None:
+    """First commit of the solver and the claim: the new claim's line stops it once, staged it passes."""
+    _write(repo, "decay.py", solver)
     committed, output = _commit(repo, ".pre-commit-config.yaml", "decay.py", "plot.py", "claims/claim_decay.py")
-    assert not committed and re.search(r"confirmed +new +claims/claim_decay\.py +decay\.py:6", output), output
+    assert not committed and re.search(r"(confirmed|rejected) +new +claims/claim_decay\.py +decay\.py:6", output), output
     assert "stage it with 'git add claims/confirm_ledger.jsonl'" in output
-    assert _verdicts(repo) == ["confirmed"] and LEDGER in repo.untracked_files
+    assert LEDGER in repo.untracked_files
     committed, output = _commit(repo, LEDGER)
     assert committed, output
-    assert _verdicts(repo) == ["confirmed"]
 
-    _write(repo, "decay.py", SOLVER)  # the fix
-    committed, output = _commit(repo, "decay.py")
-    assert not committed and re.search(r"rejected +fixed +claims/claim_decay\.py", output), output
-    assert "gate: fixed: confirmed -> rejected" in output
-    assert _verdicts(repo) == ["confirmed", "rejected"]
-    committed, output = _commit(repo, "decay.py", LEDGER)
-    assert committed, output
 
+@pytest.mark.slow
+def test_a_regression_stops_every_commit_until_it_is_pinned(project: git.Repo) -> None:
+    """Issue 10: neither staging the ledger nor `git commit -am` twice lets a regression through."""
+    repo = project
+    _start(repo, SOLVER)
+    assert _verdicts(repo) == ["rejected"]
     _write(repo, "decay.py", DEFECT)  # the defect comes back
     committed, output = _commit(repo, "decay.py")
     assert not committed and re.search(r"confirmed +regressed +claims/claim_decay\.py", output), output
     assert "gate: regressed: rejected -> confirmed" in output
-    assert _verdicts(repo) == ["confirmed", "rejected", "confirmed"]
+    assert "check FAIL at t = 1 the amount follows exp(-rate t)" in output  # the evidence
+    assert _verdicts(repo) == ["rejected", "confirmed"]
+    committed, output = _commit(repo, "decay.py", LEDGER)  # staging the line the hook wrote
+    assert not committed and "gate: regressed: rejected -> confirmed" in output, output
+    for _ in range(2):
+        committed, output = _commit(repo, every=True)
+        assert not committed and "gate: regressed: rejected -> confirmed" in output, output
+    assert _verdicts(repo) == ["rejected", "confirmed"]  # written once
+    _write(repo, "claims/physverify.yaml", "expect:\n  claim_decay.py: confirmed  # kept on purpose\n")
+    committed, output = _commit(repo, "claims/physverify.yaml", "decay.py", LEDGER)
+    assert committed, output
+
+
+@pytest.mark.slow
+def test_a_fix_stops_the_commit_once_and_then_passes(project: git.Repo) -> None:
+    repo = project
+    _start(repo, DEFECT)
+    assert _verdicts(repo) == ["confirmed"]
+    _write(repo, "decay.py", SOLVER)  # the fix
+    committed, output = _commit(repo, "decay.py")
+    assert not committed and re.search(r"rejected +fixed +claims/claim_decay\.py", output), output
+    assert "gate passed" not in output and "the ledger changed" in output
     committed, output = _commit(repo, "decay.py", LEDGER)
     assert committed, output
+    assert _verdicts(repo) == ["confirmed", "rejected"]
 
 
 @pytest.mark.slow
 def test_a_commit_touching_nothing_the_claim_imports_does_not_run_it(project: git.Repo) -> None:
     repo = project
-    assert not _commit(repo, ".pre-commit-config.yaml", "decay.py", "plot.py", "claims/claim_decay.py")[0]
-    assert _commit(repo, LEDGER)[0]
+    _start(repo, DEFECT)
     _write(repo, "decay.py", SOLVER)  # would be `fixed` if the claim ran
     _write(repo, "plot.py", "# draws figures, now in colour\n")
     committed, output = _commit(repo, "plot.py")

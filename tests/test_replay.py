@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -167,7 +168,7 @@ def test_a_claim_walks_new_unchanged_fixed_unchanged_regressed_undecidable(tmp_p
     steps = [
         (None, NEW, CONFIRMED, EXIT_OK, True),
         (None, UNCHANGED, CONFIRMED, EXIT_OK, False),
-        (GOOD, FIXED, REJECTED, EXIT_FINDING, True),
+        (GOOD, FIXED, REJECTED, EXIT_OK, True),  # good news passes; its line is written
         (None, UNCHANGED, REJECTED, EXIT_OK, False),
         (DEFECT, REGRESSED, CONFIRMED, EXIT_FINDING, True),
         (CRASH, UNDECIDABLE, NOT_DECIDABLE, EXIT_FINDING, True),
@@ -218,9 +219,8 @@ def test_expect_fails_the_gate_when_a_claim_differs_from_it(tmp_path: Path) -> N
     assert only(result).transition == NEW and result.exit_code == EXIT_FINDING
     assert only(result).failures == ("expected rejected (physverify.yaml), got confirmed",)
     (tmp_path / "solver.py").write_text(GOOD)
-    # the fix both meets the expectation and is a "fixed" transition; fail_on without
-    # "fixed" leaves only the expectation, which now holds
-    (tmp_path / "claims" / "physverify.yaml").write_text("expect:\n  claim_00.py: rejected\nfail_on: [regressed]\n")
+    # the fix meets the expectation, and the expectation alone decides (fail_on: [fixed] notwithstanding)
+    (tmp_path / "claims" / "physverify.yaml").write_text("expect:\n  claims/claim_00.py: rejected\nfail_on: [fixed]\n")
     result = run(tmp_path)
     assert (only(result).transition, result.exit_code) == (FIXED, EXIT_OK)
 
@@ -233,8 +233,7 @@ def test_a_bad_config_stops_the_replay_before_anything_runs(tmp_path: Path) -> N
     assert ledger_bytes(tmp_path) == b""
 
 
-def test_replay_refuses_untrusted_code_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
+def test_replay_refuses_untrusted_code_and_writes_nothing(tmp_path: Path) -> None:
     make_repo(tmp_path, DEFECT)
     with pytest.raises(RefusedError):
         run(tmp_path, trusted=False)
@@ -315,7 +314,6 @@ def test_changed_since_reruns_only_affected_claims_and_counts_the_rest(tmp_path:
 
 @pytest.mark.slow
 def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PHYSVERIFY_REPO", raising=False)
     make_repo(tmp_path, GOOD)
     monkeypatch.chdir(tmp_path)
     first = replay.replay(["claims"], pre_commit=True, files=["solver.py"], timeout_s=60, jobs=1)
@@ -327,18 +325,16 @@ def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monk
     assert unrelated.claims == () and unrelated.skipped == ("claims/claim_00.py",)
 
 
-def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "physverify", "replay", str(tmp_path / "nope"), "--trusted"],
-                         capture_output=True, text=True)
+def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path, physverify: Any) -> None:
+    out = physverify("replay", str(tmp_path / "nope"), "--trusted", cwd=tmp_path)
     assert out.returncode == EXIT_ERROR
     assert "no such claims folder" in out.stderr and out.stdout == ""
 
 
 @pytest.mark.slow
-def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path) -> None:
+def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path, physverify: Any) -> None:
     make_repo(tmp_path, DEFECT)
-    command = [sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "1"]
-    out = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    out = physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=tmp_path)
     assert out.returncode == EXIT_OK, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["confirmed", "new", "claims/claim_00.py", "solver.py:2"]
@@ -381,3 +377,146 @@ def test_a_ledger_in_a_missing_folder_is_refused_before_any_claim_runs(tmp_path:
     make_repo(tmp_path)
     with pytest.raises(UsageError, match="the ledger's folder does not exist"):
         replay.replay([tmp_path / "claims"], ledger=tmp_path / "nodir" / "l.jsonl", trusted=True)
+
+
+# --- the gate never clears itself (issue 10) ----------------------------------------------
+LEDGER = "claims/confirm_ledger.jsonl"
+
+
+def commit_ledger(repo: git.Repo, message: str = "ledger") -> None:
+    repo.index.add([LEDGER])
+    repo.index.commit(message)
+
+
+def verdicts(root: Path) -> list[str]:
+    return [r["verdict"] for r in ledger.read_ledger(root / LEDGER).records]
+
+
+@pytest.mark.slow
+def test_a_regression_fails_on_every_rerun_and_its_line_is_written_once(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, GOOD)
+    assert only(run(tmp_path)).transition == NEW
+    commit_ledger(repo)
+    (tmp_path / "solver.py").write_text(DEFECT)
+    for _ in range(3):  # the first run writes "confirmed"; the baseline stays the committed "rejected"
+        result = run(tmp_path)
+        assert (only(result).transition, result.exit_code) == (REGRESSED, EXIT_FINDING)
+    assert verdicts(tmp_path) == [REJECTED, CONFIRMED]
+    commit_ledger(repo, "the regressed line, committed with --no-verify")
+    assert run(tmp_path, baseline="HEAD~1").exit_code == EXIT_FINDING  # the Action's base still catches it
+
+
+@pytest.mark.slow
+def test_baseline_head_three_times_adds_no_line(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, DEFECT)
+    run(tmp_path)
+    commit_ledger(repo)
+    before = ledger_bytes(tmp_path)
+    for _ in range(3):
+        result = run(tmp_path, baseline="HEAD")
+        assert (only(result).transition, result.written, result.baseline_ref) == (UNCHANGED, 0, "HEAD")
+    assert ledger_bytes(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_a_fix_passes_and_its_line_is_written_once(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, DEFECT)
+    run(tmp_path)
+    commit_ledger(repo)
+    (tmp_path / "solver.py").write_text(GOOD)
+    first, second = run(tmp_path), run(tmp_path)
+    assert [(only(r).transition, r.exit_code, r.written) for r in (first, second)] == [
+        (FIXED, EXIT_OK, 1), (FIXED, EXIT_OK, 0)]
+    assert only(first).evidence == "check PASS double(1) is 2: double(1) = 2"
+    assert verdicts(tmp_path) == [CONFIRMED, REJECTED]
+
+
+@pytest.mark.slow
+def test_dry_run_judges_but_writes_nothing(tmp_path: Path) -> None:
+    make_repo(tmp_path, DEFECT)
+    result = run(tmp_path, dry_run=True)
+    assert (only(result).transition, only(result).recorded, result.written) == (NEW, False, 0)
+    assert not (tmp_path / LEDGER).exists()
+
+
+@pytest.mark.slow
+def test_a_new_claim_that_cannot_load_fails_the_gate(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=0)
+    (tmp_path / "claims" / "broken.py").write_text('CLAIM = {"text": "FILL IN"}\n')
+    result = run(tmp_path)
+    assert (only(result).transition, only(result).verdict, result.exit_code) == (NEW, NOT_DECIDABLE, EXIT_FINDING)
+    assert only(result).failures == ("new: not decidable (a new claim must give a verdict before the gate takes it in)",)
+
+
+@pytest.mark.slow
+def test_a_claim_importing_from_src_runs(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=0)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "srcsolver.py").write_text(DEFECT)
+    (tmp_path / "claims" / "claim_src.py").write_text(claim_text(module="srcsolver"))
+    assert only(run(tmp_path)).verdict == CONFIRMED
+
+
+@pytest.mark.slow
+def test_ledger_log_after_a_replay_shows_the_claims_lines(tmp_path: Path, cli: Any) -> None:
+    make_repo(tmp_path, DEFECT)
+    run(tmp_path)
+    shown = cli("ledger", "log", cwd=tmp_path)
+    assert shown.returncode == EXIT_OK and shown.stdout.splitlines()[1].split()[1] == CONFIRMED
+    assert "claims/claim_00.py" in shown.stdout
+
+
+@pytest.mark.slow
+def test_claim_repo_gives_the_same_ledger_fields_through_confirm_and_replay(tmp_path: Path) -> None:
+    from physverify import confirm
+
+    repo = make_repo(tmp_path / "project", DEFECT, claims=0)
+    adapters = tmp_path / "adapters" / "claims"
+    adapters.mkdir(parents=True)
+    text = claim_text().replace('"impact": "used",', '"impact": "used",\n    "repo": "../../project",')
+    (adapters / "c.py").write_text(text)
+    direct = confirm.confirm(adapters / "c.py", ledger=tmp_path / "confirm.jsonl", timeout_s=60, trusted=True).record
+    replayed = only(replay.replay([adapters], ledger=tmp_path / "replay.jsonl", trusted=True, timeout_s=60)).record
+    assert replayed is not None and direct["verdict"] == CONFIRMED
+    fields = ("claim_key", "claim_sha256", "file_sha256", "repo_commit", "verdict", "reason", "checks")
+    assert {f: replayed[f] for f in fields} == {f: direct[f] for f in fields}
+    assert direct["repo_commit"] == repo.head.commit.hexsha and direct["file_sha256"] is not None
+
+
+@pytest.mark.slow
+def test_a_removed_claim_is_one_that_existed_at_the_baseline_commit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, GOOD, claims=2)
+    run(tmp_path)
+    commit_ledger(repo)
+    repo.index.remove(["claims/claim_01.py"], working_tree=True)
+    result = run(tmp_path)
+    assert [(r.key, r.transition) for r in result.claims] == [
+        ("claims/claim_00.py", UNCHANGED), ("claims/claim_01.py", REMOVED)]
+    (tmp_path / "claims" / "physverify.yaml").write_text("fail_on: [removed]\n")
+    assert run(tmp_path).exit_code == EXIT_FINDING
+
+
+def test_a_folder_named_twice_or_inside_another_runs_its_claims_once(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD, claims=2)
+    (tmp_path / "claims" / "sub").mkdir()
+    (tmp_path / "claims" / "sub" / "claim_x.py").write_text(claim_text())
+    claims = tmp_path / "claims"
+    result = replay.replay([claims, claims, claims / "sub", Path(f"{claims}/./")], trusted=True, timeout_s=60,
+                           dry_run=True)
+    assert sorted(r.key for r in result.claims) == ["claims/claim_00.py", "claims/claim_01.py", "claims/sub/claim_x.py"]
+
+
+def test_a_fifo_named_like_a_claim_is_not_read(tmp_path: Path) -> None:
+    make_repo(tmp_path, GOOD)
+    os.mkfifo(tmp_path / "claims" / "trap.py")
+    assert [p.name for p in replay.discover(tmp_path / "claims")] == ["claim_00.py"]
+
+
+def test_an_expect_key_may_be_relative_to_the_config_folder_or_the_repository(tmp_path: Path) -> None:
+    from physverify.config import load_config
+
+    make_repo(tmp_path, GOOD)
+    for key in ("claim_00.py", "claims/claim_00.py"):
+        (tmp_path / "claims" / "physverify.yaml").write_text(f"expect:\n  {key}: rejected\n")
+        expect = load_config(tmp_path / "claims").expect
+        assert expect == {(tmp_path / "claims" / "claim_00.py").resolve(): REJECTED}

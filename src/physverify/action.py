@@ -23,7 +23,7 @@ from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.replay import ReplayResult
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
@@ -109,29 +109,12 @@ def _read_event(env: Mapping[str, str]) -> Mapping[str, object]:
 def reachable_baseline(ref: str, workspace: Path) -> tuple[str | None, str | None]:
     """``ref`` when the checkout has it (fetching that one commit if it is missing), else None and a warning.
 
-    actions/checkout fetches one commit by default, so a pull request's base is usually
-    absent; without it the baseline would be the ledger as the pull request left it.
+    Without a reachable base the run falls back to replay's own default, the ledger as
+    committed at HEAD, so a regression committed with --no-verify still fails.
     """
-    import git
+    from physverify import repo
 
-    try:
-        repo = git.Repo(workspace, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None, f"baseline {ref}: {workspace} is not a git checkout; comparing with the ledger as it is"
-    try:
-        repo.commit(ref)
-        return ref, None
-    except (git.BadName, git.BadObject, ValueError):
-        pass
-    try:
-        repo.git.fetch("--no-tags", "--depth=1", "origin", ref)
-        repo.commit(ref)
-        return ref, None
-    except (git.GitCommandError, git.BadName, git.BadObject, ValueError):
-        return None, (
-            f"baseline {ref}: not in the checkout and could not be fetched (use actions/checkout with "
-            "fetch-depth: 0); comparing with the ledger as it is in the checkout"
-        )
+    return repo.reachable(ref, workspace)
 
 
 @dataclass(frozen=True)
@@ -182,6 +165,7 @@ def _sandboxed(inputs: Inputs, baseline: str | None) -> ReplayResult:
     import tempfile
 
     from physverify import sandbox
+    from physverify.report import json as report_json
 
     options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline}
     args = ["replay", *inputs.claims, *(x for k, v in options.items() if v is not None for x in (k, v))]
@@ -192,7 +176,7 @@ def _sandboxed(inputs: Inputs, baseline: str | None) -> ReplayResult:
             notes = "; ".join(ran.notes) or "see the log above"
             raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {notes}")
         data = json.loads(report_path.read_text(encoding="utf-8"))
-    return result_from_json(data, ledger=_host_ledger(inputs))
+    return report_json.from_dict(data, ledger=_host_ledger(inputs))
 
 
 def _host_ledger(inputs: Inputs) -> Path:
@@ -201,51 +185,6 @@ def _host_ledger(inputs: Inputs) -> Path:
     from physverify.replay import default_ledger
 
     return Path(inputs.ledger) if inputs.ledger else default_ledger(load_config(Path(inputs.claims[0])))
-
-
-# The fields report/json.py adds to each ledger object; the rest is the ledger object itself.
-_REPLAY_FIELDS = ("transition", "baseline_verdict", "baseline_date", "expected", "gate_failures", "location", "recorded")
-
-
-def result_from_json(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
-    """The ReplayResult that report/json.py rendered as ``data`` (paths inside the sandbox replaced by ``ledger``)."""
-    from physverify.replay import ReplayResult
-
-    claims = data.get("claims")
-    return ReplayResult(
-        claims=tuple(_claim_run(c) for c in claims if isinstance(c, Mapping)) if isinstance(claims, list) else (),
-        skipped=tuple(str(k) for k in data.get("skipped") or ()),  # type: ignore[attr-defined]
-        ledger=ledger,
-        written=int(data.get("written") or 0),  # type: ignore[call-overload]
-        fail_on=frozenset(str(t) for t in data.get("fail_on") or ()),  # type: ignore[attr-defined]
-        exit_code=int(data.get("exit_code") or 0),  # type: ignore[call-overload]
-        warnings=tuple(str(w) for w in data.get("warnings") or ()),  # type: ignore[attr-defined]
-        notes=tuple(str(n) for n in data.get("notes") or ()),  # type: ignore[attr-defined]
-        baseline_ref=data.get("baseline_ref"),  # type: ignore[arg-type]
-        shard=data.get("shard"),  # type: ignore[arg-type]
-    )
-
-
-def _claim_run(obj: Mapping[str, object]) -> ClaimRun:
-    from physverify.config import REMOVED
-    from physverify.replay import ClaimRun
-
-    place, _, line = str(obj.get("location") or "").rpartition(":")
-    target, number = (place, int(line)) if place and line.isdigit() else (str(obj.get("location")), None)
-    before = obj.get("baseline_verdict")
-    return ClaimRun(
-        key=str(obj.get("claim_key")),
-        transition=str(obj["transition"]),
-        verdict=obj.get("verdict"),  # type: ignore[arg-type]
-        baseline_verdict=before,  # type: ignore[arg-type]
-        record=None if obj["transition"] == REMOVED else {k: v for k, v in obj.items() if k not in _REPLAY_FIELDS},
-        baseline=None if before is None else {"verdict": before, "date": obj.get("baseline_date")},
-        expected=obj.get("expected"),  # type: ignore[arg-type]
-        failures=tuple(str(f) for f in obj.get("gate_failures") or ()),  # type: ignore[attr-defined]
-        target=target,
-        line=number,
-        recorded=bool(obj.get("recorded")),
-    )
 
 
 def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:

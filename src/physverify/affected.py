@@ -18,30 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import git
-
-from physverify import claim
-
-
-def changed_since(repo_root: Path, ref: str) -> frozenset[str]:
-    """Paths (POSIX, relative to the root) that differ between ``ref`` and the working tree, plus untracked files."""
-    from physverify.errors import UsageError
-
-    try:
-        repo = git.Repo(repo_root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise UsageError(f"--changed-since {ref}: {repo_root} is not in a git repository") from None
-    try:
-        commit = repo.commit(ref)
-    except (git.BadName, git.BadObject, ValueError, git.GitCommandError) as exc:
-        raise UsageError(f"--changed-since: {ref!r} is not a commit in {repo.working_tree_dir} ({exc})") from None
-    # diff(None) compares the commit with the working tree, so staged and unstaged edits
-    # both count; a claim being written is usually still untracked, so those count too.
-    paths: set[str] = set()
-    for diff in commit.diff(None):
-        paths.update(p for p in (diff.a_path, diff.b_path) if p)
-    paths.update(repo.untracked_files)
-    return _relative_to(frozenset(paths), Path(repo.working_tree_dir or repo_root), repo_root)
+from physverify import claim, repo
+from physverify.repo import changed_since, files_as_keys, relative_key  # noqa: F401 - their home is repo.py
 
 
 def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) -> frozenset[str]:
@@ -64,32 +42,9 @@ def target_of(claim_path: Path) -> str | None:
     return file if isinstance(file, str) else None
 
 
-def _relative_to(paths: frozenset[str], git_root: Path, repo_root: Path) -> frozenset[str]:
-    if git_root.resolve() == repo_root.resolve():
-        return paths
-    return frozenset(rel for p in paths if (rel := relative_key(git_root / p, repo_root)) is not None)
-
-
-def relative_key(path: Path, repo_root: Path) -> str | None:
-    """``path`` relative to the repository root in POSIX form, or None when it is outside it."""
-    try:
-        return path.resolve().relative_to(repo_root.resolve()).as_posix()
-    except ValueError:
-        return None
-
-
-def files_as_keys(files: Iterable[str], repo_root: Path, cwd: Path) -> frozenset[str]:
-    """The given file names (relative to ``cwd``, as pre-commit passes them) as repository keys."""
-    keys = (relative_key(cwd / name, repo_root) for name in files)
-    return frozenset(key for key in keys if key is not None)
-
-
 def search_roots(claim_folder: Path, repo_root: Path) -> tuple[Path, ...]:
     """Where the claim's child finds top-level modules: its folder, the repository root, src/."""
-    roots = [claim_folder, repo_root]
-    if (repo_root / "src").is_dir():
-        roots.append(repo_root / "src")
-    return tuple(dict.fromkeys(r.resolve() for r in roots))
+    return repo.import_roots(claim_folder, repo_root)
 
 
 def imported_names(source: str) -> list[tuple[int, str, tuple[str, ...]]]:

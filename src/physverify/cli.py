@@ -8,15 +8,25 @@ are caught once, in ``main``.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from physverify import __version__
-from physverify.errors import PhysverifyError
+from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
-from physverify.verdict import EXIT_ERROR, EXIT_OK
+from physverify.verdict import EXIT_CRASH, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so replay kills its claims' process groups on the way out."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
 
 
 # --- flags that several commands share ---------------------------------------------
@@ -46,14 +56,26 @@ def _emit(text: str, output: str | None = None) -> None:
         text += "\n"
     if output is None or output == "-":
         sys.stdout.write(text)
-    else:
+        return
+    try:
         Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PhysverifyError(f"{output}: cannot be written: {exc.strerror or exc}") from None
+
+
+def _check_output(output: str | None, flag: str) -> None:
+    """Refuse an output file that cannot be written before anything runs (issue 13)."""
+    if output is None or output == "-":
+        return
+    from physverify.ledger import check_writable
+
+    check_writable(Path(output), f"the {flag} file")
 
 
 # --- the parser -----------------------------------------------------------------------
-def _confirm_parser(sub: argparse._SubParsersAction) -> None:
+def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     confirm = sub.add_parser(
-        "confirm",
+        "confirm", allow_abbrev=False,
         help="settle one suspected defect: run its control and checks, record a verdict",
         description="Run one claim file's control and checks in a fresh process and record the verdict "
         "(exit 0 rejected, 1 confirmed, 2 not decidable, a load error or a refusal). "
@@ -75,9 +97,9 @@ def _confirm_parser(sub: argparse._SubParsersAction) -> None:
     confirm.add_argument("--line", help="confirm init: the line number in that file")
 
 
-def _run_parser(sub: argparse._SubParsersAction) -> None:
+def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser(
-        "run",
+        "run", allow_abbrev=False,
         help="run the checks() of spec files (verify_*.py) as a plain check suite",
         description="Run each spec file's checks() in a fresh process; one line per check. "
         "Exit 0 when no check is FAIL, ERROR or INCONCLUSIVE, 1 otherwise, 2 when a spec cannot be loaded.",
@@ -87,9 +109,9 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     _add_json_option(run)
 
 
-def _mcp_parser(sub: argparse._SubParsersAction) -> None:
+def _mcp_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mcp = sub.add_parser(
-        "mcp",
+        "mcp", allow_abbrev=False,
         help="MCP server on stdio: run_checks, confirm_claim, replay_claims (docs/mcp.md)",
         description="Serve the MCP tools run_checks, confirm_claim and replay_claims over stdio for an AI "
         "client. Paths outside the project root are refused; running code needs trusted: true or the sandbox.",
@@ -97,18 +119,20 @@ def _mcp_parser(sub: argparse._SubParsersAction) -> None:
     mcp.add_argument("--root", default=".", metavar="DIR", help="the project root; no path outside it is used (default: .)")
 
 
-def _replay_parser(sub: argparse._SubParsersAction) -> None:
+def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify.report import FORMATS
 
     replay = sub.add_parser(
-        "replay",
+        "replay", allow_abbrev=False,
         help="the claims gate: re-run a claims folder and fail when a verdict changes",
         description="Re-run every claim under each CLAIMS_DIR (default: claims) in fresh processes, compare each "
-        "verdict with the ledger's previous line for the claim, and append a line for each new claim and each "
-        "changed verdict. Exit 1 when a claim regressed, was fixed or became undecidable, or differs from its "
-        "'expect' entry in physverify.yaml (its fail_on changes the set); 0 otherwise; 2 for a usage or "
-        "config error. The ledger is --ledger, else the 'ledger' key of physverify.yaml (relative to the claims "
-        "folder), else CLAIMS_DIR/confirm_ledger.jsonl: commit it, it is the gate's memory.",
+        "verdict with the ledger as committed at --baseline (default HEAD; the working ledger only outside git or "
+        "before it was first committed), and append a line for each claim whose verdict differs from the working "
+        "ledger's latest line. Exit 1 when a claim regressed or became undecidable, a new claim is not "
+        "decidable, or a claim differs from its 'expect' entry in physverify.yaml (its fail_on changes the set); "
+        "0 otherwise; 2 for a usage or config error. The ledger is --ledger, else the 'ledger' key of "
+        "physverify.yaml (relative to the claims folder), else CLAIMS_DIR/confirm_ledger.jsonl: commit it, it is "
+        "the gate's memory.",
     )
     replay.add_argument("paths", nargs="*", metavar="CLAIMS_DIR",
                         help="claims folders (default: claims); with --pre-commit, the staged files")
@@ -118,7 +142,7 @@ def _replay_parser(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--timeout", metavar="S",
                         help="the time limit for each claim (default: physverify.yaml's timeout, else 300 s)")
     _add_trusted_option(replay)
-    replay.add_argument("--baseline", metavar="REF", help="compare with the ledger as committed at git REF")
+    replay.add_argument("--baseline", metavar="REF", help="compare with the ledger as committed at git REF (default: HEAD)")
     replay.add_argument("--changed-since", metavar="REF",
                         help="run only the claims whose inputs changed since git REF (working tree and untracked files)")
     replay.add_argument("--files", nargs="+", metavar="F", help="run only the claims these changed files affect")
@@ -130,13 +154,14 @@ def _replay_parser(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--output", metavar="F", help="write the output to F instead of stdout")
     replay.add_argument("--shard", metavar="K/N", help="run only shard K of N (a stable split by claim path)")
     replay.add_argument("--record-all", action="store_true", help="append a ledger line for every claim run")
+    replay.add_argument("--dry-run", action="store_true", help="run and judge the claims but write nothing to the ledger")
 
 
-def _sandbox_parser(sub: argparse._SubParsersAction) -> None:
+def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify import sandbox
 
     box = sub.add_parser(
-        "sandbox",
+        "sandbox", allow_abbrev=False,
         help="run confirm or replay inside a sandbox, for code you do not trust (sandbox/README.md)",
         description="Run 'physverify confirm|replay ARGS' with no network, the repository read-only at /repo, "
         "only the ledger and output files writable, the home folder hidden, and memory and process limits. "
@@ -167,20 +192,26 @@ def _sandbox(args: argparse.Namespace) -> int:
     return run.exit_code
 
 
-def _ledger_parser(sub: argparse._SubParsersAction) -> None:
+def _ledger_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ledger = sub.add_parser(
-        "ledger",
+        "ledger", allow_abbrev=False,
         help="read and join confirm ledgers: a claim's history (log), shard ledgers into one (merge)",
         description="'ledger log' shows the ledger one line per run; 'ledger merge' joins the ledgers of a CI "
         "matrix in date order.",
     )
     actions = ledger.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
-    log = actions.add_parser("log", help="a claim's history, one row per ledger line, oldest first")
-    _add_ledger_option(log)
+    log = actions.add_parser("log", help="a claim's history, one row per ledger line, oldest first",
+                             allow_abbrev=False)
+    _add_replay_ledger_options(log)
     log.add_argument("--claim", metavar="PATH", help="only this claim file's lines (as given or relative to its repository)")
     _add_json_option(log)
+    show = actions.add_parser("show", help="a claim's latest verdict with its control and check lines",
+                              allow_abbrev=False)
+    show.add_argument("claim", metavar="CLAIM", help="the claim file (as given or relative to its repository)")
+    _add_replay_ledger_options(show)
+    _add_json_option(show)
     merge = actions.add_parser(
-        "merge",
+        "merge", allow_abbrev=False,
         help="join ledgers in date order, dropping exact duplicate lines and losing none",
         description="Join shard ledgers into OUT in date order (the same for any order of the inputs). Exact "
         "duplicate lines are kept once; a bad line is reported and copied to the end. OUT must not exist yet.",
@@ -189,23 +220,52 @@ def _ledger_parser(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("-o", "--output", required=True, metavar="OUT", help="the merged ledger (a new file)")
 
 
+def _add_replay_ledger_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ledger", metavar="FILE", help="the JSONL ledger (default: the one replay writes: "
+                        "physverify.yaml's ledger in the claims folder, else CLAIMS/confirm_ledger.jsonl, "
+                        f"else ./{DEFAULT_LEDGER})")
+    parser.add_argument("--claims", metavar="DIR", help="the claims folder whose ledger to read (default: claims)")
+
+
+def _ledger_path(ledger: str | None, claims: str | None) -> Path:
+    """--ledger, else the ledger replay writes for the claims folder, else confirm's default (as replay resolves it)."""
+    from physverify.config import load_config
+    from physverify.replay import DEFAULT_CLAIMS_DIR, default_ledger
+
+    if ledger is not None:
+        return Path(ledger)
+    folder = Path(claims or DEFAULT_CLAIMS_DIR)
+    if folder.is_dir():
+        return default_ledger(load_config(folder))
+    if claims is not None:
+        raise UsageError(f"{folder}: no such claims folder")
+    return Path(DEFAULT_LEDGER)
+
+
 def _ledger(args: argparse.Namespace) -> int:
     from physverify import ledger
-    from physverify.report import ledger_text
+    from physverify.report import ledger_text, text
 
     if args.ledger_command == "merge":
         merged = ledger.merge([Path(p) for p in args.inputs], Path(args.output))
         _warn(merged.problems)
         _emit(ledger_text.render_merge(merged))
         return merged.exit_code
-    history = ledger.log(Path(args.ledger), claim=args.claim)
+    path = _ledger_path(args.ledger, args.claims)
+    _check_output(args.json, "--json")
+    if args.ledger_command == "show":
+        shown = ledger.show(path, args.claim)
+        _warn(shown.problems)
+        _emit_json_or_text(shown.record, args.json, lambda: text.render_confirm(shown.record))
+        return shown.exit_code
+    history = ledger.log(path, claim=args.claim)
     _warn(history.problems)
     rows = [row._asdict() for row in history.rows]
     _emit_json_or_text(rows, args.json, lambda: ledger_text.render_log(history))
     return history.exit_code
 
 
-def _report_parser(sub: argparse._SubParsersAction) -> None:
+def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify.report import html
 
     report = sub.add_parser(
@@ -239,7 +299,7 @@ def _warn(problems: Sequence[str]) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="physverify",
+        prog="physverify", allow_abbrev=False,
         description="Settle suspected defects in physics simulation code against references written from the "
         "physics, and keep the verdicts as a gate.",
     )
@@ -257,9 +317,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- the commands ---------------------------------------------------------------------
 def _confirm(args: argparse.Namespace) -> int:
+    import json
+
     from physverify import claim, confirm
     from physverify.report import text
 
+    if args.claim != "init" and (args.text, args.file, args.line) != (None, None, None):
+        raise UsageError("--text, --file and --line belong to 'confirm init CLAIM.py'; a claim file keeps them in CLAIM")
     if args.claim == "init":
         if args.init_path is None:
             raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
@@ -268,6 +332,7 @@ def _confirm(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
+    _check_output(args.json, "--json")
     evaluation = confirm.confirm(
         Path(args.claim),
         ledger=Path(args.ledger),
@@ -275,7 +340,10 @@ def _confirm(args: argparse.Namespace) -> int:
         trusted=args.trusted,
         allow_dependent_reference=args.allow_dependent_reference,
     )
-    _emit_json_or_text(evaluation.record, args.json, lambda: text.render_confirm(evaluation.record))
+    if args.json is not None:  # spec section 7: only --json - replaces the text verdict
+        _emit(json.dumps(evaluation.record, indent=None if args.json == "-" else 2, ensure_ascii=False), args.json)
+    if args.json != "-":
+        _emit(text.render_confirm(evaluation.record))
     return evaluation.verdict.exit_code
 
 
@@ -296,10 +364,11 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         dirs, files = list(args.paths) + ([args.claims] if args.claims else []), args.files
     progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
+    _check_output(args.output, "--output")
     result = replay.replay(
         dirs, ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
         baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
-        shard=args.shard, record_all=args.record_all, progress=progress,
+        shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress,
     )
     _emit(report.render(args.format, result), args.output)
     return result.exit_code
@@ -324,30 +393,59 @@ def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callab
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = _install_sigterm()
     try:
-        if args.command == "confirm":
-            return _confirm(args)
-        elif args.command == "run":
-            return _run(args)
-        elif args.command == "replay":
-            return _replay(args)
-        elif args.command == "mcp":
-            from physverify import mcp_server
-
-            mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
-            return EXIT_OK
-        elif args.command == "sandbox":
-            return _sandbox(args)
-        elif args.command == "ledger":
-            return _ledger(args)
-        elif args.command == "report":
-            return _report(args)
-        elif args.command is None:
-            parser.print_help()
-            return EXIT_ERROR
-        raise NotImplementedError(args.command)
+        return _dispatch(parser, args)
     except PhysverifyError as exc:
         sys.stderr.write(f"physverify: {exc}\n")
         return EXIT_ERROR
     except BrokenPipeError:  # `physverify ... | head`: the reader left, nothing to report
         return EXIT_ERROR
+    except KeyboardInterrupt:  # replay has killed its claims on the way here
+        sys.stderr.write("physverify: interrupted\n")
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        sys.stderr.write("physverify: terminated\n")
+        return EXIT_TERMINATED
+    except Exception as exc:  # a bug: one line, never exit 1 (which means "confirmed")
+        sys.stderr.write(f"physverify: internal error ({type(exc).__name__}: {exc}); this is a bug in physverify, "
+                         "please report it with the command you ran (set PHYSVERIFY_DEBUG=1 for the traceback)\n")
+        if os.environ.get("PHYSVERIFY_DEBUG"):
+            raise
+        return EXIT_CRASH
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _install_sigterm() -> Any:
+    """SIGTERM raises in the main thread, so running claims are killed as for Ctrl-C; the old handler to restore."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # signal.signal works only there
+        return None
+    return signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.command == "confirm":
+        return _confirm(args)
+    elif args.command == "run":
+        return _run(args)
+    elif args.command == "replay":
+        return _replay(args)
+    elif args.command == "mcp":
+        from physverify import mcp_server
+
+        mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
+        return EXIT_OK
+    elif args.command == "sandbox":
+        return _sandbox(args)
+    elif args.command == "ledger":
+        return _ledger(args)
+    elif args.command == "report":
+        return _report(args)
+    elif args.command is None:
+        parser.print_help()
+        return EXIT_ERROR
+    raise NotImplementedError(args.command)

@@ -17,21 +17,15 @@ from typing import Any
 import yaml
 
 from physverify.errors import ConfigError
+
+# The transitions and the default fail_on live with the gate's rules (gate.py); users write
+# their names here, in fail_on, and older imports of them from this module keep working.
+from physverify.gate import (  # noqa: F401 - re-exported
+    DECIDED, DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE,
+)
 from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"
-
-# The transitions of a claim between its baseline and this run. They are named here,
-# beside fail_on, because this is where users write them; replay.py uses the same names.
-NEW = "new"
-UNCHANGED = "unchanged"
-FIXED = "fixed"  # confirmed -> rejected
-REGRESSED = "regressed"  # rejected -> confirmed: the defect is back
-UNDECIDABLE = "undecidable"  # confirmed/rejected -> not decidable
-DECIDED = "decided"  # not decidable -> confirmed/rejected
-REMOVED = "removed"  # in the baseline, the claim file is gone
-TRANSITIONS = (NEW, UNCHANGED, FIXED, REGRESSED, UNDECIDABLE, DECIDED, REMOVED)
-DEFAULT_FAIL_ON = frozenset({REGRESSED, FIXED, UNDECIDABLE})
 
 KNOWN_KEYS = ("timeout", "jobs", "ledger", "fail_on", "exclude", "expect")
 
@@ -145,8 +139,18 @@ def _expect(path: Path, folder: Path, value: object) -> dict[Path, str]:
             raise ConfigError(
                 f"{path}: expect: {claim!r}: {verdict!r} is not a verdict (known: {', '.join(VERDICTS)})"
             )
-        target = folder / claim
-        if not target.is_file():  # a typo here would make the expectation never apply
-            raise ConfigError(f"{path}: expect: {claim!r} is not a file in {folder}")
+        target = _expected_file(folder, claim)
+        if target is None:  # a typo here would make the expectation never apply
+            raise ConfigError(f"{path}: expect: {claim!r} is not a file in {folder} or in its repository")
         expect[target.resolve()] = verdict
     return expect
+
+
+def _expected_file(folder: Path, claim: str) -> Path | None:
+    """An expect key: relative to the folder of physverify.yaml, else the repository-relative key reports print."""
+    from physverify.repo import root_for
+
+    for base in (folder, root_for(folder)):
+        if (base / claim).is_file():
+            return base / claim
+    return None

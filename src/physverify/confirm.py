@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from physverify import __version__, claim, isolate, specscan
+from physverify import __version__, claim, isolate, repo, specscan
+from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.errors import RefusedError, UsageError
-from physverify.ledger import LEDGER_VERSION, append_record, claim_key, repo_commit, repo_root_for
 from physverify.verdict import Verdict, decide
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -66,10 +66,10 @@ def confirm(
     """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
     require_trust(trusted)  # before anything is read, run or written
     seconds = parse_timeout(timeout_s)
-    if not Path(ledger).parent.is_dir():  # found before the run, not after minutes of it
-        raise UsageError(f"{ledger}: the ledger's folder does not exist")
+    destination = Path(ledger)
+    _ledger.check_writable(destination)  # found before the run, not after minutes of it
     evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference)
-    append_record(Path(ledger), evaluation.record)
+    _ledger.append_record(destination, evaluation.record)
     return evaluation
 
 
@@ -78,23 +78,24 @@ def evaluate(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     allow_dependent_reference: str | None = None,
-    repo_root: Path | None = None,
-    commit_of: Callable[[Path], str | None] = repo_commit,
+    commit_of: Callable[[Path], str | None] = repo.commit,
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
-    ``commit_of`` looks up ``repo_commit`` for the root; replay passes one that remembers
-    the answer for the whole run.
+    ``commit_of`` looks up ``repo.commit`` for the root; replay passes one that remembers
+    the answer for the whole run. The root is always spec section 3's (CLAIM["repo"], else
+    the checkout holding the claim), so replay and confirm write the same fields.
     """
     claim_path = Path(claim_path)
     record = _base_record(claim_path, timeout_s)
     try:
         claim_file = claim.read_claim(claim_path)
     except claim.ClaimLoadError as exc:
-        root = repo_root or _root_for(claim_path, exc.claim)
+        root = repo.claim_root(claim_path, exc.claim)
         record.update(_claim_fields(exc.claim, root, claim_path, commit_of))
+        record["stderr_tail"] = ""  # an error: a string, though nothing ran to write to stderr
         return _finish(record, decide(load_error=str(exc)))
-    root = repo_root or _root_for(claim_path, claim_file.claim)
+    root = repo.claim_root(claim_path, claim_file.claim)
     record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
     notes = specscan.reference_notes(claim_path, claim_file.claim)
     if allow_dependent_reference is not None:
@@ -102,7 +103,9 @@ def evaluate(
         notes = []
     if notes:  # rule 1 is static: nothing runs
         return _finish(record, decide(dependent_notes=notes))
-    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=[root])
+    # the claim's folder (run_child puts it first), the repository root, src/ when present
+    roots = repo.import_roots(claim_path.resolve().parent, root)[1:]
+    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env())
     return _finish(record, _decide_child(record, child, timeout_s, claim_path))
 
 
@@ -115,50 +118,27 @@ def _decide_child(record: dict[str, Any], child: isolate.ChildOutcome, timeout_s
     load_error = f"{claim_path}: {problem}" if problem else None
     statuses = [o["status"] for o in ([control] if control else []) + checks]
     if child.timed_out or load_error or ERROR in statuses:
-        record["stderr_tail"] = child.stderr_tail or None
+        record["stderr_tail"] = child.stderr_tail or ""  # a string after every error or timeout, never null
     return decide(load_error=load_error, timed_out=child.timed_out, timeout_s=timeout_s, control=control, checks=checks)
-
-
-# The field order of spec section 3 (claim_key, for replay, follows claim_file), so a
-# ledger line reads top to bottom.
-FIELDS = (
-    "ledger_version", "date", "physverify", "claim_file", "claim_key", "claim_sha256",
-    *claim.REQUIRED_KEYS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks",
-    "allow_dependent_reference", "timeout_s", "stderr_tail",
-)
 
 
 def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
     record["verdict"], record["reason"] = verdict.verdict, verdict.reason
-    ordered = {key: record[key] for key in FIELDS if key in record}
-    return Evaluation(ordered, verdict)
+    return Evaluation(_ledger.ordered(record), verdict)
 
 
 def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
-    return {
-        "ledger_version": LEDGER_VERSION,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "physverify": __version__,
-        "claim_file": str(claim_path),
-        "claim_key": None,
-        "claim_sha256": _sha256_or_none(claim_path),
-        "file_sha256": None,
-        "repo_commit": None,
-        "verdict": None,
-        "reason": None,
-        "control": None,
-        "checks": [],
-        "allow_dependent_reference": None,
-        "timeout_s": timeout_s,
-        "stderr_tail": None,
-    }
+    date = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record = _ledger.new_record(str(claim_path), date, __version__, timeout_s)
+    record["claim_sha256"] = _sha256_or_none(claim_path)
+    return record
 
 
 def _claim_fields(
     values: Mapping[str, Any] | None, root: Path, claim_path: Path, commit_of: Callable[[Path], str | None]
 ) -> dict[str, Any]:
     """The CLAIM fields, the claim's key, the target file's hash and the commit."""
-    fields: dict[str, Any] = {"claim_key": claim_key(claim_path, root), "repo_commit": commit_of(root)}
+    fields: dict[str, Any] = {"claim_key": repo.claim_key(claim_path, root), "repo_commit": commit_of(root)}
     if values is None:
         return fields  # the file could not be read at all: no CLAIM fields (spec section 3)
     for key in claim.REQUIRED_KEYS:
@@ -167,15 +147,6 @@ def _claim_fields(
     target = find_target(root, claim_path, values.get("file"))
     fields["file_sha256"] = _sha256_or_none(target) if target is not None else None
     return fields
-
-
-def _root_for(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
-    """The repository root of spec section 3: CLAIM["repo"], else the checkout holding the claim."""
-    folder = claim_path.resolve().parent
-    repo = values.get("repo") if values else None
-    if isinstance(repo, str) and repo and not os.environ.get("PHYSVERIFY_REPO"):
-        return repo_root_for((folder / repo).resolve())
-    return repo_root_for(folder)
 
 
 def find_target(root: Path, claim_path: Path, file: object) -> Path | None:

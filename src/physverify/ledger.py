@@ -21,7 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
-from physverify.errors import PhysverifyError
+from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
+from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_OK
 
 try:  # POSIX; on Windows the single O_APPEND write is the only guard
@@ -31,6 +32,42 @@ except ImportError:  # pragma: no cover - Windows
 
 LEDGER_VERSION = 1
 DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
+
+# --- the line's schema (spec section 3) -------------------------------------------------
+# The field order of spec section 3 (claim_key, for replay, follows claim_file), so a line
+# reads top to bottom; every line has every field, null when unknown.
+FIELDS = (
+    "ledger_version", "date", "physverify", "claim_file", "claim_key", "claim_sha256",
+    *CLAIM_FIELDS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks",
+    "allow_dependent_reference", "timeout_s", "stderr_tail",
+)
+# Fields a line always carries even when the claim could not be read (its CLAIM fields are
+# then absent, spec section 3).
+_ALWAYS = frozenset(FIELDS) - frozenset(CLAIM_FIELDS)
+
+
+def new_record(claim_file: str, date: str, version: str, timeout_s: float) -> dict[str, Any]:
+    """A ledger line with every field at its default, to be filled in by one run."""
+    record: dict[str, Any] = dict.fromkeys(sorted(_ALWAYS))
+    record.update(ledger_version=LEDGER_VERSION, date=date, physverify=version, claim_file=claim_file,
+                  checks=[], timeout_s=timeout_s)
+    return record
+
+
+def ordered(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` in the schema's field order (fields outside the schema dropped)."""
+    return {key: record[key] for key in FIELDS if key in record}
+
+
+def check_writable(path: Path, what: str = "the ledger") -> None:
+    """Raise PhysverifyError unless ``path`` can be created or appended to: found before anything runs."""
+    if path.is_dir():
+        raise UsageError(f"{path}: {what} is a folder, not a file")
+    if not path.parent.is_dir():
+        raise UsageError(f"{path}: {what}'s folder does not exist")
+    target = path if path.exists() else path.parent
+    if not os.access(target, os.W_OK):
+        raise UsageError(f"{path}: {what} is not writable")
 
 
 # --- writing --------------------------------------------------------------------------
@@ -187,54 +224,7 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
     return _Line(number, raw, value, None)
 
 
-# --- the repository: root, commit, claim key ------------------------------------------
-def repo_root_for(folder: Path) -> Path:
-    """Return $PHYSVERIFY_REPO, else the git working tree holding ``folder``, else ``folder`` (section 3)."""
-    sandbox = os.environ.get("PHYSVERIFY_REPO")
-    if sandbox:
-        return Path(sandbox)
-    repo = _open_repo(folder)
-    if repo is None or repo.working_tree_dir is None:  # not in git, or a bare repository
-        return folder.resolve()
-    return Path(repo.working_tree_dir)
-
-
-def repo_commit(root: Path) -> str | None:
-    """Return HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None."""
-    sandbox = os.environ.get("PHYSVERIFY_REPO_COMMIT")
-    if sandbox:  # the container has the files but not the .git folder (sandbox/README.md)
-        return sandbox
-    repo = _open_repo(root)
-    if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
-        return None
-    import git
-
-    try:
-        # Untracked files do not count: a new scratch file does not change what HEAD's code does.
-        dirty = repo.is_dirty(index=True, working_tree=True, untracked_files=False)
-    except git.GitCommandError:  # e.g. git's "dubious ownership" refusal: the state is unknown, so null
-        return None
-    return repo.head.commit.hexsha + ("-dirty" if dirty else "")
-
-
-def _open_repo(folder: Path) -> Any:
-    """Return the GitPython Repo holding ``folder``, or None outside git."""
-    try:
-        import git  # imported here: without a git executable the import itself fails
-    except ImportError:  # no git on this machine: nothing can be a checkout (spec: null)
-        return None
-    try:
-        return git.Repo(folder, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, OSError):
-        return None
-
-
-def claim_key(claim_path: Path, repo_root: Path) -> str:
-    """Return the claim file's path relative to the repository root, POSIX separators (the replay key)."""
-    relative = os.path.relpath(claim_path.resolve(), repo_root.resolve())
-    return PurePath(relative).as_posix()
-
-
+# --- keys ---------------------------------------------------------------------------
 def _record_key(record: Mapping[str, Any]) -> str | None:
     """Return a record's claim key: "claim_key" when written by confirm/replay, else "claim_file"."""
     key = record.get("claim_key") or record.get("claim_file")
@@ -290,7 +280,9 @@ def _claim_keys(claim: str | None) -> set[str] | None:
     keys = {_normal(claim)}
     path = Path(claim)
     if path.exists():
-        keys.add(claim_key(path, repo_root_for(path.parent)))
+        from physverify import repo
+
+        keys.add(repo.claim_key(path, repo.root_for(path.parent)))
     return keys
 
 
@@ -306,6 +298,24 @@ def _row(record: Mapping[str, Any]) -> LogRow:
         return "" if value is None else str(value)
 
     return LogRow(text("date"), text("verdict"), text("repo_commit"), _record_key(record) or "", text("reason"))
+
+
+# --- ledger show ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ShowResult:
+    record: dict[str, Any]
+    problems: list[str]
+    exit_code: int = EXIT_OK
+
+
+def show(ledger: Path, claim: str) -> ShowResult:
+    """The latest line for ``claim`` (as given or relative to its repository); PhysverifyError when none."""
+    read = read_ledger(ledger)
+    keys = _claim_keys(claim) or set()
+    found = [r for r in read.records if _record_key(r) in keys]
+    if not found:
+        raise PhysverifyError(f"{ledger}: no line for the claim {claim}")
+    return ShowResult(found[-1], read.problems)
 
 
 # --- ledger merge ---------------------------------------------------------------------

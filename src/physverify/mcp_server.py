@@ -60,10 +60,11 @@ line as JSON, then (when the deciding check measured an order) a PNG of its conv
 REPLAY_CLAIMS_DOC = """Replay a claims folder as a gate: re-run every claim and report how each verdict moved.
 
 What it runs: every claim file under the folder (default claims/), each in its own fresh process,
-with the same verdict rules as confirm_claim; compares each verdict with the ledger's previous one
-(or with the ledger committed at git `baseline`) and names the transitions: regressed (the defect
-is back), fixed, undecidable, decided, new, unchanged, removed. It appends a ledger line for each
-new claim and each changed verdict (every claim with record_all), like `physverify replay`.
+with the same verdict rules as confirm_claim; compares each verdict with the ledger as committed
+at git `baseline` (default HEAD; the working ledger only outside git) and names the transitions:
+regressed (the defect is back), fixed, undecidable, decided, new, unchanged, removed. It appends a
+ledger line for each claim whose verdict differs from the ledger's latest line (every claim with
+record_all), like `physverify replay`.
 When to use it: before committing a change to solver code, to see whether a known defect came back
 or a fix holds. `changed_since` (a git ref) or `files` limit the run to the claims those changes
 affect; `shard` is K/N. Runs project code: needs trusted: true (or the sandbox).

@@ -1,8 +1,14 @@
 """``physverify replay``: the claims gate (DESIGN.md, "Replay: the gate").
 
 replay = discovery + baseline + ``confirm.evaluate`` for each claim (in parallel) +
-transitions + ledger writes. Each claim goes through the same isolated child and the
-same verdict rules as ``confirm``; nothing here runs a claim or decides a verdict itself.
+the rules of gate.py + ledger writes. Each claim goes through the same isolated child
+and the same verdict rules as ``confirm``; nothing here runs a claim or decides a
+verdict itself, and the transitions and the gate live in gate.py.
+
+The baseline is the ledger as committed at --baseline REF (default HEAD); only outside
+git, or before the ledger was ever committed, is it the working ledger as the run found
+it. A line is written when a claim's verdict differs from the working ledger's latest
+line for it, so re-running never adds a line and never clears a finding.
 
 The ledger, when no --ledger is given: the ``ledger`` key of the first claims folder's
 physverify.yaml (relative to that folder), else ``confirm_ledger.jsonl`` inside the first
@@ -18,22 +24,21 @@ import fnmatch
 import functools
 import hashlib
 import os
+import signal
+import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import git
-
-from physverify import affected, claim, confirm, ledger
-from physverify.config import (
-    DECIDED, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE, Config, load_config,
-)
+from physverify import affected, claim, confirm, gate, ledger, repo
+from physverify.config import Config, load_config
 from physverify.errors import UsageError
-from physverify.verdict import CONFIRMED, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED, VERDICTS
+from physverify.gate import REMOVED, TRANSITIONS, UNCHANGED
+from physverify.verdict import EXIT_FINDING, EXIT_OK, evidence
 
 DEFAULT_CLAIMS_DIR = "claims"
 # Folders that hold installed or generated code, never claims (one set, used only here).
@@ -43,6 +48,8 @@ __all__ = [
     "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
     "is_skipped_dir", "load_baseline", "parse_shard", "replay", "transition",
 ]
+
+transition = gate.transition  # the name older callers import from here
 
 
 @dataclass(frozen=True)
@@ -75,11 +82,16 @@ class ClaimRun:
             return "the claim file is gone; its last verdict was " + str(self.baseline_verdict)
         return str(self.record.get("reason") or "")
 
+    @property
+    def evidence(self) -> str | None:
+        """The check that decided the verdict, 'check FAIL <label>: <message>' (None for an unchanged, passing claim)."""
+        if self.transition == UNCHANGED and not self.failures:
+            return None
+        return evidence(self.record or self.baseline or {})
+
     def change(self) -> str:
         """The transition in words, with both verdicts: 'regressed: rejected -> confirmed'."""
-        if self.transition in (NEW, UNCHANGED):
-            return f"{self.transition}: {self.verdict}"
-        return f"{self.transition}: {self.baseline_verdict or 'no verdict'} -> {self.verdict or 'removed'}"
+        return gate.change(self.transition, self.baseline_verdict, self.verdict)
 
 
 @dataclass(frozen=True)
@@ -126,31 +138,22 @@ class _Planned:
     config: Config
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """The latest line per claim key the run is judged against, where it came from, and reader warnings."""
+
+    latest: Mapping[str, Mapping[str, Any]]
+    ref: str | None  # the commit it was read at; None: the working ledger (outside git, never committed)
+    problems: tuple[str, ...] = ()
+
+
 Progress = Callable[[ClaimRun, int, int], None]
 
 
 # --- pure parts -------------------------------------------------------------------------
-def transition(before: str | None, after: str) -> str:
-    """The transition from a baseline verdict (None: no line yet) to this run's verdict."""
-    if before not in VERDICTS:  # no line yet, or a line without a verdict we know: nothing to compare with
-        return NEW
-    if before == after:
-        return UNCHANGED
-    if after == NOT_DECIDABLE:
-        return UNDECIDABLE
-    if before == NOT_DECIDABLE:
-        return DECIDED
-    return FIXED if (before, after) == (CONFIRMED, REJECTED) else REGRESSED
-
-
 def gate_failures(run: ClaimRun, fail_on: frozenset[str]) -> tuple[str, ...]:
-    """Why ``run`` fails the gate: its transition is in fail_on, or its verdict is not the expected one."""
-    reasons = []
-    if run.transition in fail_on:
-        reasons.append(run.change())
-    if run.expected is not None and run.verdict != run.expected:
-        reasons.append(f"expected {run.expected} (physverify.yaml), got {run.verdict or 'removed'}")
-    return tuple(reasons)
+    """Why ``run`` fails the gate under ``fail_on`` (gate.failures applied to a ClaimRun)."""
+    return gate.failures(run.transition, run.baseline_verdict, run.verdict, run.expected, fail_on)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -176,8 +179,16 @@ def _excluded(relative: str, globs: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(relative, g) or fnmatch.fnmatchcase(name, g) for g in globs)
 
 
+def _regular(path: Path) -> bool:
+    # Only regular files are read: a FIFO (or a device) named x.py would block the read forever.
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def discover(folder: Path, exclude: Sequence[str] = ()) -> list[Path]:
-    """Claim files under ``folder``: *.py binding CLAIM at top level (read statically), sorted."""
+    """Claim files under ``folder``: regular *.py files binding CLAIM at top level (read statically), sorted."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = [d for d in dirnames if not is_skipped_dir(d)]  # pruned, so a trap in .venv is never read
@@ -185,18 +196,23 @@ def discover(folder: Path, exclude: Sequence[str] = ()) -> list[Path]:
             path = Path(dirpath) / name
             relative = path.relative_to(folder).as_posix()
             if name.endswith(".py") and not name.startswith(("_", ".")) and not _excluded(relative, exclude):
-                if claim.binds_claim(path):  # files without CLAIM are helpers
+                if _regular(path) and claim.binds_claim(path):  # files without CLAIM are helpers
                     found.append(path)
     return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
 
 
 # --- settings ---------------------------------------------------------------------------
 def _folders(claims_dirs: Sequence[Path | str]) -> list[Path]:
+    """The claims folders, each once: a folder named twice, or inside another named one, is dropped."""
     folders = [Path(d) for d in (claims_dirs or [DEFAULT_CLAIMS_DIR])]
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder}: no such claims folder")
-    return folders
+    kept: list[Path] = []
+    for folder in sorted(folders, key=lambda f: len(f.resolve().parts)):
+        if not any(folder.resolve().is_relative_to(k.resolve()) for k in kept):
+            kept.append(folder)
+    return sorted(kept, key=folders.index)  # the order given: the first folder's settings count
 
 
 def _jobs(value: int | str | None, configured: int | None) -> int:
@@ -217,36 +233,31 @@ def default_ledger(first: Config) -> Path:
 
 
 # --- baseline ---------------------------------------------------------------------------
-def _ledger_at(ref: str, ledger_path: Path, root: Path) -> tuple[list[Mapping[str, Any]], list[str]]:
-    """The ledger file as committed at ``ref`` (empty when it did not exist there)."""
-    try:
-        repo = git.Repo(root, search_parent_directories=True)
-        commit = repo.commit(ref)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise UsageError(f"--baseline {ref}: {root} is not in a git repository") from None
-    except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
-        raise UsageError(f"--baseline: {ref!r} is not a commit in {repo.working_tree_dir}") from None
-    relative = affected.relative_key(ledger_path, Path(repo.working_tree_dir or root))
-    if relative is None:
-        raise UsageError(f"--baseline {ref}: the ledger {ledger_path} is not inside the repository")
-    try:
-        data = (commit.tree / relative).data_stream.read()
-    except KeyError:  # no ledger at that commit: every claim is new
-        return [], []
-    read = ledger.parse_ledger(data, f"{relative}@{ref}")  # the one tolerant reader, as for the file
-    return list(read.records), list(read.problems)
+def load_baseline(ledger_path: Path, ref: str | None) -> Baseline:
+    """The ledger the run is judged against, read once before anything runs.
 
-
-def load_baseline(ledger_path: Path, ref: str | None, folder: Path) -> tuple[dict[str, Mapping[str, Any]], list[str]]:
-    """The latest line per claim key, read once before anything runs, and the reader's warnings."""
-    root = ledger.repo_root_for(folder)
-    records: list[Mapping[str, Any]]
-    if ref is None:
-        read = ledger.read_ledger(ledger_path)
-        records, problems = list(read.records), [str(p) for p in read.problems]
+    ``ref`` given: the ledger as committed there (none there: every claim is new). No
+    ref: as committed at HEAD, or the working ledger outside git or before it was ever
+    committed.
+    """
+    if ref is not None:
+        data = repo.file_at(ledger_path, ref)
+        used: str | None = ref
     else:
-        records, problems = _ledger_at(ref, ledger_path, root)
-    return dict(ledger.latest_by_claim(records)), problems
+        data = repo.committed_at_head(ledger_path)
+        used = "HEAD" if data is not None else None
+    if used is None:
+        read = ledger.read_ledger(ledger_path)
+        name = str(ledger_path)
+    else:
+        name = f"{ledger_path}@{used}"
+        read = ledger.parse_ledger(data or b"", name)  # the one tolerant reader, as for the file
+    return Baseline(ledger.latest_by_claim(read.records), used, tuple(read.problems))
+
+
+def _recorded(ledger_path: Path) -> dict[str, dict[str, Any]]:
+    """The working ledger's latest line per claim: what a line is compared with before it is written."""
+    return ledger.latest_by_claim(ledger.read_ledger(ledger_path).records)
 
 
 # --- planning ---------------------------------------------------------------------------
@@ -262,49 +273,109 @@ def _select(planned: list[_Planned], before: Mapping[str, Any], changed: frozens
     return [p for p in planned if p.key in keep], [p.key for p in planned if p.key not in keep]
 
 
+def _claim_values(path: Path) -> Mapping[str, Any] | None:
+    try:
+        return claim.read_claim(path).claim
+    except claim.ClaimLoadError as exc:
+        return exc.claim
+
+
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Planned]:
-    planned: list[_Planned] = []
+    planned: dict[Path, _Planned] = {}
     for cfg in configs:
-        root = ledger.repo_root_for(cfg.folder)
         for path in discover(cfg.folder, cfg.exclude):
-            key = ledger.claim_key(path, root)
-            if shard is None or in_shard(key, *shard):
-                planned.append(_Planned(path, key, root, cfg))
-    return planned
+            # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
+            root = repo.claim_root(path, _claim_values(path))
+            key = repo.claim_key(path, root)
+            if (shard is None or in_shard(key, *shard)) and path.resolve() not in planned:
+                planned[path.resolve()] = _Planned(path, key, root, cfg)
+    return list(planned.values())
 
 
-def _removed(configs: Sequence[Config], before: Mapping[str, Mapping[str, Any]], shard: tuple[int, int] | None,
+def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str], shard: tuple[int, int] | None,
              fail_on: frozenset[str]) -> list[ClaimRun]:
-    """Baseline claims under the replayed folders whose file is gone (or no longer binds CLAIM)."""
+    """Baseline claims under the replayed folders whose file is gone, and that existed at the baseline commit."""
     runs = []
+    seen = set(planned)
     for cfg in configs:
-        root = ledger.repo_root_for(cfg.folder)
-        prefix = affected.relative_key(cfg.folder, root) or ""
-        for key, base in before.items():
-            under = prefix in ("", ".") or key.startswith(prefix + "/")
-            if under and _gone(root / key) and (shard is None or in_shard(key, *shard)):
-                line = base.get("line")
-                run = ClaimRun(key, REMOVED, None, base.get("verdict"), None, base, target=base.get("file"),
-                               line=line if isinstance(line, int) else None)
-                runs.append(replace(run, failures=gate_failures(run, fail_on)))
+        root = repo.root_for(cfg.folder)
+        prefix = repo.relative_key(cfg.folder, root) or ""
+        keys = [key for key in baseline.latest if key not in seen and (prefix in ("", ".") or key.startswith(prefix + "/"))
+                and _gone(root / key) and (shard is None or in_shard(key, *shard))]
+        existed = repo.paths_at(root, baseline.ref, keys) if baseline.ref is not None else frozenset(keys)
+        for key in sorted(existed):
+            seen.add(key)
+            base = baseline.latest[key]
+            line = base.get("line")
+            run = ClaimRun(key, REMOVED, None, base.get("verdict"), None, base, target=base.get("file"),
+                           line=line if isinstance(line, int) else None)
+            runs.append(replace(run, failures=gate_failures(run, fail_on)))
     return sorted(runs, key=lambda r: r.key)
 
 
 def _gone(path: Path) -> bool:
-    return not path.is_file() or not claim.binds_claim(path)
+    return not _regular(path) or not claim.binds_claim(path)
 
 
 # --- running ----------------------------------------------------------------------------
-@contextmanager
-def _mapper(jobs: int) -> Iterator[Callable[..., Iterator[Any]]]:
-    """``map`` for one job, a thread pool's map otherwise: the same function runs either way.
+def _kill_claim_groups() -> None:
+    """Kill the process group of every claim child still running (each leads its own session).
 
-    Threads suffice because each claim runs in its own child process (isolate.py)."""
+    Only our direct children that lead their own group are claims (isolate.py starts each
+    in a new session); git processes GitPython keeps open share our group and are left alone.
+    """
+    me = os.getpid()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # not Linux: the children end when their pipes close
+        return
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone in the meantime
+        pid, ppid, pgid = int(entry), int(fields[1]), int(fields[2])
+        if ppid == me and pgid == pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass  # already gone
+
+
+def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Sequence[_Planned], jobs: int) -> list[ClaimRun]:
+    """``run_one`` over the claims: a plain loop for one job, a thread pool otherwise (each claim is its own process).
+
+    On Ctrl-C or SIGTERM (any BaseException) nothing new starts, every running claim's
+    process group is killed, and the exception goes on to cli.main.
+    """
     if jobs == 1:
-        yield map
-    else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            yield pool.map
+        try:
+            return [run_one(item) for item in planned]
+        except BaseException:  # clean up the running child, then re-raise
+            _kill_claim_groups()
+            raise
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    futures: list[Future[ClaimRun]] = [pool.submit(run_one, item) for item in planned]
+    try:
+        runs = [future.result() for future in futures]
+    except BaseException:  # clean up: stop queued claims, kill running ones, then re-raise
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop(futures)
+        raise
+    pool.shutdown()
+    return runs
+
+
+def _stop(futures: Sequence[Future[ClaimRun]]) -> None:
+    # A worker may be between taking its claim and starting the child: kill again until
+    # every worker has returned (each returns as soon as its child is gone).
+    for _ in range(100):
+        _kill_claim_groups()
+        if all(f.done() for f in futures):
+            return
+        time.sleep(0.05)
 
 
 def _target(record: Mapping[str, Any], item: _Planned) -> str | None:
@@ -312,31 +383,35 @@ def _target(record: Mapping[str, Any], item: _Planned) -> str | None:
     if not isinstance(file, str):
         return None
     found = confirm.find_target(item.root, item.path, file)  # spec section 3's lookup, as confirm does it
-    return (affected.relative_key(found, item.root) or file) if found is not None else file
+    return (repo.relative_key(found, item.root) or file) if found is not None else file
 
 
-def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | None, fail_on: frozenset[str]) -> ClaimRun:
+def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | None,
+           recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool) -> ClaimRun:
     before = base.get("verdict") if base is not None else None
-    run = ClaimRun(
-        key=item.key, transition=transition(before, record["verdict"]), verdict=record["verdict"],
-        baseline_verdict=before, record=record, baseline=base,
-        expected=item.config.expect.get(item.path.resolve()),
-        target=_target(record, item), line=record.get("line") if isinstance(record.get("line"), int) else None,
+    expected = item.config.expect.get(item.path.resolve())
+    judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
+                        record_all=record_all)
+    line = record.get("line")
+    return ClaimRun(
+        key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
+        record=record, baseline=base, expected=expected, failures=judged.failures,
+        target=_target(record, item), line=line if isinstance(line, int) else None, recorded=judged.write,
     )
-    return replace(run, failures=gate_failures(run, fail_on))
 
 
-def _runner(timeout_s: float, before: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str], total: int,
-            progress: Progress | None) -> Callable[[_Planned], ClaimRun]:
+def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
+            record_all: bool, total: int, progress: Progress | None) -> Callable[[_Planned], ClaimRun]:
     lock = threading.Lock()
     done = [0]
     # The commit (and its dirty flag) is looked up once per repository for the whole run,
     # not once per claim: each lookup starts git processes (benchmarks/replay_bench.py).
-    commit_of = functools.lru_cache(maxsize=None)(ledger.repo_commit)
+    commit_of = functools.lru_cache(maxsize=None)(repo.commit)
 
     def run_one(item: _Planned) -> ClaimRun:
-        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, repo_root=item.root, commit_of=commit_of)
-        run = _judge(item, evaluation.record, before.get(item.key), fail_on)
+        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, commit_of=commit_of)
+        run = _judge(item, evaluation.record, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
+                     record_all)
         if progress is not None:
             with lock:  # one progress line at a time, numbered in the order claims finish
                 done[0] += 1
@@ -346,15 +421,14 @@ def _runner(timeout_s: float, before: Mapping[str, Mapping[str, Any]], fail_on: 
     return run_one
 
 
-def _write(runs: list[ClaimRun], ledger_path: Path, record_all: bool) -> list[ClaimRun]:
-    """Append a line for each new or changed claim (every claim with record_all), in discovery order."""
-    written = []
+def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
+    """Append the line of each claim the gate said to write, in discovery order (none with --dry-run)."""
+    if dry_run:
+        return [replace(run, recorded=False) for run in runs]
     for run in runs:
-        if run.record is not None and (record_all or run.transition != UNCHANGED):
+        if run.recorded and run.record is not None:
             ledger.append_record(ledger_path, dict(run.record))
-            run = replace(run, recorded=True)
-        written.append(run)
-    return written
+    return runs
 
 
 def _notes(written: int, ledger_path: Path, pre_commit: bool) -> tuple[str, ...]:
@@ -365,6 +439,17 @@ def _notes(written: int, ledger_path: Path, pre_commit: bool) -> tuple[str, ...]
         f"the ledger changed ({written} new line{'s' if written != 1 else ''} in {shown}): review it with "
         f"'git diff {shown}', stage it with 'git add {shown}', and commit again",
     )
+
+
+def _check_ledger(path: Path) -> None:
+    ledger.check_writable(path)  # here, because replay()'s ``ledger`` keyword hides the module inside it
+
+
+def _baseline_note(baseline: Baseline, target: Path) -> list[str]:
+    if baseline.ref is None and repo.open_repo(target.parent) is not None:
+        return [f"{target}: not committed yet, so the baseline is the ledger as this run found it; "
+                "commit it: the committed ledger is the gate's memory"]
+    return []
 
 
 def replay(
@@ -380,9 +465,10 @@ def replay(
     pre_commit: bool = False,
     shard: str | None = None,
     record_all: bool = False,
+    dry_run: bool = False,
     progress: Progress | None = None,
 ) -> ReplayResult:
-    """Replay the claims folders against their baseline, append the ledger lines, return the gate's result."""
+    """Replay the claims folders against their baseline, append the changed lines, return the gate's result."""
     confirm.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
     configs = [load_config(folder) for folder in _folders(claims_dirs)]
     first = configs[0]
@@ -390,9 +476,10 @@ def replay(
     workers = _jobs(jobs, first.jobs)
     shard_kn = parse_shard(shard) if shard is not None else None
     target = Path(ledger) if ledger is not None else default_ledger(first)
-    if not target.parent.is_dir():  # found before the claims run, not after
-        raise UsageError(f"{target}: the ledger's folder does not exist")
-    before, warnings = load_baseline(target, baseline, first.folder)
+    if not dry_run:
+        _check_ledger(target)  # found before the claims run, not after
+    before = load_baseline(target, baseline)
+    warnings = list(before.problems) + _baseline_note(before, target)
     planned = _plan(configs, shard_kn)
     if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
         warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
@@ -400,16 +487,16 @@ def replay(
     skipped: list[str] = []
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
-        planned, skipped = _select(planned, before, changed)
-    run_one = _runner(seconds, before, first.fail_on, len(planned), progress)
-    with _mapper(min(workers, max(len(planned), 1))) as mapper:
-        runs = list(mapper(run_one, planned))
-    runs = _write(runs, target, record_all)
-    runs += _removed(configs, before, shard_kn, first.fail_on)
+        planned, skipped = _select(planned, before.latest, changed)
+    recorded = _recorded(target)
+    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress)
+    runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
+    runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on)
     written = sum(run.recorded for run in runs)
     failed = any(run.failures for run in runs) or (pre_commit and written > 0)
     return ReplayResult(
         claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
         exit_code=EXIT_FINDING if failed else EXIT_OK, warnings=tuple(warnings),
-        notes=_notes(written, target, pre_commit), baseline_ref=baseline, shard=shard,
+        notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
     )
+

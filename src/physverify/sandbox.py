@@ -94,7 +94,7 @@ def parse_size(text: str) -> int:
 
 def find_repo(start: Path) -> Path:
     """Return the git working tree holding ``start``, else ``start`` itself (as confirm finds it)."""
-    from physverify.ledger import repo_root_for
+    from physverify.repo import root_for as repo_root_for
 
     return repo_root_for(start).resolve()
 
@@ -102,7 +102,7 @@ def find_repo(start: Path) -> Path:
 # --- the command inside ---------------------------------------------------------------
 def make_plan(args: Sequence[str], *, repo: Path, cwd: Path) -> Plan:
     """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``."""
-    from physverify.ledger import repo_commit
+    from physverify.repo import commit as repo_commit
 
     command = _command(args)
     repo, cwd = repo.resolve(), cwd.resolve()

@@ -23,6 +23,9 @@ VERDICTS = (CONFIRMED, REJECTED, NOT_DECIDABLE)
 EXIT_OK = 0  # rejected; a gate that holds; every check passed
 EXIT_FINDING = 1  # confirmed; a gate that fails; a check that failed
 EXIT_ERROR = 2  # not decidable, a load error, a usage error, a refusal
+EXIT_CRASH = 3  # a bug in physverify: never 1, which means "confirmed" or "the gate failed"
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15)
 
 EXIT_FOR_VERDICT = {REJECTED: EXIT_OK, CONFIRMED: EXIT_FINDING, NOT_DECIDABLE: EXIT_ERROR}
 
@@ -107,3 +110,33 @@ def decide(
     # rule 6
     passed = "the check passed" if len(checks) == 1 else f"all {len(checks)} checks passed"
     return Verdict(REJECTED, f"the control passed and {passed}", EXIT_OK)
+
+
+def decisive(record: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """The outcome that decided a ledger line's verdict, as (role, outcome); None when none did (a load error).
+
+    The same order as ``decide``: a control that is not PASS, else the first FAIL check,
+    else the first check that did not give a PASS, else (rejected) the first check.
+    """
+    control = record.get("control")
+    checks = [c for c in record.get("checks") or [] if isinstance(c, Mapping)]
+    if not isinstance(control, Mapping) or not checks:
+        return None
+    if str(control.get("status")) not in (PASS, EXACT):
+        return "control", control
+    for wanted in ((FAIL,), (INCONCLUSIVE, ERROR, SKIP)):
+        for check in checks:
+            if str(check.get("status")) in wanted:
+                return "check", check
+    return "check", checks[0]
+
+
+def evidence(record: Mapping[str, Any]) -> str | None:
+    """The decisive outcome as one line, 'check FAIL <label>: <message>', or None."""
+    found = decisive(record)
+    if found is None:
+        return None
+    role, outcome = found
+    message = str(outcome.get("message") or "")
+    line = f"{role} {outcome.get('status')} {outcome.get('label')}"
+    return f"{line}: {message}" if message else line

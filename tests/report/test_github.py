@@ -20,7 +20,9 @@ def test_gate_failures_are_errors_a_fix_is_a_notice_and_a_known_defect_a_warning
     assert by_claim["claims/pinned.py"].startswith("::error ")
     assert by_claim["claims/fixed.py"].startswith("::notice ")
     assert by_claim["claims/known.py"].startswith("::warning ")
-    assert "claims/fine.py" not in by_claim and "claims/broken.py" not in by_claim
+    assert by_claim["claims/broken.py"].startswith("::error ")  # new and not decidable fails the gate
+    assert by_claim["claims/gone.py"].startswith("::notice ")  # it moved, and its last verdict was rejected
+    assert "claims/fine.py" not in by_claim
     # the message of a multi-line claim stays on one line, with %, CR and LF encoded
     assert "100%25 wrong" in by_claim["claims/regressed.py"] and "%0Asecond line" in by_claim["claims/regressed.py"]
     assert all("\r" not in line for line in lines) and len(lines) == len(github.render(result).split("\n"))

@@ -24,4 +24,5 @@ FORMATS: dict[str, ModuleType] = {
 
 def render(fmt: str, result: Any) -> str:
     """``result`` in the format named ``fmt`` (a key of FORMATS)."""
-    return FORMATS[fmt].render(result)  # type: ignore[no-any-return]
+    rendered: str = FORMATS[fmt].render(result)
+    return rendered

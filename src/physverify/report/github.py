@@ -1,7 +1,8 @@
 """GitHub Actions workflow commands for a replay: annotations on the claimed file:line.
 
-``::error`` for a claim that fails the gate, ``::notice`` for a fixed one, ``::warning``
-for a confirmed defect that is still there. Escaping follows the runner's rules for
+``::error`` for a claim that fails the gate, ``::warning`` for a confirmed defect that is
+still there (or whose claim file is gone), ``::notice`` for any other claim that moved (a
+fix, a new or decided claim), each naming the check that decided it. Escaping follows the runner's rules for
 workflow commands (actions/toolkit, core/src/command.ts): in the message, %, CR and LF
 are percent-encoded; in a property, also ':' and ','.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from physverify.config import FIXED
+from physverify.gate import REMOVED, UNCHANGED
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
@@ -34,17 +35,19 @@ def command(name: str, message: str, **properties: object) -> str:
 
 
 def _kind(run: ClaimRun) -> str | None:
-    if run.transition == FIXED and all(f.startswith(FIXED) for f in run.failures):
-        return "notice"
     if run.failures:
         return "error"
-    return "warning" if run.verdict == CONFIRMED else None
+    if run.verdict == CONFIRMED or (run.transition == REMOVED and run.baseline_verdict == CONFIRMED):
+        return "warning"  # a defect that is there, or a confirmed claim whose file is gone: loudly
+    return "notice" if run.transition != UNCHANGED else None  # a fix, a new or decided claim: with its evidence
 
 
 def _annotation(run: ClaimRun, kind: str) -> str:
     record = run.record or run.baseline or {}
     text = record.get("text") or run.key
     message = f"{run.change()} ({run.key}): {text}. Why: {run.reason}"
+    if run.evidence:
+        message += f" Evidence: {run.evidence}."
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
     title = f"physverify: claim {run.transition}" if kind != "warning" else "physverify: confirmed defect"

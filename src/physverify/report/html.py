@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from physverify import ledger
-from physverify.checks import EXACT, FAIL, PASS
+from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.report import _plot
 from physverify.verdict import CONFIRMED, EXIT_OK
@@ -59,8 +58,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     The transition shown is the last change the ledger records (the claim's two latest
     lines), judged by replay's own gate rule with the default fail_on.
     """
-    from physverify import replay
-    from physverify.config import DEFAULT_FAIL_ON
+    from physverify import gate, replay
 
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
@@ -72,8 +70,8 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     runs = []
     for key, record in latest.items():
         before = history[key][-2].verdict if len(history[key]) > 1 else None
-        run = _claim_run(key, replay.transition(before, str(record.get("verdict"))), record, before)
-        runs.append(_with_failures(run, replay.gate_failures(run, DEFAULT_FAIL_ON)))
+        run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before)
+        runs.append(_with_failures(run, replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
     return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems))
 
 
@@ -106,18 +104,9 @@ def ordered(claims: Iterable[ClaimRun]) -> list[ClaimRun]:
 
 
 def decisive(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The check that decided the verdict: a control that did not pass, else the first FAIL, else the first
-    check that is not a pass, else the first check that recorded numbers (spec section 2's order)."""
-    control = record.get("control")
-    checks = _checks(record)
-    if isinstance(control, Mapping) and control.get("status") not in (PASS, EXACT):
-        return control
-    for wanted in (lambda c: c.get("status") == FAIL, lambda c: c.get("status") not in (PASS, EXACT),
-                   lambda c: _plot.convergence(c.get("data")) is not None):
-        found = next((c for c in checks if wanted(c)), None)
-        if found is not None:
-            return found
-    return checks[0] if checks else None
+    """The outcome that decided the verdict, by verdict.decisive's rule (the one every format names)."""
+    found = verdict.decisive(record)
+    return None if found is None else found[1]
 
 
 def _checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -219,7 +208,7 @@ def _transition(run: ClaimRun, from_replay: bool) -> str:
 
 
 def _facts(run: ClaimRun, record: Mapping[str, Any]) -> str:
-    facts = [("reason", run.reason), ("claim", record.get("text")), ("source", record.get("source")),
+    facts = [("reason", run.reason), ("evidence", run.evidence), ("claim", record.get("text")), ("source", record.get("source")),
              ("reference", record.get("reference")), ("file:line", run.location), ("impact", record.get("impact")),
              ("date", record.get("date")), ("commit", record.get("repo_commit"))]
     items = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in facts if value not in (None, ""))

@@ -1,8 +1,14 @@
-"""JSON output of a replay: every ledger object plus its transition and baseline."""
+"""JSON output of a replay (every ledger object plus its transition and baseline), and its reader.
+
+``from_dict`` reads the document back into a ReplayResult: the Action runs replay
+inside the sandbox and renders the result it reads back in every other format.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,6 +26,7 @@ def claim_object(run: ClaimRun) -> dict[str, Any]:
         gate_failures=list(run.failures),
         location=run.location,
         recorded=run.recorded,
+        evidence=run.evidence,
     )
     return body
 
@@ -46,3 +53,53 @@ def to_dict(result: ReplayResult) -> dict[str, Any]:
 def render(result: ReplayResult) -> str:
     """The replay as one indented JSON document."""
     return json.dumps(to_dict(result), indent=2, ensure_ascii=False, default=str)
+
+
+# The fields claim_object adds to each ledger object; the rest is the ledger object itself.
+REPLAY_FIELDS = ("transition", "baseline_verdict", "baseline_date", "expected", "gate_failures", "location",
+                 "recorded", "evidence")
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(item) for item in value) if isinstance(value, list) else ()
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def from_dict(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
+    """The ReplayResult that ``to_dict`` gave as ``data`` (its ledger path replaced by ``ledger``)."""
+    from physverify.replay import ReplayResult
+
+    claims = data.get("claims")
+    return ReplayResult(
+        claims=tuple(claim_run(c) for c in claims if isinstance(c, Mapping)) if isinstance(claims, list) else (),
+        skipped=_strings(data.get("skipped")), ledger=ledger, written=_number(data.get("written")),
+        fail_on=frozenset(_strings(data.get("fail_on"))), exit_code=_number(data.get("exit_code")),
+        warnings=_strings(data.get("warnings")), notes=_strings(data.get("notes")),
+        baseline_ref=_text(data.get("baseline_ref")), shard=_text(data.get("shard")),
+    )
+
+
+def claim_run(obj: Mapping[str, object]) -> ClaimRun:
+    """The ClaimRun that ``claim_object`` gave as ``obj``."""
+    from physverify.gate import REMOVED
+    from physverify.replay import ClaimRun
+
+    place, _, line = str(obj.get("location") or "").rpartition(":")
+    target, number = (place, int(line)) if place and line.isdigit() else (str(obj.get("location")), None)
+    before = _text(obj.get("baseline_verdict"))
+    transition = str(obj.get("transition"))
+    return ClaimRun(
+        key=str(obj.get("claim_key")), transition=transition, verdict=_text(obj.get("verdict")),
+        baseline_verdict=before,
+        record=None if transition == REMOVED else {k: v for k, v in obj.items() if k not in REPLAY_FIELDS},
+        baseline=None if before is None else {"verdict": before, "date": obj.get("baseline_date")},
+        expected=_text(obj.get("expected")), failures=_strings(obj.get("gate_failures")),
+        target=target, line=number, recorded=bool(obj.get("recorded")),
+    )

@@ -29,11 +29,11 @@ def _testcase(run: ClaimRun) -> ET.Element:
         case.set("line", str(run.line))
     if run.failures:
         failure = ET.SubElement(case, "failure", message="; ".join(run.failures), type=run.transition)
-        failure.text = f"{run.change()} at {run.location}\n{run.reason}"
+        failure.text = f"{run.change()} at {run.location}\n{run.reason}" + (f"\n{run.evidence}" if run.evidence else "")
     elif run.transition == REMOVED:
         ET.SubElement(case, "skipped", message=run.reason)
     out = ET.SubElement(case, "system-out")
-    out.text = f"{run.change()} ({run.location}): {run.reason}"
+    out.text = f"{run.change()} ({run.location}): {run.reason}" + (f"\n{run.evidence}" if run.evidence else "")
     return case
 
 

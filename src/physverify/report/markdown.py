@@ -16,7 +16,7 @@ def _cell(text: object) -> str:
 def _row(run: ClaimRun) -> str:
     mark = "**fails the gate**: " + "; ".join(run.failures) if run.failures else ""
     cells = (run.verdict or "(removed)", run.transition, f"`{run.key}`", f"`{run.location}`",
-             run.baseline_verdict or "", mark or run.reason)
+             run.baseline_verdict or "", (mark or run.reason) + (f"; {run.evidence}" if run.evidence else ""))
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 

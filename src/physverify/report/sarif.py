@@ -1,9 +1,10 @@
 """SARIF 2.1.0 of a replay, for code scanning (GitHub's upload-sarif and others).
 
-Results: every confirmed claim (a defect that is there) and every claim that fails the
-gate, at the claimed file:line. One rule per transition kind, so a scanner groups
-"regressed" apart from "unchanged". Levels: error for a gate failure, note for a fixed
-defect, warning for a confirmed defect that is still there. Field names and nesting
+Results: every confirmed claim (a defect that is there), every claim that fails the gate
+and every other claim that moved, at the claimed file:line, each naming its decisive
+check. One rule per transition kind, so a scanner groups "regressed" apart from
+"unchanged". Levels: error for a gate failure, warning for a confirmed defect that is still
+there, note for the rest (a fix, a new or decided claim, a removed one). Field names and nesting
 follow the OASIS SARIF 2.1.0 specification (sarifLog > runs > tool.driver.rules, results).
 """
 
@@ -13,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from physverify import __version__
-from physverify.config import FIXED, TRANSITIONS
+from physverify.config import TRANSITIONS, UNCHANGED
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
@@ -42,9 +43,9 @@ def _rule(transition: str) -> dict[str, Any]:
 
 
 def _level(run: ClaimRun) -> str:
-    if run.transition == FIXED and all(f.startswith(FIXED) for f in run.failures):
-        return "note"
-    return "error" if run.failures else "warning"
+    if run.failures:
+        return "error"
+    return "warning" if run.verdict == CONFIRMED else "note"
 
 
 def _location(run: ClaimRun) -> dict[str, Any]:
@@ -57,6 +58,8 @@ def _location(run: ClaimRun) -> dict[str, Any]:
 def _result(run: ClaimRun) -> dict[str, Any]:
     record = run.record or run.baseline or {}
     message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. Why: {run.reason}"
+    if run.evidence:
+        message += f" Evidence: {run.evidence}."
     if run.failures:
         message += " Gate: " + "; ".join(run.failures)
     return {
@@ -69,13 +72,14 @@ def _result(run: ClaimRun) -> dict[str, Any]:
         "properties": {
             "claim": run.key, "verdict": run.verdict, "baselineVerdict": run.baseline_verdict,
             "transition": run.transition, "reference": record.get("reference"), "impact": record.get("impact"),
+            "evidence": run.evidence,
         },
     }
 
 
 def to_dict(result: ReplayResult) -> dict[str, Any]:
     """The replay as a SARIF log object."""
-    shown = [run for run in result.claims if run.verdict == CONFIRMED or run.failures]
+    shown = [run for run in result.claims if run.verdict == CONFIRMED or run.failures or run.transition != UNCHANGED]
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",

@@ -57,6 +57,8 @@ def replay_line(run: ClaimRun) -> str:
     line = f"{run.verdict or '(removed)':<13}  {run.transition:<11}  {run.key}  {run.location}{was}"
     if run.verdict == "not decidable":  # a load error or an untrusted test: say why, it needs action
         line += f"\n  why: {run.reason}"
+    if run.evidence:  # the check that decided it, for every claim that moved or fails (issue 10)
+        line += f"\n  {run.evidence}"
     return line + "".join(f"\n  gate: {failure}" for failure in run.failures)
 
 

@@ -1,0 +1,88 @@
+"""The gate's rules as pure functions (DESIGN.md, "Replay: the gate"): no I/O, plain values in and out.
+
+For one claim a replay knows four things: its verdict in the baseline (the ledger as
+committed at --baseline), its verdict now (None when the claim file is gone), the latest
+verdict recorded in the working ledger, and its ``expect`` entry. From those follow the
+transition, whether the claim fails the gate and whether a ledger line is written.
+
+The baseline and the recorded verdict are kept apart on purpose: the working ledger is
+where a run writes, never what it is judged against, so re-running (or staging the line a
+run wrote) can never clear a regression. tests/test_gate.py walks every combination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import NamedTuple
+
+from physverify.verdict import CONFIRMED, NOT_DECIDABLE, REJECTED, VERDICTS
+
+NEW = "new"  # no earlier line for the claim
+UNCHANGED = "unchanged"
+FIXED = "fixed"  # confirmed -> rejected
+REGRESSED = "regressed"  # rejected -> confirmed: the defect is back
+UNDECIDABLE = "undecidable"  # confirmed/rejected -> not decidable
+DECIDED = "decided"  # not decidable -> confirmed/rejected
+REMOVED = "removed"  # in the baseline, the claim file is gone
+TRANSITIONS = (NEW, UNCHANGED, FIXED, REGRESSED, UNDECIDABLE, DECIDED, REMOVED)
+# fixed and decided are good news and pass; "undecidable" also stands for a new claim
+# that is not decidable, which the gate must not take in silently either.
+DEFAULT_FAIL_ON = frozenset({REGRESSED, UNDECIDABLE})
+
+
+class Judgement(NamedTuple):
+    transition: str
+    failures: tuple[str, ...]  # why the claim fails the gate; empty when it passes
+    write: bool  # append this run's line to the working ledger
+
+
+def transition(before: str | None, after: str | None) -> str:
+    """The transition from the baseline verdict (None: no line) to this run's (None: the file is gone)."""
+    if after is None:
+        return REMOVED
+    if before not in VERDICTS:  # no line yet, or a hand-edited verdict we do not know
+        return NEW
+    if before == after:
+        return UNCHANGED
+    if after == NOT_DECIDABLE:
+        return UNDECIDABLE
+    if before == NOT_DECIDABLE:
+        return DECIDED
+    return FIXED if (before, after) == (CONFIRMED, REJECTED) else REGRESSED
+
+
+def change(kind: str, before: str | None, after: str | None) -> str:
+    """The transition in words with both verdicts: 'regressed: rejected -> confirmed'."""
+    if kind in (NEW, UNCHANGED):
+        return f"{kind}: {after}"
+    return f"{kind}: {before or 'no verdict'} -> {after or 'removed'}"
+
+
+def failures(kind: str, before: str | None, after: str | None, expected: str | None,
+             fail_on: Collection[str]) -> tuple[str, ...]:
+    """Why a claim fails the gate. An ``expect`` entry, when there is one, decides alone.
+
+    ``expect`` is a reviewed statement in physverify.yaml: a pinned known defect
+    (``confirmed``) passes although it regressed, a pinned fix fails as soon as it moves.
+    """
+    if expected is not None:
+        return () if after == expected else (f"expected {expected} (physverify.yaml), got {after or 'removed'}",)
+    if kind in fail_on:
+        return (change(kind, before, after),)
+    if kind == NEW and after == NOT_DECIDABLE and UNDECIDABLE in fail_on:
+        return ("new: not decidable (a new claim must give a verdict before the gate takes it in)",)
+    return ()
+
+
+def writes(after: str | None, recorded: str | None, record_all: bool = False) -> bool:
+    """A line is appended when the verdict differs from the working ledger's latest line (or --record-all)."""
+    if after is None:  # a removed claim has no new line to write
+        return False
+    return record_all or after != recorded
+
+
+def judge(before: str | None, after: str | None, recorded: str | None, expected: str | None,
+          fail_on: Collection[str] = DEFAULT_FAIL_ON, *, record_all: bool = False) -> Judgement:
+    """The transition, the gate failures and the write decision for one claim."""
+    kind = transition(before, after)
+    return Judgement(kind, failures(kind, before, after, expected, fail_on), writes(after, recorded, record_all))

@@ -1,0 +1,242 @@
+"""The repository a claim lives in: root, claim key, commit, files at a ref, changed files.
+
+Every question physverify asks git goes through this module (GitPython, never ``git``
+through subprocess): confirm and replay for the root, key and commit of a ledger line,
+replay for the ledger as committed at its baseline and the claim files that existed
+there, affected for the changed files, the Action for a baseline it must fetch, the
+sandbox for the checkout it mounts.
+
+Inside a pre-commit hook, git exports variables that point at the commit being made:
+``GIT_INDEX_FILE`` names a temporary index for ``git commit -a`` or a partial commit,
+and hooks in submodules or worktrees also see ``GIT_DIR`` and ``GIT_WORK_TREE``. A
+GitPython call inherits them, and so would a claim's child that runs git itself. So every
+Repo opened here has those variables pinned to its own files, and ``child_env`` drops
+them from the environment a claim runs in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+from physverify.errors import UsageError
+
+# The variables git itself treats as local to one repository: `git rev-parse --local-env-vars`
+# prints this list (git 2.39). A child given any of them would work on the hook's repository.
+LOCAL_GIT_VARS = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+
+
+def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) without git's repository-local variables, for a claim's child."""
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if k not in LOCAL_GIT_VARS and not k.startswith("GIT_CONFIG_KEY_")
+            and not k.startswith("GIT_CONFIG_VALUE_")}
+
+
+def open_repo(folder: Path) -> Any:
+    """The GitPython Repo holding ``folder`` (its git variables pinned to its own files), or None outside git."""
+    try:
+        import git  # imported here: without a git executable the import itself fails
+    except ImportError:  # no git on this machine: nothing can be a checkout (spec: null)
+        return None
+    try:
+        # GitPython reads GIT_DIR / GIT_OBJECT_DIRECTORY from os.environ while opening: a hook's
+        # values would open the hook's repository instead of the one holding ``folder``.
+        repo = git.Repo(folder, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, OSError):
+        return None
+    git_dir = Path(repo.git_dir)
+    pinned = {"GIT_DIR": str(git_dir), "GIT_INDEX_FILE": str(git_dir / "index"),
+              "GIT_COMMON_DIR": str(repo.common_dir), "GIT_OBJECT_DIRECTORY": str(Path(repo.common_dir) / "objects")}
+    if repo.working_tree_dir is not None:
+        pinned["GIT_WORK_TREE"] = str(repo.working_tree_dir)
+    repo.git.update_environment(**pinned)
+    return repo
+
+
+def root_for(folder: Path) -> Path:
+    """$PHYSVERIFY_REPO, else the git working tree holding ``folder``, else ``folder`` (spec section 3)."""
+    sandbox = os.environ.get("PHYSVERIFY_REPO")
+    if sandbox:
+        return Path(sandbox)
+    repo = open_repo(folder)
+    if repo is None or repo.working_tree_dir is None:  # not in git, or a bare repository
+        return folder.resolve()
+    return Path(repo.working_tree_dir)
+
+
+def claim_root(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
+    """The root of spec section 3 for a claim: CLAIM["repo"] (relative to the claim file), else its checkout."""
+    folder = claim_path.resolve().parent
+    given = values.get("repo") if values else None
+    if isinstance(given, str) and given and not os.environ.get("PHYSVERIFY_REPO"):
+        return root_for((folder / given).resolve())
+    return root_for(folder)
+
+
+def claim_key(claim_path: Path, root: Path) -> str:
+    """The claim file's path relative to the repository root, POSIX separators (the ledger's key)."""
+    return PurePath(os.path.relpath(claim_path.resolve(), root.resolve())).as_posix()
+
+
+def relative_key(path: Path, root: Path) -> str | None:
+    """``path`` relative to the repository root in POSIX form, or None when it is outside it."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def import_roots(claim_folder: Path, root: Path) -> tuple[Path, ...]:
+    """Where a claim's child finds top-level modules: its folder, the repository root, src/ when present."""
+    roots = [claim_folder, root]
+    if (root / "src").is_dir():  # the src layout: an editable install would put it on sys.path
+        roots.append(root / "src")
+    return tuple(dict.fromkeys(r.resolve() for r in roots))
+
+
+def commit(root: Path) -> str | None:
+    """HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None."""
+    sandbox = os.environ.get("PHYSVERIFY_REPO_COMMIT")
+    if sandbox:  # the container has the files but not the .git folder (sandbox/README.md)
+        return sandbox
+    repo = open_repo(root)
+    if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
+        return None
+    import git
+
+    try:
+        # Untracked files do not count: a new scratch file does not change what HEAD's code does.
+        dirty = repo.is_dirty(index=True, working_tree=True, untracked_files=False)
+    except git.GitCommandError:  # e.g. git's "dubious ownership" refusal: the state is unknown, so null
+        return None
+    return str(repo.head.commit.hexsha) + ("-dirty" if dirty else "")
+
+
+def _require_repo(folder: Path, flag: str, ref: str) -> Any:
+    repo = open_repo(folder)
+    if repo is None or repo.working_tree_dir is None:
+        raise UsageError(f"{flag} {ref}: {folder} is not in a git repository")
+    return repo
+
+
+def resolve(repo: Any, ref: str, flag: str) -> Any:
+    """The commit ``ref`` names in ``repo``; a one-line UsageError when it names none.
+
+    ``rev-parse --verify`` settles every spelling git knows (HEAD~1 in a shallow clone,
+    HEAD@{999} past the reflog) as git does, instead of GitPython's own ref parser, which
+    raises a different exception for each.
+    """
+    import git
+
+    try:
+        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        return repo.commit(sha)
+    except (git.GitCommandError, git.BadName, git.BadObject, ValueError):
+        shallow = " (this clone is shallow: fetch more history, e.g. fetch-depth: 0)" if _shallow(repo) else ""
+        raise UsageError(f"{flag}: {ref!r} is not a commit in {repo.working_tree_dir}{shallow}") from None
+
+
+def _shallow(repo: Any) -> bool:
+    return (Path(repo.common_dir) / "shallow").is_file()
+
+
+def file_at(path: Path, ref: str, flag: str = "--baseline") -> bytes | None:
+    """The bytes of ``path`` as committed at ``ref`` (None when it was not there); UsageError outside git."""
+    repo = _require_repo(path.parent, flag, ref)
+    found = resolve(repo, ref, flag)
+    relative = relative_key(path, Path(repo.working_tree_dir))
+    if relative is None:
+        raise UsageError(f"{flag} {ref}: {path} is not inside the repository {repo.working_tree_dir}")
+    try:
+        return bytes(found.tree[relative].data_stream.read())
+    except KeyError:
+        return None
+
+
+def committed_at_head(path: Path) -> bytes | None:
+    """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
+    repo = open_repo(path.parent)
+    if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
+        return None
+    relative = relative_key(path, Path(repo.working_tree_dir))
+    if relative is None:
+        return None
+    try:
+        return bytes(repo.head.commit.tree[relative].data_stream.read())
+    except KeyError:
+        return None
+
+
+def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
+    """Those of ``keys`` (relative to ``root``) that were files at ``ref``; every key outside git."""
+    repo = open_repo(root)
+    wanted = list(keys)
+    if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
+        return frozenset(wanted)
+    tree = resolve(repo, ref, "--baseline").tree
+    base = Path(repo.working_tree_dir)
+    present = set()
+    for key in wanted:
+        relative = relative_key(root / key, base)
+        try:
+            if relative is not None and tree[relative].type == "blob":
+                present.add(key)
+        except KeyError:
+            continue  # not in that commit
+    return frozenset(present)
+
+
+def changed_since(root: Path, ref: str) -> frozenset[str]:
+    """Paths (POSIX, relative to ``root``) that differ between ``ref`` and the working tree, plus untracked files."""
+    repo = _require_repo(root, "--changed-since", ref)
+    found = resolve(repo, ref, "--changed-since")
+    # diff(None) compares the commit with the working tree, so staged and unstaged edits
+    # both count; a claim being written is usually still untracked, so those count too.
+    paths: set[str] = set()
+    for diff in found.diff(None):
+        paths.update(p for p in (diff.a_path, diff.b_path) if p)
+    paths.update(repo.untracked_files)
+    git_root = Path(repo.working_tree_dir)
+    if git_root.resolve() == root.resolve():
+        return frozenset(paths)
+    return frozenset(rel for p in paths if (rel := relative_key(git_root / p, root)) is not None)
+
+
+def files_as_keys(files: Iterable[str], root: Path, cwd: Path) -> frozenset[str]:
+    """The given file names (relative to ``cwd``, as pre-commit passes them) as repository keys."""
+    keys = (relative_key(cwd / name, root) for name in files)
+    return frozenset(key for key in keys if key is not None)
+
+
+def reachable(ref: str, workspace: Path) -> tuple[str | None, str | None]:
+    """``ref`` when the checkout has it (fetching that one commit if missing), else None and a warning.
+
+    actions/checkout fetches one commit by default, so a pull request's base is usually absent.
+    """
+    import git
+
+    repo = open_repo(workspace)
+    if repo is None:
+        return None, f"baseline {ref}: {workspace} is not a git checkout; comparing with the ledger at HEAD"
+    try:
+        resolve(repo, ref, "baseline")
+        return ref, None
+    except UsageError:
+        pass
+    try:
+        repo.git.fetch("--no-tags", "--depth=1", "origin", ref)
+        resolve(repo, ref, "baseline")
+        return ref, None
+    except (git.GitCommandError, UsageError):
+        return None, (
+            f"baseline {ref}: not in the checkout and could not be fetched (use actions/checkout with "
+            "fetch-depth: 0); comparing with the ledger as committed at HEAD"
+        )

@@ -1,0 +1,61 @@
+"""What every test file shares: a clean environment and one way to run the command line.
+
+The scrub: a developer's shell (or a pre-commit hook running the tests) may carry
+PHYSVERIFY_REPO / PHYSVERIFY_REPO_COMMIT (the sandbox's variables) or git's
+repository-local variables (GIT_INDEX_FILE, GIT_DIR, ...); any of them would point the
+code under test at another repository. The CLI helpers: ``cli`` calls ``cli.main`` in
+this process (fast, for output and exit codes), ``physverify`` starts the console module
+as a real process (for what only a process shows: the stdout/stderr split, signals); the
+plain functions behind them live in fixtures.py, which test modules may import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import git
+import pytest
+from fixtures import SANDBOX_VARS, Ran, init_repo, run_process
+
+from physverify import cli as _cli
+from physverify.repo import LOCAL_GIT_VARS
+
+
+@pytest.fixture(autouse=True)
+def _scrubbed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (*SANDBOX_VARS, *LOCAL_GIT_VARS):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture()
+def physverify() -> Callable[..., Ran]:
+    """``physverify(*args, cwd=PATH, env=None)``: the command as a real process (scrubbed environment)."""
+    return run_process
+
+
+@pytest.fixture()
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., Ran]:
+    """``cli(*args, cwd=PATH)``: ``physverify ARGS`` run in this process by ``cli.main``."""
+
+    def run(*args: str, cwd: Path) -> Ran:
+        capsys.readouterr()  # drop anything printed before
+        monkeypatch.chdir(cwd)
+        code = _cli.main(list(args))
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
+
+
+@pytest.fixture()
+def small_repo(tmp_path: Path) -> git.Repo:
+    """A committed repository: solver.py and claims/a.py (an empty CLAIM), under tmp_path/project."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    repository = init_repo(root)
+    (root / "solver.py").write_text("def rhs(t, y):\n    return -y\n")
+    (root / "claims" / "a.py").write_text("CLAIM = {}\n")
+    repository.index.add(["solver.py", "claims/a.py"])
+    repository.index.commit("solver and a claim")
+    return repository

@@ -1,0 +1,163 @@
+"""cli.py: exit codes, one-line errors, destinations checked first, Ctrl-C and SIGTERM (issues 10 and 13)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import git
+import pytest
+from fixtures import Ran, clean_env, init_repo
+
+from physverify import cli as cli_module
+from physverify import replay
+
+TINY_CLAIM = '''\
+from physverify import PASS, Check, Result
+
+CLAIM = {"text": "t", "source": "s", "file": "claim_ok.py", "line": 1, "reference": "arithmetic", "impact": "used"}
+
+
+def control():
+    return Check("exact", "one is one", lambda: Result(PASS, "1 == 1"))
+
+
+def checks():
+    return [Check("exact", "two is two", lambda: Result(PASS, "2 == 2"))]
+'''
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> git.Repo:
+    """A committed repository with one quick claim, its ledger not written yet."""
+    repo = init_repo(tmp_path)
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "claim_ok.py").write_text(TINY_CLAIM)
+    repo.index.add(["claims/claim_ok.py"])
+    repo.index.commit("a claim")
+    return repo
+
+
+# --- destinations are checked before anything runs (issue 13, item 15) --------------------
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--output", "no/report.json"], "no/report.json: the --output file's folder does not exist"),
+    (["--ledger", "claims"], "claims: the ledger is a folder, not a file"),
+    (["--ledger", "no/l.jsonl"], "no/l.jsonl: the ledger's folder does not exist"),
+])
+def test_a_destination_that_cannot_be_written_is_refused_before_any_claim_runs(
+    project: git.Repo, cli: Callable[..., Ran], extra: list[str], message: str
+) -> None:
+    root = Path(project.working_tree_dir or "")
+    done = cli("replay", "claims", "--trusted", *extra, cwd=root)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"physverify: {message}\n")
+    assert not (root / "claims" / "confirm_ledger.jsonl").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32" or __import__("os").geteuid() == 0, reason="root may write any file")
+def test_a_read_only_ledger_is_refused_before_any_claim_runs(project: git.Repo, cli: Callable[..., Ran]) -> None:
+    root = Path(project.working_tree_dir or "")
+    ledger = root / "claims" / "confirm_ledger.jsonl"
+    ledger.write_text("")
+    ledger.chmod(0o444)
+    done = cli("replay", "claims", "--trusted", cwd=root)
+    assert (done.returncode, done.stderr) == (2, f"physverify: {Path('claims/confirm_ledger.jsonl')}: the ledger is not writable\n")
+
+
+# --- git failures are one-line usage errors (issue 13, item 11) ---------------------------
+@pytest.mark.parametrize("flag", ["--baseline", "--changed-since"])
+def test_a_ref_git_cannot_resolve_is_a_one_line_usage_error(project: git.Repo, cli: Callable[..., Ran], flag: str) -> None:
+    root = Path(project.working_tree_dir or "")
+    done = cli("replay", "claims", "--trusted", flag, "HEAD@{999}", cwd=root)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"physverify: {flag}: 'HEAD@{{999}}' is not a commit in {root}\n"
+
+
+@pytest.mark.parametrize("flag", ["--baseline", "--changed-since"])
+def test_head_1_in_a_shallow_clone_is_a_usage_error_that_says_why(
+    project: git.Repo, tmp_path: Path, cli: Callable[..., Ran], flag: str
+) -> None:
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "notes.txt").write_text("second commit\n")
+    project.index.add(["claims/notes.txt"])
+    project.index.commit("second")
+    clone = Path(git.Repo.clone_from(f"file://{root}", tmp_path / "shallow", depth=1).working_tree_dir or "")
+    done = cli("replay", "claims", "--trusted", flag, "HEAD~1", cwd=clone)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "'HEAD~1' is not a commit" in done.stderr and "shallow" in done.stderr
+
+
+# --- crashes and interrupts ---------------------------------------------------------------
+def test_an_unexpected_crash_is_one_line_asking_for_a_report_and_exit_3(
+    project: git.Repo, cli: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("an internal mistake")
+
+    monkeypatch.setattr(replay, "replay", broken)
+    done = cli("replay", "claims", "--trusted", cwd=Path(project.working_tree_dir or ""))
+    assert done.returncode == cli_module.EXIT_CRASH == 3
+    assert done.stderr.count("\n") == 1 and "please report" in done.stderr and "an internal mistake" in done.stderr
+
+
+SLEEPER = textwrap.dedent('''\
+    import os, subprocess, sys, time
+    from pathlib import Path
+    from physverify import PASS, Check, Result
+
+    CLAIM = {"text": "t", "source": "s", "file": "x.py", "line": 1, "reference": "r", "impact": "used"}
+
+
+    def _hang():
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        Path(__file__).with_suffix(".pids").write_text(f"{os.getpid()} {child.pid}")
+        time.sleep(600)
+        return Result(PASS, "")
+
+
+    def control():
+        return Check("exact", "c", lambda: Result(PASS, ""))
+
+
+    def checks():
+        return [Check("exact", "hangs", _hang)]
+''')
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+@pytest.mark.parametrize(("sig", "code", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_replay_stopped_by_a_signal_kills_every_running_claim_and_exits_in_one_line(
+    tmp_path: Path, sig: int, code: int, said: str
+) -> None:
+    (tmp_path / "claims").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "claims" / f"claim_{name}.py").write_text(SLEEPER)
+    proc = subprocess.Popen([sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "2"],
+                            cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pidfiles = [tmp_path / "claims" / f"claim_{name}.pids" for name in ("a", "b")]
+    while not all(p.is_file() and p.read_text() for p in pidfiles):  # both claims are running their grandchild
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (code, f"physverify: {said}\n"), out
+    pids = [int(pid) for p in pidfiles for pid in p.read_text().split()]
+    for _ in range(200):  # reaped by init shortly after the group was killed
+        if not any(_alive(pid) for pid in pids):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+    assert not (tmp_path / "claims" / "confirm_ledger.jsonl").exists()

@@ -1,0 +1,80 @@
+"""gate.py: transitions, the gate and the write rule for every combination (issue 10; DESIGN.md "Replay: the gate")."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from physverify import gate
+from physverify.gate import DECIDED, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE
+from physverify.verdict import CONFIRMED, NOT_DECIDABLE, REJECTED
+
+C, R, N = CONFIRMED, REJECTED, NOT_DECIDABLE
+GONE = None  # the claim file is gone: no verdict now
+
+# DESIGN.md's transitions, written out for every (baseline, now) pair.
+TRANSITION = {
+    (None, C): NEW, (None, R): NEW, (None, N): NEW,
+    (C, C): UNCHANGED, (C, R): FIXED, (C, N): UNDECIDABLE, (C, GONE): REMOVED,
+    (R, R): UNCHANGED, (R, C): REGRESSED, (R, N): UNDECIDABLE, (R, GONE): REMOVED,
+    (N, N): UNCHANGED, (N, C): DECIDED, (N, R): DECIDED, (N, GONE): REMOVED,
+}
+BASELINES = (None, C, R, N)
+NOWS = (C, R, N, GONE)
+RECORDED = (None, C, R, N)
+EXPECTS = (None, C, R, N)
+FAIL_ONS: tuple[frozenset[str], ...] = (gate.DEFAULT_FAIL_ON, frozenset(), frozenset(TRANSITIONS), frozenset({FIXED, REMOVED}))
+COMBINATIONS = [c for c in itertools.product(BASELINES, NOWS, RECORDED, EXPECTS, FAIL_ONS) if c[:2] != (None, GONE)]
+
+
+def should_fail(kind: str, now: str | None, expect: str | None, fail_on: frozenset[str]) -> bool:
+    if expect is not None:  # a reviewed pin decides alone
+        return now != expect
+    return kind in fail_on or (kind == NEW and now == N and UNDECIDABLE in fail_on)
+
+
+@pytest.mark.parametrize(("baseline", "now", "recorded", "expect", "fail_on"), COMBINATIONS)
+def test_every_combination_gives_the_designed_transition_gate_and_write(
+    baseline: str | None, now: str | None, recorded: str | None, expect: str | None, fail_on: frozenset[str]
+) -> None:
+    judged = gate.judge(baseline, now, recorded, expect, fail_on)
+    assert judged.transition == TRANSITION[(baseline, now)]
+    assert bool(judged.failures) == should_fail(judged.transition, now, expect, fail_on)
+    # a line only when the verdict differs from the working ledger's latest line for the claim
+    assert judged.write == (now is not None and now != recorded)
+    assert gate.judge(baseline, now, recorded, expect, fail_on, record_all=True).write == (now is not None)
+
+
+def test_the_default_gate_fails_regressions_and_undecidable_claims_and_passes_good_news() -> None:
+    failing = {kind for kind in TRANSITIONS if kind in gate.DEFAULT_FAIL_ON}
+    assert failing == {REGRESSED, UNDECIDABLE}
+    assert gate.judge(C, R, C, None).failures == ()  # fixed: good news, its line is written
+    assert gate.judge(N, C, N, None).failures == ()  # decided
+    assert gate.judge(None, N, None, None).failures == (
+        "new: not decidable (a new claim must give a verdict before the gate takes it in)",)
+    assert gate.judge(None, C, None, None).failures == ()
+
+
+def test_a_regression_fails_however_often_it_is_recorded() -> None:
+    """Re-running or staging the ledger changes only ``recorded``: the committed baseline still says rejected."""
+    first = gate.judge(R, C, R, None)
+    again = gate.judge(R, C, C, None)  # the first run wrote "confirmed" to the working ledger
+    assert first.failures == again.failures == ("regressed: rejected -> confirmed",)
+    assert (first.write, again.write) == (True, False)
+
+
+def test_pinning_a_known_defect_lets_its_regression_through_and_a_pinned_fix_cannot_move() -> None:
+    assert gate.judge(R, C, C, C).failures == ()
+    assert gate.judge(C, R, R, R).failures == ()
+    assert gate.judge(R, C, R, R).failures == ("expected rejected (physverify.yaml), got confirmed",)
+    assert gate.judge(R, GONE, R, R).failures == ("expected rejected (physverify.yaml), got removed",)
+
+
+def test_a_removed_claim_fails_only_when_fail_on_names_it_and_writes_nothing() -> None:
+    assert gate.judge(C, GONE, C, None) == gate.Judgement(REMOVED, (), False)
+    assert gate.judge(C, GONE, C, None, {REMOVED}).failures == ("removed: confirmed -> removed",)
+
+
+def test_an_unknown_baseline_verdict_compares_with_nothing() -> None:
+    assert gate.transition("maybe", R) == NEW

@@ -1,0 +1,124 @@
+"""repo.py: root, claim key, commit and dirty state, files at a ref, git's hook variables (issue 10)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+import pytest
+from fixtures import init_repo
+
+from physverify import repo as repository
+from physverify.errors import UsageError
+
+
+def test_the_repository_root_is_the_working_tree_holding_the_folder(small_repo: git.Repo, tmp_path: Path) -> None:
+    root = Path(small_repo.working_tree_dir or "")
+    assert repository.root_for(root / "claims") == root
+    outside = tmp_path / "adapters"
+    outside.mkdir()
+    assert repository.root_for(outside) == outside.resolve()
+
+
+def test_the_dirty_flag_follows_tracked_files_only(small_repo: git.Repo) -> None:
+    root = Path(small_repo.working_tree_dir or "")
+    sha = small_repo.head.commit.hexsha
+    assert repository.commit(root) == sha
+    (root / "scratch.py").write_text("untracked\n")
+    assert repository.commit(root) == sha  # an untracked file does not make the checkout dirty
+    (root / "solver.py").write_text("def rhs(t, y):\n    return y\n")
+    assert repository.commit(root / "claims") == sha + "-dirty"
+    small_repo.index.checkout(["solver.py"], force=True)
+    assert repository.commit(root) == sha
+    small_repo.index.add(["scratch.py"])  # staged but not committed: the index differs from HEAD
+    assert repository.commit(root) == sha + "-dirty"
+
+
+def test_no_commit_outside_git_or_before_the_first_commit(tmp_path: Path) -> None:
+    assert repository.commit(tmp_path) is None
+    git.Repo.init(tmp_path / "empty")
+    assert repository.commit(tmp_path / "empty") is None
+
+
+def test_the_sandbox_variables_override_git(small_repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHYSVERIFY_REPO", str(tmp_path / "mounted"))
+    monkeypatch.setenv("PHYSVERIFY_REPO_COMMIT", "abc123-dirty")
+    assert repository.root_for(Path(small_repo.working_tree_dir or "") / "claims") == tmp_path / "mounted"
+    assert repository.commit(tmp_path) == "abc123-dirty"
+
+
+def test_the_claim_key_is_relative_to_the_root_with_posix_separators(
+    small_repo: git.Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(small_repo.working_tree_dir or "")
+    monkeypatch.chdir(root / "claims")
+    assert repository.claim_key(Path("a.py"), root) == "claims/a.py"
+    assert repository.claim_key(Path("../claims/./a.py"), Path("..")) == "claims/a.py"
+
+
+def test_claim_repo_names_the_root_relative_to_the_claim_file(small_repo: git.Repo, tmp_path: Path) -> None:
+    adapter = tmp_path / "adapters" / "c.py"
+    adapter.parent.mkdir()
+    assert repository.claim_root(adapter, {"repo": "../project"}) == Path(small_repo.working_tree_dir or "")
+    assert repository.claim_root(adapter, {}) == adapter.parent.resolve()
+
+
+def test_the_import_roots_are_the_claim_folder_the_root_and_src_when_present(tmp_path: Path) -> None:
+    (tmp_path / "claims").mkdir()
+    assert repository.import_roots(tmp_path / "claims", tmp_path) == ((tmp_path / "claims").resolve(), tmp_path.resolve())
+    (tmp_path / "src").mkdir()
+    assert repository.import_roots(tmp_path / "claims", tmp_path)[-1] == (tmp_path / "src").resolve()
+
+
+def test_a_file_at_a_ref_is_its_committed_bytes_and_none_where_it_was_absent(small_repo: git.Repo) -> None:
+    root = Path(small_repo.working_tree_dir or "")
+    (root / "solver.py").write_text("changed, not committed\n")
+    assert repository.file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
+    assert repository.file_at(root / "missing.txt", "HEAD") is None
+    assert repository.committed_at_head(root / "solver.py") == b"def rhs(t, y):\n    return -y\n"
+    assert repository.paths_at(root, "HEAD", ["claims/a.py", "claims/b.py"]) == {"claims/a.py"}
+
+
+@pytest.mark.parametrize("ref", ["HEAD@{999}", "no-such-branch", "HEAD~5", "--output=x"])
+def test_a_ref_that_names_no_commit_is_a_one_line_usage_error(small_repo: git.Repo, ref: str) -> None:
+    root = Path(small_repo.working_tree_dir or "")
+    with pytest.raises(UsageError) as caught:
+        repository.file_at(root / "solver.py", ref)
+    assert str(caught.value) == f"--baseline: {ref!r} is not a commit in {root}"
+    with pytest.raises(UsageError, match="--changed-since"):
+        repository.changed_since(root, ref)
+
+
+def test_a_shallow_clone_says_why_an_older_commit_is_missing(small_repo: git.Repo, tmp_path: Path) -> None:
+    root = Path(small_repo.working_tree_dir or "")
+    (root / "solver.py").write_text("second\n")
+    small_repo.index.add(["solver.py"])
+    small_repo.index.commit("second")
+    shallow = git.Repo.clone_from(f"file://{root}", tmp_path / "shallow", depth=1)
+    with pytest.raises(UsageError, match=r"'HEAD~1' is not a commit in .*shallow: fetch more history"):
+        repository.file_at(Path(shallow.working_tree_dir or "") / "solver.py", "HEAD~1")
+
+
+def test_outside_git_a_ref_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="is not in a git repository"):
+        repository.file_at(tmp_path / "l.jsonl", "HEAD")
+
+
+def test_git_hook_variables_reach_neither_lookups_nor_the_child(
+    small_repo: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook for a partial commit sees GIT_INDEX_FILE (and in submodules GIT_DIR): another repository's files."""
+    other = init_repo(tmp_path / "other")
+    (tmp_path / "other" / "x.py").write_text("x\n")
+    other.index.add(["x.py"])
+    other.index.commit("other")
+    root = Path(small_repo.working_tree_dir or "")
+    monkeypatch.setenv("GIT_DIR", str(Path(other.git_dir)))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path / "other"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(Path(other.git_dir) / "index"))
+    assert repository.root_for(root / "claims") == root
+    assert repository.commit(root) == small_repo.head.commit.hexsha  # clean: not compared with the other index
+    assert repository.file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
+    env = repository.child_env()
+    assert not {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} & set(env) and env["PATH"] == os.environ["PATH"]
