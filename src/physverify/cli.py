@@ -51,6 +51,14 @@ def _emit(text: str, output: str | None = None) -> None:
 
 
 # --- the parser -----------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse without abbreviations, for every (sub)parser: ``--led`` is an error, not ``--ledger`` (issue 10)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
 def _confirm_parser(sub: argparse._SubParsersAction) -> None:
     confirm = sub.add_parser(
         "confirm",
@@ -151,19 +159,25 @@ def _sandbox_parser(sub: argparse._SubParsersAction) -> None:
     box.add_argument("--repo", metavar="DIR", help="the repository to mount (default: the git checkout holding .)")
     box.add_argument("--image", metavar="IMAGE", help=f"docker/podman image (default: ${sandbox.IMAGE_ENV}, "
                      f"else {sandbox.DEFAULT_IMAGE})")
-    box.add_argument("--timeout", type=float, metavar="S", help="outer limit for the whole sandbox run "
-                     f"(default: a confirm's --timeout + {sandbox.GRACE_S:g} s; none for replay)")
+    box.add_argument("--timeout", metavar="S", help="outer limit for the whole sandbox run (default: a confirm's "
+                     f"--timeout + {sandbox.GRACE_S:g} s; for replay, from its claims, --jobs and --timeout)")
     box.add_argument("inner", nargs=argparse.REMAINDER, metavar="-- confirm|replay ARGS")
 
 
 def _sandbox(args: argparse.Namespace) -> int:
     from physverify import sandbox
 
-    inner = args.inner[1:] if args.inner[:1] == ["--"] else args.inner
+    raw = args.inner[1:] if args.inner[:1] == ["--"] else args.inner
+    parsed = build_parser().parse_args(raw)  # the inner command's own parser: a usage error stops here
+    folders = _replay_dirs_and_files(parsed)[0] if parsed.command == "replay" else []
+    inner = sandbox.Inner(tuple(raw), parsed.command, folders=tuple(folders), timeout=getattr(parsed, "timeout", None),
+                          jobs=getattr(parsed, "jobs", None))
     run = sandbox.sandbox(inner, backend=args.backend, memory=args.memory, pids=args.pids,
-                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout_s=args.timeout)
+                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout=args.timeout)
     for note in run.notes:
         sys.stderr.write(f"physverify sandbox ({run.backend}): {note}\n")
+    if run.problem:
+        sys.stderr.write(f"physverify: {run.problem}\n")
     return run.exit_code
 
 
@@ -211,7 +225,7 @@ def _warn(problems: Sequence[str]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="physverify",
         description="Settle suspected defects in physics simulation code against references written from the "
         "physics, and keep the verdicts as a gate.",
@@ -263,10 +277,7 @@ def _run(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from physverify import replay, report
 
-    if args.pre_commit:
-        dirs, files = [args.claims] if args.claims else [], list(args.paths) + list(args.files or [])
-    else:
-        dirs, files = list(args.paths) + ([args.claims] if args.claims else []), args.files
+    dirs, files = _replay_dirs_and_files(args)
     progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
     result = replay.replay(
         dirs, ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
@@ -275,6 +286,13 @@ def _replay(args: argparse.Namespace) -> int:
     )
     _emit(report.render(args.format, result), args.output)
     return result.exit_code
+
+
+def _replay_dirs_and_files(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """Return replay's claims folders and changed files; with --pre-commit the positional arguments are files."""
+    if args.pre_commit:
+        return [args.claims] if args.claims else [], list(args.paths) + list(args.files or [])
+    return list(args.paths) + ([args.claims] if args.claims else []), args.files
 
 
 def _replay_progress(run: object, done: int, total: int) -> None:

@@ -10,22 +10,20 @@ own Python. What each protects against is in sandbox/README.md.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
-from physverify.verdict import EXIT_ERROR
+from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
 MOUNT = "/repo"  # the repository inside; PHYSVERIFY_REPO points here
 OUT_MOUNT = "/out"  # writable files that live outside the repository
@@ -36,7 +34,8 @@ DEFAULT_IMAGE = "physverify-sandbox"
 DEFAULT_MEMORY = "4g"
 DEFAULT_PIDS = 512
 COMMANDS = ("confirm", "replay")
-GRACE_S = 60.0  # the outer limit of a confirm: its own --timeout plus this (start-up, ledger write)
+GRACE_S = 60.0  # added once to every outer limit (start-up, ledger write)
+CLAIM_GRACE_S = 15.0  # added per claim of a replay to its --timeout (its child's start and end)
 _ENGINE_PROBE_S = 10.0
 # The options whose value is a file physverify writes: they are the only writable places.
 _WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output")}
@@ -81,6 +80,7 @@ class SandboxRun:
     argv: tuple[str, ...]
     timed_out: bool
     notes: tuple[str, ...]
+    problem: str | None = None  # one line for the caller when the run ended without its own exit code
 
 
 # --- sizes, repository, commit --------------------------------------------------------
@@ -100,78 +100,105 @@ def find_repo(start: Path) -> Path:
 
 
 # --- the command inside ---------------------------------------------------------------
-def make_plan(args: Sequence[str], *, repo: Path, cwd: Path) -> Plan:
+@dataclass(frozen=True)
+class Inner:
+    """The command to run inside, as cli.py parsed it: its own arguments and the values the sandbox needs.
+
+    cli.py parses with physverify's own parser (no abbreviations), so an option the sandbox
+    looks for here is exactly the option the command inside reads.
+    """
+
+    args: tuple[str, ...]  # as given, the command's name first
+    command: str | None
+    folders: tuple[str, ...] = ()  # replay: the claims folders (empty: claims)
+    timeout: str | None = None  # the command's own --timeout as given
+    jobs: str | None = None  # replay's --jobs as given
+
+
+def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``."""
     from physverify.ledger import repo_commit
 
-    command = _command(args)
+    command = _command(inner)
     repo, cwd = repo.resolve(), cwd.resolve()
     translate = _Translator(repo, cwd)
     out: list[str] = [command]
-    rest = list(args[1:])
-    writes = _WRITE_OPTIONS[command]
+    rest = list(inner.args[1:])
+    writes, named = _WRITE_OPTIONS[command], set()
     while rest:
         token = rest.pop(0)
         name, eq, value = token.partition("=")
         if name in writes and (eq or rest):
             value = value if eq else rest.pop(0)
-            out += [name, translate.writable(value)]
+            out += [name, translate.writable(value, name)]
+            named.add(name)
         else:
             out.append(translate.readable(token))
-    if not any(t == "--ledger" or t.startswith("--ledger=") for t in args):
-        out += ["--ledger", translate.writable(str(_default_ledger(command, args, cwd)))]
+    if "--ledger" not in named:  # made explicit, so the command inside writes only where it is bound
+        out += ["--ledger", translate.default_ledger(*_default_ledger(inner, cwd))]
     # The commit is read on the host, so it is the same for every backend (spec section 3).
     return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo))
 
 
-def _command(args: Sequence[str]) -> str:
-    if not args or args[0] not in COMMANDS:
+def _command(inner: Inner) -> str:
+    if inner.command not in COMMANDS or not inner.args or inner.args[0] != inner.command:
         raise UsageError("sandbox: give the command to run after --: physverify sandbox -- confirm|replay ...")
-    if args[0] == "confirm" and len(args) > 1 and args[1] == "init":
+    if inner.command == "confirm" and inner.args[1:2] == ("init",):
         raise UsageError("sandbox: confirm init writes a template into the repository; run it outside the sandbox")
-    return args[0]
+    return inner.command
 
 
-def _default_ledger(command: str, args: Sequence[str], cwd: Path) -> Path:
-    """Return the ledger the command would use without --ledger (cli.py; replay.default_ledger)."""
-    if command == "confirm":
-        return cwd / DEFAULT_LEDGER
+def _first_folder(inner: Inner, cwd: Path) -> Path:
+    from physverify.replay import DEFAULT_CLAIMS_DIR
+
+    return cwd / (inner.folders[0] if inner.folders else DEFAULT_CLAIMS_DIR)
+
+
+def _default_ledger(inner: Inner, cwd: Path) -> tuple[Path, Path, str]:
+    """Return (the ledger, the claims folder it must stay in, where it was chosen) without --ledger."""
     from physverify.config import load_config
-    from physverify.replay import DEFAULT_CLAIMS_DIR, default_ledger
+    from physverify.replay import default_ledger
 
-    parsed = _inner_args(args)
-    folders = list(parsed.paths) if parsed is not None else []
-    pre_commit, claims_option = (parsed.pre_commit, parsed.claims) if parsed is not None else (False, None)
-    first = folders[0] if folders and not pre_commit else claims_option or DEFAULT_CLAIMS_DIR
-    return default_ledger(load_config(cwd / first))
+    if inner.command == "confirm":
+        return cwd / DEFAULT_LEDGER, cwd, "the default"
+    config = load_config(_first_folder(inner, cwd))
+    chosen = f"{config.path}: ledger" if config.ledger is not None else "the default"
+    return default_ledger(config), config.folder, chosen
 
 
-def _inner_args(args: Sequence[str]) -> argparse.Namespace | None:
-    """The inner command's arguments as physverify's own parser reads them, or None when it refuses them.
+def outer_limit(inner: Inner, *, cwd: Path) -> float:
+    """Return the outer limit of a run, in seconds, enforced from the host (sandbox/README.md, "Time").
 
-    The parser is cli.py's, so no copy of confirm's or replay's options lives here; a refusal
-    is left to the command inside, which says what is wrong in its own words.
+    A confirm gets its own --timeout plus GRACE_S. A replay runs its claims in rounds of
+    --jobs, each claim within its --timeout (physverify.yaml's, else the default), so it gets
+    rounds x (timeout + CLAIM_GRACE_S) + GRACE_S: a claim that stops or kills the process
+    enforcing its own limit (issue 13) still cannot keep the run going past this.
     """
-    from physverify.cli import build_parser
+    from physverify.config import load_config
+    from physverify.confirm import DEFAULT_TIMEOUT_S
+    from physverify.replay import discover
 
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return build_parser().parse_args(list(args))
-    except SystemExit:
-        return None
+    if inner.command != "replay":
+        return _seconds(inner.timeout, DEFAULT_TIMEOUT_S) + GRACE_S
+    folders = [cwd / f for f in inner.folders] or [_first_folder(inner, cwd)]
+    configs = [load_config(folder) for folder in folders if folder.is_dir()]
+    if not configs:  # no such folder: the command inside says so at once
+        return GRACE_S
+    claims = sum(len(discover(c.folder, c.exclude)) for c in configs)
+    seconds = _seconds(inner.timeout, configs[0].timeout or DEFAULT_TIMEOUT_S)
+    jobs = int(inner.jobs) if inner.jobs and inner.jobs.isdigit() and int(inner.jobs) > 0 else None
+    workers = jobs or configs[0].jobs or os.cpu_count() or 1  # as replay chooses them
+    return -(-claims // workers) * (seconds + CLAIM_GRACE_S) + GRACE_S
 
 
-def _outer_timeout(args: Sequence[str]) -> float | None:
-    """Return the outer limit for ``args``: a confirm's own --timeout plus GRACE_S; replay has none."""
-    parsed = _inner_args(args)
-    if args[0] != "confirm" or parsed is None:
-        return None
+def _seconds(given: str | None, default: float) -> float:
+    """Return ``given`` as a timeout, else ``default``; a bad one is refused inside, in its own words."""
     from physverify.confirm import parse_timeout
 
     try:
-        return parse_timeout(parsed.timeout) + GRACE_S
-    except UsageError:  # a bad --timeout: the command inside refuses it with its own message
-        return None
+        return parse_timeout(given) if given is not None else default
+    except UsageError:
+        return default
 
 
 class _Translator:
@@ -208,21 +235,72 @@ class _Translator:
                              "move it into the repository or give a wider --repo")
         return mapped
 
-    def writable(self, value: str) -> str:
-        """Return the inside path of the file ``value`` (bound read-write on its own), or '-'."""
+    def writable(self, value: str, option: str) -> str:
+        """Return the inside path of the file ``value`` the caller named (bound read-write on its own), or '-'."""
         if value == "-":
             return value
-        host = (self.cwd / value).resolve()
-        if host.is_dir() or not host.parent.is_dir():
-            raise UsageError(f"sandbox: {value}: give a file in an existing folder for the ledger or output")
+        host = writable_path(self.cwd / value, self.repo, f"{option} {value}")
+        keep = self.cwd_inside and not Path(value).is_absolute() and self.repo in host.parents
+        inside = self._bind(host)
+        return value if keep else inside
+
+    def default_ledger(self, ledger: Path, folder: Path, chosen: str) -> str:
+        """Return the inside path of the ledger the command uses without --ledger, which the repository chose.
+
+        It must stay inside the claims folder (issue 13: a physverify.yaml naming
+        ../.git/hooks/post-checkout made the sandbox bind a git hook read-write).
+        """
+        host = writable_path(ledger, self.repo, f"the ledger {ledger} ({chosen})")
+        home = writable_path(folder, self.repo, f"the claims folder {folder}", kind="folder")
+        if home not in host.parents:
+            raise UsageError(f"sandbox: the ledger {ledger} ({chosen}) is outside the claims folder {folder}; "
+                             "inside the sandbox a ledger elsewhere must be named on the command line with --ledger")
+        return self._bind(host)
+
+    def _bind(self, host: Path) -> str:
         for known in self.files:
             if known.host == host:
                 return known.inside
         mapped = self.inside(host)
         inside = mapped if mapped is not None else f"{OUT_MOUNT}/{len(self.files)}/{host.name}"
         self.files.append(WritableFile(host, inside))
-        keep = mapped is not None and self.cwd_inside and not Path(value).is_absolute()
-        return value if keep else inside
+        return inside
+
+
+def writable_path(path: Path, repo: Path, what: str, *, kind: str = "file") -> Path:
+    """Return the real path of ``path``, for a file the sandbox binds read-write (or its claims folder).
+
+    Refused (UsageError): a symbolic link inside ``repo`` anywhere on the way or as the file
+    itself, a ``.git`` folder on the way, a file that is not a regular file, a file whose
+    folder does not exist. A symbolic link outside the repository (the caller's own
+    folders) is followed. Nothing is created here.
+    """
+    # Walked one name at a time, '..' taken physically, so no lexical shortcut skips a link.
+    current, parts, hops = Path("/"), list(path.absolute().parts[1:]), 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            current = current.parent
+            continue
+        if part == ".git":
+            raise UsageError(f"sandbox: {what}: a file inside a .git folder is never bound writable")
+        step = current / part
+        if step.is_symlink():
+            if not parts or step == repo or repo in step.parents or hops > 40:
+                raise UsageError(f"sandbox: {what}: {step} is a symbolic link; the sandbox binds no file "
+                                 "writable through a link, name the real path")
+            hops += 1
+            target = Path(os.readlink(step))
+            current = Path("/") if target.is_absolute() else current
+            parts = list(target.parts[1:] if target.is_absolute() else target.parts) + parts
+            continue
+        current = step
+    if kind == "folder":
+        if not current.is_dir():
+            raise UsageError(f"sandbox: {what}: no such folder")
+    elif not current.parent.is_dir() or (current.exists() and not current.is_file()):
+        raise UsageError(f"sandbox: {what}: give a regular file in an existing folder for the ledger or output")
+    return current
 
 
 # --- the backends: each builds one command line ----------------------------------------
@@ -337,55 +415,96 @@ def _no_image(engine: str, image: str) -> PhysverifyError:
 
 def _answers(argv: list[str]) -> bool:
     try:
-        return subprocess.run(argv, capture_output=True, timeout=_ENGINE_PROBE_S).returncode == 0
+        return subprocess.run(argv, capture_output=True, timeout=_ENGINE_PROBE_S, env=backend_env(argv[0])).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
 # --- running ---------------------------------------------------------------------------
+# Variables a backend's own client may need; nothing else of the caller's environment reaches
+# any backend (issue 13: bwrap's init inside kept GITHUB_TOKEN in /proc/1/environ).
+_BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+_ENGINE_ENV = ("HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "DBUS_SESSION_BUS_ADDRESS",
+               "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+               "CONTAINER_HOST", "CONTAINER_CONNECTION", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+               "REGISTRY_AUTH_FILE")
+
+
+def backend_env(backend: str) -> dict[str, str]:
+    """Return the environment ``backend`` is started with: a fixed list of names, never the caller's whole one."""
+    names = _BASE_ENV if backend == "bwrap" else _BASE_ENV + _ENGINE_ENV
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
 def sandbox(
-    args: Sequence[str],
+    inner: Inner,
     *,
     backend: str = "auto",
     memory: str = DEFAULT_MEMORY,
     pids: int = DEFAULT_PIDS,
     repo: Path | None = None,
     image: str | None = None,
-    timeout_s: float | None = None,
+    timeout: str | None = None,
 ) -> SandboxRun:
-    """``physverify sandbox``: run confirm or replay ``args`` in a sandbox; return its exit code and notes."""
+    """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes."""
+    from physverify.confirm import parse_timeout
+
     if pids < 0:
         raise UsageError(f"--pids {pids}: give a positive number of processes (0: no limit)")
+    outer_given = parse_timeout(timeout) if timeout is not None else None  # the rule of every --timeout
     limits = Limits(parse_size(memory), pids)
     cwd = Path.cwd()
-    plan = make_plan(args, repo=(repo or find_repo(cwd)), cwd=cwd)
-    outer = timeout_s if timeout_s is not None else _outer_timeout(plan.args)
+    plan = make_plan(inner, repo=(repo or find_repo(cwd)), cwd=cwd)
+    outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd)
     image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
     chosen = choose_backend(backend, image)
-    created = [f.host for f in plan.writable if not f.host.exists()]
-    for path in created:  # a bind needs its source; an unused one is removed again below
-        path.touch()
+    created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
     try:
-        if chosen == "bwrap":
-            return _run_bwrap(plan, limits, outer)
-        return _run_engine(chosen, plan, limits, outer, image)
+        ran = _run_bwrap(plan, limits, outer) if chosen == "bwrap" else _run_engine(chosen, plan, limits, outer, image)
     finally:
-        for path in created:
-            if path.exists() and path.stat().st_size == 0:
+        for path in created:  # an unused one is removed again
+            if path.lstat().st_size == 0:
                 path.unlink()
+    return _known_exit(ran)
 
 
-def _run_bwrap(plan: Plan, limits: Limits, outer: float | None) -> SandboxRun:
+def _create(path: Path) -> bool:
+    """Create the empty file ``path`` unless it exists, never through a link; return whether it was made."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        if not stat.S_ISREG(path.lstat().st_mode):  # replaced by a link or a folder since it was checked
+            raise UsageError(f"sandbox: {path}: not a regular file; the sandbox binds only regular files") from None
+        return False
+    os.close(fd)
+    return True
+
+
+def _known_exit(ran: SandboxRun) -> SandboxRun:
+    """Return ``ran`` with an exit code other than 0, 1 or 2 (physverify killed inside) turned into 2 and a problem."""
+    if ran.exit_code in (EXIT_OK, EXIT_FINDING, EXIT_ERROR):
+        return ran
+    code = ran.exit_code
+    signum = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    how = f"exit {code}" + (f", signal {signum}" if signum else "")
+    problem = (f"sandbox: physverify inside ended abnormally ({how}) before it reported, perhaps killed by the "
+               "code under test; no verdict, and no ledger line for a claim it had not finished")
+    return replace(ran, exit_code=EXIT_ERROR, problem=problem)
+
+
+def _run_bwrap(plan: Plan, limits: Limits, outer: float) -> SandboxRun:
     from physverify import _cgroup  # POSIX only (resource): imported when bwrap runs
 
     argv = bwrap_argv(plan, limits, python=python_paths())
     with _cgroup.limited(limits.memory_bytes, limits.pids) as group:
-        code, timed_out = _wait(subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=group.enter), outer,
-                                lambda proc: proc.kill())
-    return SandboxRun(code, "bwrap", tuple(argv), timed_out, group.notes + _timeout_notes(outer, timed_out))
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=backend_env("bwrap"), preexec_fn=group.enter)
+        code, timed_out = _wait(proc, outer, lambda proc: proc.kill())
+    return _ran(code, "bwrap", argv, group.notes, outer, timed_out)
 
 
-def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float | None, image: str) -> SandboxRun:
+def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
         raise _no_image(engine, image)
     name = f"physverify-sandbox-{uuid.uuid4().hex[:12]}"
@@ -395,13 +514,23 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float | None, im
         if not _answers([engine, "kill", name]):
             proc.kill()
 
-    code, timed_out = _wait(subprocess.Popen(argv, stdin=subprocess.DEVNULL), outer, stop)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=backend_env(engine))
+    code, timed_out = _wait(proc, outer, stop)
     notes = (f"{engine}: memory {limits.memory_bytes} bytes and {limits.pids or 'unlimited'} processes "
              "(the container's cgroup), no network, repository read-only",)
-    return SandboxRun(code, engine, tuple(argv), timed_out, notes + _timeout_notes(outer, timed_out))
+    return _ran(code, engine, argv, notes, outer, timed_out)
 
 
-def _wait(proc: subprocess.Popen[bytes], outer: float | None,
+def _ran(code: int, backend: str, argv: Sequence[str], notes: tuple[str, ...], outer: float,
+         timed_out: bool) -> SandboxRun:
+    problem = None
+    if timed_out:
+        problem = (f"sandbox: the run did not finish within {outer:g} s (the outer limit; sandbox/README.md, "
+                   "\"Time\") and was ended with everything in it; no ledger line was written for a claim it did not finish")
+    return SandboxRun(EXIT_ERROR if timed_out else code, backend, tuple(argv), timed_out, notes, problem)
+
+
+def _wait(proc: subprocess.Popen[bytes], outer: float,
           stop: Callable[[subprocess.Popen[bytes]], object]) -> tuple[int, bool]:
     """Return (exit code, timed out) of ``proc``, stopping it at ``outer`` seconds or on Ctrl-C."""
     try:
@@ -414,10 +543,3 @@ def _wait(proc: subprocess.Popen[bytes], outer: float | None,
         stop(proc)
         proc.wait()
         raise
-
-
-def _timeout_notes(outer: float | None, timed_out: bool) -> tuple[str, ...]:
-    if not timed_out:
-        return ()
-    return (f"the sandbox run did not finish within {outer:g} s and was ended with everything in it; "
-            "no ledger line was written for it",)
