@@ -14,12 +14,15 @@ import os
 import re
 import shutil
 import stat
+import functools
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
 from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
@@ -35,6 +38,7 @@ DEFAULT_MEMORY = "4g"
 DEFAULT_PIDS = 512
 COMMANDS = ("confirm", "replay")
 GRACE_S = 60.0  # added once to every outer limit (start-up, ledger write)
+CAPTURE_BYTES = 64 * 1024  # sandbox(capture=True) keeps this much of the run's output
 CLAIM_GRACE_S = 15.0  # added per claim of a replay to its --timeout (its child's start and end)
 _ENGINE_PROBE_S = 10.0
 # The options whose value is a file physverify writes: they are the only writable places.
@@ -64,6 +68,7 @@ class Plan:
     cwd: str
     writable: tuple[WritableFile, ...]
     commit: str | None
+    ledger: Path | None = None  # the ledger on the host, after the checks of writable_path
 
     def env(self) -> dict[str, str]:
         """Return the variables physverify reads inside (spec sections 3 and 5)."""
@@ -81,6 +86,8 @@ class SandboxRun:
     timed_out: bool
     notes: tuple[str, ...]
     problem: str | None = None  # one line for the caller when the run ended without its own exit code
+    ledger: Path | None = None  # the host file bound as the ledger
+    output: str = ""  # with capture=True: the end of what the run wrote on stdout and stderr
 
 
 # --- sizes, repository, commit --------------------------------------------------------
@@ -124,20 +131,22 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     translate = _Translator(repo, cwd)
     out: list[str] = [command]
     rest = list(inner.args[1:])
-    writes, named = _WRITE_OPTIONS[command], set()
+    writes, named = _WRITE_OPTIONS[command], dict[str, Path | None]()
     while rest:
         token = rest.pop(0)
         name, eq, value = token.partition("=")
         if name in writes and (eq or rest):
             value = value if eq else rest.pop(0)
-            out += [name, translate.writable(value, name)]
-            named.add(name)
+            arg, named[name] = translate.writable(value, name)
+            out += [name, arg]
         else:
             out.append(translate.readable(token))
     if "--ledger" not in named:  # made explicit, so the command inside writes only where it is bound
-        out += ["--ledger", translate.default_ledger(*_default_ledger(inner, cwd))]
+        arg, named["--ledger"] = translate.default_ledger(*_default_ledger(inner, cwd))
+        out += ["--ledger", arg]
     # The commit is read on the host, so it is the same for every backend (spec section 3).
-    return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo))
+    return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo),
+                named["--ledger"])
 
 
 def _command(inner: Inner) -> str:
@@ -235,16 +244,16 @@ class _Translator:
                              "move it into the repository or give a wider --repo")
         return mapped
 
-    def writable(self, value: str, option: str) -> str:
-        """Return the inside path of the file ``value`` the caller named (bound read-write on its own), or '-'."""
+    def writable(self, value: str, option: str) -> tuple[str, Path | None]:
+        """Return the argument for the file ``value`` the caller named (bound read-write on its own) and its host path."""
         if value == "-":
-            return value
+            return value, None
         host = writable_path(self.cwd / value, self.repo, f"{option} {value}")
         keep = self.cwd_inside and not Path(value).is_absolute() and self.repo in host.parents
         inside = self._bind(host)
-        return value if keep else inside
+        return (value if keep else inside), host
 
-    def default_ledger(self, ledger: Path, folder: Path, chosen: str) -> str:
+    def default_ledger(self, ledger: Path, folder: Path, chosen: str) -> tuple[str, Path]:
         """Return the inside path of the ledger the command uses without --ledger, which the repository chose.
 
         It must stay inside the claims folder (issue 13: a physverify.yaml naming
@@ -255,7 +264,7 @@ class _Translator:
         if home not in host.parents:
             raise UsageError(f"sandbox: the ledger {ledger} ({chosen}) is outside the claims folder {folder}; "
                              "inside the sandbox a ledger elsewhere must be named on the command line with --ledger")
-        return self._bind(host)
+        return self._bind(host), host
 
     def _bind(self, host: Path) -> str:
         for known in self.files:
@@ -447,8 +456,14 @@ def sandbox(
     repo: Path | None = None,
     image: str | None = None,
     timeout: str | None = None,
+    capture: bool = False,
 ) -> SandboxRun:
-    """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes."""
+    """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes.
+
+    With ``capture`` the run's stdout and stderr do not reach the caller's: the last
+    CAPTURE_BYTES of both come back in ``output`` (the Action, whose stdout the runner reads
+    for workflow commands, prints them neutralised).
+    """
     from physverify.confirm import parse_timeout
 
     if pids < 0:
@@ -462,12 +477,13 @@ def sandbox(
     chosen = choose_backend(backend, image)
     created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
     try:
-        ran = _run_bwrap(plan, limits, outer) if chosen == "bwrap" else _run_engine(chosen, plan, limits, outer, image)
+        run = _run_bwrap if chosen == "bwrap" else functools.partial(_run_engine, chosen, image=image)
+        ran = run(plan, limits, outer, _Tail() if capture else None)
     finally:
         for path in created:  # an unused one is removed again
             if path.lstat().st_size == 0:
                 path.unlink()
-    return _known_exit(ran)
+    return _known_exit(replace(ran, ledger=plan.ledger))
 
 
 def _create(path: Path) -> bool:
@@ -494,17 +510,20 @@ def _known_exit(ran: SandboxRun) -> SandboxRun:
     return replace(ran, exit_code=EXIT_ERROR, problem=problem)
 
 
-def _run_bwrap(plan: Plan, limits: Limits, outer: float) -> SandboxRun:
+def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Tail | None) -> SandboxRun:
     from physverify import _cgroup  # POSIX only (resource): imported when bwrap runs
 
     argv = bwrap_argv(plan, limits, python=python_paths())
     with _cgroup.limited(limits.memory_bytes, limits.pids) as group:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=backend_env("bwrap"), preexec_fn=group.enter)
-        code, timed_out = _wait(proc, outer, lambda proc: proc.kill())
-    return _ran(code, "bwrap", argv, group.notes, outer, timed_out)
+        out, err = _streams(tail)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=backend_env("bwrap"),
+                                preexec_fn=group.enter)
+        code, timed_out = _wait(proc, outer, lambda proc: proc.kill(), tail)
+    return _ran(code, "bwrap", argv, group.notes, outer, timed_out, tail)
 
 
-def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, image: str) -> SandboxRun:
+def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Tail | None, *,
+                image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
         raise _no_image(engine, image)
     name = f"physverify-sandbox-{uuid.uuid4().hex[:12]}"
@@ -514,25 +533,57 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, image: st
         if not _answers([engine, "kill", name]):
             proc.kill()
 
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=backend_env(engine))
-    code, timed_out = _wait(proc, outer, stop)
+    out, err = _streams(tail)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=backend_env(engine))
+    code, timed_out = _wait(proc, outer, stop, tail)
     notes = (f"{engine}: memory {limits.memory_bytes} bytes and {limits.pids or 'unlimited'} processes "
              "(the container's cgroup), no network, repository read-only",)
-    return _ran(code, engine, argv, notes, outer, timed_out)
+    return _ran(code, engine, argv, notes, outer, timed_out, tail)
+
+
+def _streams(tail: _Tail | None) -> tuple[int | None, int | None]:
+    """Return Popen's stdout and stderr: the caller's, or one pipe for ``tail``."""
+    return (None, None) if tail is None else (subprocess.PIPE, subprocess.STDOUT)
+
+
+class _Tail:
+    """Reads a pipe to its end in a thread, keeping only its last CAPTURE_BYTES (a claim may write without end)."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.thread: threading.Thread | None = None
+
+    def start(self, stream: IO[bytes]) -> None:
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            self.kept += chunk
+            del self.kept[:-CAPTURE_BYTES]
+
+    def text(self) -> str:
+        """Return what was kept; the pipe ends when every process inside has ended."""
+        if self.thread is not None:
+            self.thread.join(timeout=_ENGINE_PROBE_S)
+        return bytes(self.kept).decode("utf-8", errors="replace")
 
 
 def _ran(code: int, backend: str, argv: Sequence[str], notes: tuple[str, ...], outer: float,
-         timed_out: bool) -> SandboxRun:
+         timed_out: bool, tail: _Tail | None) -> SandboxRun:
     problem = None
     if timed_out:
         problem = (f"sandbox: the run did not finish within {outer:g} s (the outer limit; sandbox/README.md, "
                    "\"Time\") and was ended with everything in it; no ledger line was written for a claim it did not finish")
-    return SandboxRun(EXIT_ERROR if timed_out else code, backend, tuple(argv), timed_out, notes, problem)
+    return SandboxRun(EXIT_ERROR if timed_out else code, backend, tuple(argv), timed_out, notes, problem,
+                      output=tail.text() if tail is not None else "")
 
 
 def _wait(proc: subprocess.Popen[bytes], outer: float,
-          stop: Callable[[subprocess.Popen[bytes]], object]) -> tuple[int, bool]:
+          stop: Callable[[subprocess.Popen[bytes]], object], tail: _Tail | None = None) -> tuple[int, bool]:
     """Return (exit code, timed out) of ``proc``, stopping it at ``outer`` seconds or on Ctrl-C."""
+    if tail is not None and proc.stdout is not None:
+        tail.start(proc.stdout)
     try:
         return proc.wait(timeout=outer), False
     except subprocess.TimeoutExpired:
