@@ -104,6 +104,10 @@ def _step_env(overrides: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture()
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    return make_workspace(tmp_path, monkeypatch)
+
+
+def make_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     """A checkout whose committed ledger says the claim is rejected, with the defect then put back."""
     root = tmp_path / "workspace"
     (root / "claims").mkdir(parents=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from physverify.errors import PhysverifyError, UsageError
-from physverify.report import github
 from physverify.replay import DEFAULT_CLAIMS_DIR
+from physverify.report import github
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
 
 if TYPE_CHECKING:

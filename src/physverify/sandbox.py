@@ -10,11 +10,11 @@ own Python. What each protects against is in sandbox/README.md.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import stat
-import functools
 import subprocess
 import sys
 import threading

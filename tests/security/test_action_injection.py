@@ -11,14 +11,19 @@ import json
 from pathlib import Path
 
 import pytest
-from test_action import _run_locally, parse_github_output
-from test_action import workspace as workspace  # the fixture: a committed claim, then its defect put back
+from test_action import _run_locally, make_workspace, parse_github_output
 
 from physverify import action
 
 needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
 OURS = ("::error file=", "::warning file=", "::notice file=", "::error::physverify", "::warning::baseline",
         "::error title=physverify", "::notice title=physverify", "::warning title=physverify")
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """tests/test_action.py's checkout: a committed claim, then its defect put back (a regression)."""
+    return make_workspace(tmp_path, monkeypatch)
 
 
 def _commands(stdout: str) -> list[str]:

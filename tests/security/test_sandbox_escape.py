@@ -50,7 +50,7 @@ def _claim(folder: Path, name: str, body: str) -> Path:
 def _physverify(cwd: Path, *args: str, env: dict[str, str] | None = None,
                 timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env=env, check=False)
 
 
 def _in_sandbox(cwd: Path, *args: str, env: dict[str, str] | None = None,
