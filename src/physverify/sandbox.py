@@ -131,7 +131,8 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     translate = _Translator(repo, cwd)
     out: list[str] = [command]
     rest = list(inner.args[1:])
-    writes, named = _WRITE_OPTIONS[command], dict[str, Path | None]()
+    writes = _WRITE_OPTIONS[command]
+    named: dict[str, Path | None] = {}  # option -> the host file bound for it
     while rest:
         token = rest.pop(0)
         name, eq, value = token.partition("=")
@@ -280,8 +281,8 @@ def writable_path(path: Path, repo: Path, what: str, *, kind: str = "file") -> P
     """Return the real path of ``path``, for a file the sandbox binds read-write (or its claims folder).
 
     Refused (UsageError): a symbolic link inside ``repo`` anywhere on the way or as the file
-    itself, a ``.git`` folder on the way, a file that is not a regular file, a file whose
-    folder does not exist. A symbolic link outside the repository (the caller's own
+    itself, a ``.git`` folder on the way, a file that is not a regular file or has other hard
+    links, a file whose folder does not exist. A symbolic link outside the repository (the caller's own
     folders) is followed. Nothing is created here.
     """
     # Walked one name at a time, '..' taken physically, so no lexical shortcut skips a link.
@@ -295,7 +296,7 @@ def writable_path(path: Path, repo: Path, what: str, *, kind: str = "file") -> P
             raise UsageError(f"sandbox: {what}: a file inside a .git folder is never bound writable")
         step = current / part
         if step.is_symlink():
-            if not parts or step == repo or repo in step.parents or hops > 40:
+            if not parts or repo in step.parents or hops > 40:
                 raise UsageError(f"sandbox: {what}: {step} is a symbolic link; the sandbox binds no file "
                                  "writable through a link, name the real path")
             hops += 1
@@ -309,6 +310,8 @@ def writable_path(path: Path, repo: Path, what: str, *, kind: str = "file") -> P
             raise UsageError(f"sandbox: {what}: no such folder")
     elif not current.parent.is_dir() or (current.exists() and not current.is_file()):
         raise UsageError(f"sandbox: {what}: give a regular file in an existing folder for the ledger or output")
+    elif current.exists() and current.lstat().st_nlink > 1:  # a hard link reaches the same file by another name
+        raise UsageError(f"sandbox: {what}: the file has other hard links; the sandbox binds only a file with one name")
     return current
 
 

@@ -256,3 +256,11 @@ def test_the_sandbox_timeout_is_validated_like_every_other_timeout(repo: Path, v
     done = _physverify(repo, "sandbox", "--backend", "bwrap", "--timeout", value, "--", "confirm", "c.py")
     assert done.returncode == 2
     assert done.stderr.startswith("physverify: --timeout must be a"), done.stderr
+
+
+def test_a_ledger_with_another_hard_link_is_refused(repo: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "host_file.txt"
+    elsewhere.write_text("the caller's own file\n")
+    os.link(elsewhere, repo / "claims" / "confirm_ledger.jsonl")
+    with pytest.raises(sandbox.UsageError, match="other hard links"):
+        sandbox.make_plan(sandbox.Inner(("replay", "claims"), "replay", folders=("claims",)), repo=repo, cwd=repo)
