@@ -148,7 +148,8 @@ def _sandbox_parser(sub: argparse._SubParsersAction) -> None:
         help="run confirm or replay inside a sandbox, for code you do not trust (sandbox/README.md)",
         description="Run 'physverify confirm|replay ARGS' with no network, the repository read-only at /repo, "
         "only the ledger and output files writable, the home folder hidden, and memory and process limits. "
-        "--trusted is not needed inside. Exit code: the inner command's.",
+        "--trusted is not needed inside. Exit code: the inner command's 0, 1 or 2; 2 with one line when the outer "
+        "limit ended the run or physverify inside was killed.",
     )
     box.add_argument("--backend", default="auto", choices=["auto", *sandbox.BACKENDS],
                      help="auto: docker or podman when an engine answers, else bwrap (default: auto)")
