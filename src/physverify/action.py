@@ -311,7 +311,7 @@ def refuse_control_characters(what: str, text: str) -> None:
 
 
 def _ledger_of(inputs: Inputs) -> Path:
-    """The ledger the direct run writes: the input, else replay's default for the first claims folder."""
+    """The ledger replay names: the input, else its default for the first claims folder (checked before any run)."""
     from physverify.config import load_config
     from physverify.replay import default_ledger
 
