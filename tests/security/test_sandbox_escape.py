@@ -12,12 +12,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
 from fixtures import init_repo
+from test_sandbox import claim_file
 
 from physverify import sandbox
 
@@ -27,24 +27,8 @@ SMALL = ["--pids", "64", "--memory", "1g"]  # the machine is shared: the limits 
 
 
 def _claim(folder: Path, name: str, body: str) -> Path:
-    """A claim whose control passes and whose one check runs ``body`` (a function body)."""
-    path = folder / name
-    path.write_text(textwrap.dedent(f"""\
-        import os, signal, time
-        from physverify import Check, Result, PASS, FAIL
-
-        CLAIM = {{"text": "probe {name}", "source": "tests/security", "file": "{name}", "line": 1,
-                  "reference": "issue 13", "impact": "unknown"}}
-
-        def control():
-            return Check("probe", "the control runs", lambda: Result(PASS, "ran"))
-
-        def checks():
-            return [Check("probe", "{name}", _probe)]
-
-        def _probe():
-        """) + textwrap.indent(textwrap.dedent(body), "    "), encoding="utf-8")
-    return path
+    """tests/test_sandbox.py's probe claim, with ``signal`` imported too."""
+    return claim_file(folder, name, body, imports="import signal")
 
 
 def _physverify(cwd: Path, *args: str, env: dict[str, str] | None = None,
