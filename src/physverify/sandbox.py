@@ -22,11 +22,14 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
+
+if TYPE_CHECKING:
+    from physverify.config import Config
 
 MOUNT = "/repo"  # the repository inside; PHYSVERIFY_REPO points here
 OUT_MOUNT = "/out"  # writable files that live outside the repository
@@ -143,7 +146,7 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
         else:
             out.append(translate.readable(token))
     if "--ledger" not in named:  # made explicit, so the command inside writes only where it is bound
-        arg, named["--ledger"] = translate.default_ledger(*_default_ledger(inner, cwd))
+        arg, named["--ledger"] = translate.default_ledger(*_default_ledger(inner, cwd, repo))
         out += ["--ledger", arg]
     # The commit is read on the host, so it is the same for every backend (spec section 3).
     return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo),
@@ -164,19 +167,34 @@ def _first_folder(inner: Inner, cwd: Path) -> Path:
     return cwd / (inner.folders[0] if inner.folders else DEFAULT_CLAIMS_DIR)
 
 
-def _default_ledger(inner: Inner, cwd: Path) -> tuple[Path, Path, str]:
+def _default_ledger(inner: Inner, cwd: Path, repo: Path) -> tuple[Path, Path, str]:
     """Return (the ledger, the claims folder it must stay in, where it was chosen) without --ledger."""
-    from physverify.config import load_config
     from physverify.replay import default_ledger
 
     if inner.command == "confirm":
         return cwd / DEFAULT_LEDGER, cwd, "the default"
-    config = load_config(_first_folder(inner, cwd))
+    config = _host_config(_first_folder(inner, cwd), repo)
     chosen = f"{config.path}: ledger" if config.ledger is not None else "the default"
     return default_ledger(config), config.folder, chosen
 
 
-def outer_limit(inner: Inner, *, cwd: Path) -> float:
+def _host_config(folder: Path, repo: Path) -> Config:
+    """Return the claims folder's Config, read on the host: never through a link the repository holds.
+
+    A committed ``physverify.yaml -> ~/.config/...`` would make the host read one of the
+    caller's files and quote its keys in an error, which the Action prints to a public log.
+    """
+    from physverify.config import CONFIG_NAME, load_config
+
+    if folder.is_dir():
+        writable_path(folder, repo, f"the claims folder {folder}", kind="folder")
+    if (folder / CONFIG_NAME).is_symlink():
+        raise UsageError(f"sandbox: {folder / CONFIG_NAME} is a symbolic link; the sandbox reads no "
+                         f"{CONFIG_NAME} through a link")
+    return load_config(folder)
+
+
+def outer_limit(inner: Inner, *, cwd: Path, repo: Path) -> float:
     """Return the outer limit of a run, in seconds, enforced from the host (sandbox/README.md, "Time").
 
     A confirm gets its own --timeout plus GRACE_S. A replay runs its claims in rounds of
@@ -184,14 +202,13 @@ def outer_limit(inner: Inner, *, cwd: Path) -> float:
     rounds x (timeout + CLAIM_GRACE_S) + GRACE_S: a claim that stops or kills the process
     enforcing its own limit (issue 13) still cannot keep the run going past this.
     """
-    from physverify.config import load_config
     from physverify.confirm import DEFAULT_TIMEOUT_S
     from physverify.replay import discover
 
     if inner.command != "replay":
         return _seconds(inner.timeout, DEFAULT_TIMEOUT_S) + GRACE_S
     folders = [cwd / f for f in inner.folders] or [_first_folder(inner, cwd)]
-    configs = [load_config(folder) for folder in folders if folder.is_dir()]
+    configs = [_host_config(folder, repo) for folder in folders if folder.is_dir()]
     if not configs:  # no such folder: the command inside says so at once
         return GRACE_S
     claims = sum(len(discover(c.folder, c.exclude)) for c in configs)
@@ -475,7 +492,7 @@ def sandbox(
     limits = Limits(parse_size(memory), pids)
     cwd = Path.cwd()
     plan = make_plan(inner, repo=(repo or find_repo(cwd)), cwd=cwd)
-    outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd)
+    outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd, repo=plan.repo)
     image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
     chosen = choose_backend(backend, image)
     created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source

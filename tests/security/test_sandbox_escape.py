@@ -189,11 +189,11 @@ def test_the_outer_limit_of_a_replay_grows_with_the_claims_and_shrinks_with_the_
     for n in range(5):
         _claim(repo / "claims", f"c{n}.py", "return Result(PASS, 'ran')")
     limit = sandbox.outer_limit(sandbox.Inner(("replay", "claims"), "replay", folders=("claims",),
-                                              timeout="10", jobs="2"), cwd=repo)
+                                              timeout="10", jobs="2"), cwd=repo, repo=repo)
     # six claims in three rounds of two, each its own timeout plus a grace, plus the run's grace
     assert limit == 3 * (10 + sandbox.CLAIM_GRACE_S) + sandbox.GRACE_S
     (repo / "claims" / "physverify.yaml").write_text("timeout: 20\njobs: 6\n")
-    limit = sandbox.outer_limit(sandbox.Inner(("replay", "claims"), "replay", folders=("claims",)), cwd=repo)
+    limit = sandbox.outer_limit(sandbox.Inner(("replay", "claims"), "replay", folders=("claims",)), cwd=repo, repo=repo)
     assert limit == 1 * (20 + sandbox.CLAIM_GRACE_S) + sandbox.GRACE_S
 
 
@@ -240,6 +240,17 @@ def test_the_sandbox_timeout_is_validated_like_every_other_timeout(repo: Path, v
     done = _physverify(repo, "sandbox", "--backend", "bwrap", "--timeout", value, "--", "confirm", "c.py")
     assert done.returncode == 2
     assert done.stderr.startswith("physverify: --timeout must be a"), done.stderr
+
+
+@needs_bwrap
+def test_a_symlinked_physverify_yaml_is_not_read_on_the_host(repo: Path, tmp_path: Path) -> None:
+    host_yaml = tmp_path / "hosts.yml"
+    host_yaml.write_text("oauth_token: gho_secret_value\n")  # a YAML file of the caller's, such as gh's
+    (repo / "claims" / "physverify.yaml").symlink_to(host_yaml)
+    for args in (("replay", "claims"), ("replay", "claims", "--ledger", "ledger.jsonl")):
+        done = _in_sandbox(repo, *args)
+        _one_line_refusal(done, "physverify.yaml", "symbolic link")
+        assert "oauth_token" not in done.stdout + done.stderr
 
 
 def test_a_ledger_with_another_hard_link_is_refused(repo: Path, tmp_path: Path) -> None:
