@@ -303,9 +303,9 @@ def output_lines(outputs: Mapping[str, str]) -> str:
 
 def refuse_control_characters(what: str, text: str) -> None:
     """UsageError when ``text`` holds a control character or a line separator (a path written into the runner's files)."""
-    import unicodedata
+    from physverify.sandbox import control_character
 
-    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+    bad = control_character(text)
     if bad is not None:
         raise UsageError(f"{what} {text!r} holds the control character U+{ord(bad):04X}; rename it")
 
@@ -347,7 +347,9 @@ def main(env: Mapping[str, str] | None = None) -> int:
         baseline, warning = _baseline(inputs, env, workspace)
         if warning:
             sys.stdout.write(github.command("warning", warning) + "\n")
-        refuse_control_characters("ledger", str(_ledger_of(inputs)))  # before anything is written there
+        # Before anything is written there. In the sandbox the runner checks the ledger it binds
+        # (physverify.yaml is not read here, outside its checks, issue 13).
+        refuse_control_characters("ledger", (inputs.ledger or "") if inputs.sandbox else str(_ledger_of(inputs)))
         written = run(inputs, baseline, log)
     except PhysverifyError as exc:  # one ::error line, the outputs say error, the step fails with 2
         sys.stdout.write("".join(f"{line}\n" for line in log))

@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import threading
+import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -294,14 +295,26 @@ class _Translator:
         return inside
 
 
+def control_character(text: str) -> str | None:
+    """Return the first control character or line separator in ``text``, or None.
+
+    Such a name in a path the runner writes into its own files ($GITHUB_OUTPUT, a log line)
+    could start a line of its own there (issue 13).
+    """
+    return next((c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+
+
 def writable_path(path: Path, repo: Path, what: str, *, kind: str = "file") -> Path:
     """Return the real path of ``path``, for a file the sandbox binds read-write (or its claims folder).
 
     Refused (UsageError): a symbolic link inside ``repo`` anywhere on the way or as the file
     itself, a ``.git`` folder on the way, a file that is not a regular file or has other hard
-    links, a file whose folder does not exist. A symbolic link outside the repository (the caller's own
+    links, a file whose folder does not exist, a name with a control character. A symbolic link outside the repository (the caller's own
     folders) is followed. Nothing is created here.
     """
+    bad = control_character(str(path))
+    if bad is not None:
+        raise UsageError(f"sandbox: {what!r}: the name holds the control character U+{ord(bad):04X}; rename it")
     # Walked one name at a time, '..' taken physically, so no lexical shortcut skips a link.
     current, parts, hops = Path("/"), list(path.absolute().parts[1:]), 0
     while parts:

@@ -54,13 +54,14 @@ def test_an_event_value_with_a_newline_stays_inside_its_warning(workspace: tuple
     assert f"::warning::baseline {'c' * 40}%0A::warning::injected: not in the checkout" in ran["stdout"]
 
 
+@pytest.mark.parametrize("sandboxed", ["false", pytest.param("true", marks=needs_bwrap)])
 def test_a_ledger_folder_named_with_newlines_cannot_rewrite_the_outputs(workspace: tuple[Path, str],
-                                                                     tmp_path: Path) -> None:
+                                                                     tmp_path: Path, sandboxed: str) -> None:
     root, recorded = workspace
     folder = root / "claims" / "x\ngate=pass\nexit-code=0\n"
     folder.mkdir()
     (root / "claims" / "physverify.yaml").write_text(f"ledger: {json.dumps(folder.name + '/ledger.jsonl')}\n")
-    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1", "sandbox": sandboxed})
     assert ran["code"] == 2, ran["stdout"] + ran["stderr"]  # the real gate fails (regressed); it never passes
     assert ran["outputs"] == {"gate": "error", "exit-code": "2"}
     assert not (folder / "ledger.jsonl").exists()  # refused before anything was written there
@@ -86,6 +87,18 @@ def test_the_sandboxed_step_refuses_a_repository_chosen_ledger_and_reports_none_
     assert "ledger" not in ran["outputs"]  # action.yml uploads steps.replay.outputs.ledger: nothing
     assert (root / ".git" / "config").read_bytes() == config
     assert "a file inside a .git folder is never bound writable" in ran["stdout"]
+
+
+@needs_bwrap
+def test_the_sandboxed_step_reads_no_physverify_yaml_through_a_link(workspace: tuple[Path, str],
+                                                                   tmp_path: Path) -> None:
+    root, recorded = workspace
+    host_yaml = tmp_path / "hosts.yml"
+    host_yaml.write_text("oauth_token: gho_secret_value\n")
+    (root / "claims" / "physverify.yaml").symlink_to(host_yaml)
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] == 2 and "symbolic link" in ran["stdout"], ran["stdout"] + ran["stderr"]
+    assert "oauth_token" not in ran["stdout"] + ran["stderr"] + ran["summary"]
 
 
 @needs_bwrap
