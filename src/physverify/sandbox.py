@@ -457,7 +457,8 @@ def _no_image(engine: str, image: str) -> PhysverifyError:
 
 def _answers(argv: list[str]) -> bool:
     try:
-        return subprocess.run(argv, capture_output=True, timeout=_ENGINE_PROBE_S, env=backend_env(argv[0])).returncode == 0
+        return subprocess.run(argv, capture_output=True, timeout=_ENGINE_PROBE_S, env=backend_env(argv[0]),
+                              check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
