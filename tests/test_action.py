@@ -105,6 +105,10 @@ def _step_env(overrides: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture()
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    return make_workspace(tmp_path, monkeypatch)
+
+
+def make_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     """A checkout whose committed ledger says the claim is rejected, with the defect then put back."""
     root = tmp_path / "workspace"
     (root / "claims").mkdir(parents=True)
@@ -121,6 +125,32 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, st
     return root, recorded
 
 
+def parse_github_output(text: str) -> dict[str, str]:
+    """$GITHUB_OUTPUT read as the runner reads it: ``name=value`` lines and ``name<<DELIMITER`` blocks.
+
+    The runner takes the heredoc form when ``<<`` comes before any ``=``, and ends the value
+    at the first line equal to the delimiter; a later output of the same name wins.
+    """
+    outputs: dict[str, str] = {}
+    lines = iter(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"))
+    for line in lines:
+        heredoc, equals = line.find("<<"), line.find("=")
+        if heredoc >= 0 and (equals < 0 or heredoc < equals):
+            name, delimiter = line[:heredoc], line[heredoc + 2:]
+            value = []
+            for body in lines:
+                if body == delimiter:
+                    break
+                value.append(body)
+            else:
+                raise AssertionError(f"output {name}: no line ends its value ({delimiter!r})")
+            outputs[name] = "\n".join(value)
+        elif line:
+            name, _, value = line.partition("=")
+            outputs[name] = value
+    return outputs
+
+
 def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """Run the step's `run` line in bash with the runner's files pointing at temp files."""
     files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
@@ -130,7 +160,7 @@ def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict
     env.pop("PHYSVERIFY_REPO", None)
     done = subprocess.run(["bash", "-c", _run_step()["run"]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
-    outputs = dict(line.split("=", 1) for line in files["GITHUB_OUTPUT"].read_text().splitlines())
+    outputs = parse_github_output(files["GITHUB_OUTPUT"].read_text())
     summary = files["GITHUB_STEP_SUMMARY"].read_text() if files["GITHUB_STEP_SUMMARY"].exists() else ""
     return {"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "outputs": outputs,
             "summary": summary}

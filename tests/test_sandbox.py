@@ -299,12 +299,17 @@ def test_the_projects_own_claims_replay_to_the_same_verdicts_inside_and_outside(
 
 
 # --- the command lines --------------------------------------------------------------------
+def _inner(*args: str, folders: tuple[str, ...] = ()) -> sandbox.Inner:
+    """The inner command as cli.py hands it over (cli parses; the sandbox receives values)."""
+    return sandbox.Inner(args, args[0], folders=folders)
+
+
 def test_paths_are_translated_to_the_mount_and_only_the_ledger_and_outputs_are_writable(repo: Path) -> None:
     (repo / "claims").mkdir()
     (repo / "claims" / "c.py").write_text("")
     outside_ledger = repo.parent / "ledger.jsonl"
-    plan = sandbox.make_plan(["confirm", str(repo / "claims" / "c.py"), "--json", "out.json", "--ledger",
-                              str(outside_ledger), "--timeout", "5"], repo=repo, cwd=repo)
+    plan = sandbox.make_plan(_inner("confirm", str(repo / "claims" / "c.py"), "--json", "out.json", "--ledger",
+                                    str(outside_ledger), "--timeout", "5"), repo=repo, cwd=repo)
     assert plan.args == ("confirm", "/repo/claims/c.py", "--json", "out.json", "--ledger", "/out/1/ledger.jsonl",
                          "--timeout", "5")
     assert plan.writable == (sandbox.WritableFile(repo.resolve() / "out.json", "/repo/out.json"),
@@ -314,10 +319,10 @@ def test_paths_are_translated_to_the_mount_and_only_the_ledger_and_outputs_are_w
 
 def test_the_default_ledgers_are_made_explicit_and_writable(repo: Path) -> None:
     (repo / "claims").mkdir()
-    confirm = sandbox.make_plan(["confirm", "x.py"], repo=repo, cwd=repo / "claims")
+    confirm = sandbox.make_plan(_inner("confirm", "x.py"), repo=repo, cwd=repo / "claims")
     assert confirm.args[-2:] == ("--ledger", "/repo/claims/confirm_ledger.jsonl") and confirm.cwd == "/repo/claims"
     assert confirm.writable[0].inside == "/repo/claims/confirm_ledger.jsonl"
-    replay = sandbox.make_plan(["replay", "--jobs", "2", "claims"], repo=repo, cwd=repo)
+    replay = sandbox.make_plan(_inner("replay", "--jobs", "2", "claims", folders=("claims",)), repo=repo, cwd=repo)
     assert replay.writable[0].inside == "/repo/claims/confirm_ledger.jsonl"
 
 
@@ -325,16 +330,16 @@ def test_paths_outside_the_repository_and_confirm_init_are_refused(repo: Path) -
     stray = repo.parent / "stray.py"
     stray.write_text("")
     with pytest.raises(UsageError, match="outside the repository"):
-        sandbox.make_plan(["confirm", str(stray)], repo=repo, cwd=repo)
+        sandbox.make_plan(_inner("confirm", str(stray)), repo=repo, cwd=repo)
     with pytest.raises(UsageError, match="confirm init"):
-        sandbox.make_plan(["confirm", "init", "x.py"], repo=repo, cwd=repo)
+        sandbox.make_plan(_inner("confirm", "init", "x.py"), repo=repo, cwd=repo)
     with pytest.raises(UsageError, match="confirm|replay"):
-        sandbox.make_plan(["run", "x.py"], repo=repo, cwd=repo)
+        sandbox.make_plan(_inner("run", "x.py"), repo=repo, cwd=repo)
 
 
 def test_docker_and_podman_build_the_exact_command_lines(repo: Path) -> None:
     (repo / "claims").mkdir()
-    plan = sandbox.make_plan(["replay", "claims", "--format", "github"], repo=repo, cwd=repo)
+    plan = sandbox.make_plan(_inner("replay", "claims", "--format", "github", folders=("claims",)), repo=repo, cwd=repo)
     limits = sandbox.Limits(2**30, 64)
     uid, gid = os.getuid(), os.getgid()
     docker = sandbox.docker_argv(plan, limits, image="img", name="box")
@@ -354,7 +359,7 @@ def test_docker_and_podman_build_the_exact_command_lines(repo: Path) -> None:
 
 
 def test_bwrap_hides_home_and_network_and_binds_the_repository_read_only(repo: Path) -> None:
-    plan = sandbox.make_plan(["confirm", "c.py"], repo=repo, cwd=repo)
+    plan = sandbox.make_plan(_inner("confirm", "c.py"), repo=repo, cwd=repo)
     argv = sandbox.bwrap_argv(plan, sandbox.Limits(2**30, 64), python=[Path("/opt/py")], executable="/opt/py/bin/python")
     assert {"--unshare-net", "--unshare-pid", "--unshare-user", "--die-with-parent", "--clearenv"} <= set(argv)
     pairs = list(zip(argv, argv[1:], argv[2:]))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from physverify.errors import PhysverifyError, UsageError
 from physverify.replay import DEFAULT_CLAIMS_DIR
+from physverify.report import github
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
 
 if TYPE_CHECKING:
@@ -129,11 +130,15 @@ class Written:
     html: str | None = None  # the HTML report, when the report input is true
 
 
-def run(inputs: Inputs, baseline: str | None) -> Written:
-    """Replay once (inside the sandbox when asked), apply fail-on, and render every format the runner reads."""
+def run(inputs: Inputs, baseline: str | None, log: list[str] | None = None) -> Written:
+    """Replay once (inside the sandbox when asked), apply fail-on, and render every format the runner reads.
+
+    In the sandbox, what the run wrote on stdout and stderr is appended to ``log`` as lines
+    that cannot be workflow commands (``neutralise``), even when the run fails.
+    """
     from physverify import report
 
-    result = _sandboxed(inputs, baseline) if inputs.sandbox else _direct(inputs, baseline)
+    result = _sandboxed(inputs, baseline, [] if log is None else log) if inputs.sandbox else _direct(inputs, baseline)
     if inputs.fail_on is not None:
         result = with_fail_on(result, inputs.fail_on)
     page = report.render("html", result) if inputs.report else None
@@ -160,8 +165,12 @@ def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
     )
 
 
-def _sandboxed(inputs: Inputs, baseline: str | None) -> ReplayResult:
-    """The same replay run by ``physverify sandbox``; its JSON report is read back into a ReplayResult."""
+def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayResult:
+    """The same replay run by ``physverify sandbox``; its JSON report is read back into a ReplayResult.
+
+    The ledger reported (and uploaded by action.yml) is the file the sandbox checked and
+    bound, never a path read from the repository under test (issue 13).
+    """
     import tempfile
 
     from physverify import sandbox
@@ -171,20 +180,25 @@ def _sandboxed(inputs: Inputs, baseline: str | None) -> ReplayResult:
     args = ["replay", *inputs.claims, *(x for k, v in options.items() if v is not None for x in (k, v))]
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "replay.json"
-        ran = sandbox.sandbox([*args, "--format", "json", "--output", str(report_path)])
-        if not report_path.is_file() or not report_path.stat().st_size:
-            notes = "; ".join(ran.notes) or "see the log above"
-            raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {notes}")
+        inner = sandbox.Inner((*args, "--format", "json", "--output", str(report_path)), "replay",
+                              folders=inputs.claims, timeout=inputs.timeout, jobs=inputs.jobs)
+        ran = sandbox.sandbox(inner, capture=True)  # the code inside must not reach the runner's stdout
+        log += neutralise(ran.output)
+        if ran.problem or ran.ledger is None or not report_path.is_file() or not report_path.stat().st_size:
+            why = ran.problem or "; ".join(ran.notes) or "see the log above"
+            raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {why}")
         data = json.loads(report_path.read_text(encoding="utf-8"))
-    return report_json.from_dict(data, ledger=_host_ledger(inputs))
+    return report_json.from_dict(data, ledger=_shown(ran.ledger, Path.cwd()))
 
 
-def _host_ledger(inputs: Inputs) -> Path:
-    """The ledger on the host: the input, else replay's default for the first claims folder."""
-    from physverify.config import load_config
-    from physverify.replay import default_ledger
+def neutralise(text: str) -> list[str]:
+    """``text`` as log lines the runner cannot read as workflow commands (neither ``::cmd::`` nor ``##[cmd]``)."""
+    return [f"sandbox| {line.replace('##[', '# #[')}" for line in text.splitlines()]
 
-    return Path(inputs.ledger) if inputs.ledger else default_ledger(load_config(Path(inputs.claims[0])))
+
+def _shown(path: Path, workspace: Path) -> Path:
+    """``path`` relative to the workspace when it lies inside it, as the direct run reports it."""
+    return path.relative_to(workspace) if workspace in path.parents else path
 
 
 def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:
@@ -217,6 +231,41 @@ def _append(path: str | None, text: str) -> None:
             handle.write(text if text.endswith("\n") else text + "\n")
 
 
+def output_lines(outputs: Mapping[str, str]) -> str:
+    """``outputs`` in $GITHUB_OUTPUT's ``name<<DELIMITER`` form, each with a fresh random delimiter.
+
+    The plain ``name=value`` form let a value with a newline (a ledger folder named
+    "x\ngate=pass") add outputs of its own (issue 13); a delimiter the value cannot know
+    ends each value where physverify says.
+    """
+    import secrets
+
+    lines = []
+    for name, value in outputs.items():
+        delimiter = f"physverify_{secrets.token_hex(16)}"
+        while delimiter in value:  # practically never; a value may not hold its own end mark
+            delimiter = f"physverify_{secrets.token_hex(16)}"
+        lines.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return "".join(lines)
+
+
+def refuse_control_characters(what: str, text: str) -> None:
+    """UsageError when ``text`` holds a control character or a line separator (a path written into the runner's files)."""
+    from physverify.sandbox import control_character
+
+    bad = control_character(text)
+    if bad is not None:
+        raise UsageError(f"{what} {text!r} holds the control character U+{ord(bad):04X}; rename it")
+
+
+def _ledger_of(inputs: Inputs) -> Path:
+    """The ledger replay names: the input, else its default for the first claims folder (checked before any run)."""
+    from physverify.config import load_config
+    from physverify.replay import default_ledger
+
+    return Path(inputs.ledger) if inputs.ledger else default_ledger(load_config(Path(inputs.claims[0])))
+
+
 def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[str | None, str | None]:
     """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning."""
     if inputs.baseline is not None:
@@ -232,7 +281,7 @@ def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
     if written.sarif is not None and inputs.sarif is not None:
         Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
     _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
-    _append(env.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in written.outputs.items()))
+    _append(env.get("GITHUB_OUTPUT"), output_lines(written.outputs))
     if written.annotations:
         sys.stdout.write(written.annotations.rstrip("\n") + "\n")
 
@@ -240,18 +289,24 @@ def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
 def main(env: Mapping[str, str] | None = None) -> int:
     """The run step: replay, write the runner's files, print the annotations, return the exit code."""
     env = os.environ if env is None else env
+    log: list[str] = []
     try:
         inputs = read_inputs(env)
         workspace = Path(env.get("GITHUB_WORKSPACE") or ".").resolve()
         os.chdir(workspace)  # claims, ledger and sarif paths are relative to the repository, as in a workflow
         baseline, warning = _baseline(inputs, env, workspace)
         if warning:
-            sys.stdout.write(f"::warning::{warning}\n")
-        written = run(inputs, baseline)
+            sys.stdout.write(github.command("warning", warning) + "\n")
+        # Before anything is written there. In the sandbox the runner checks the ledger it binds
+        # (physverify.yaml is not read here, outside its checks, issue 13).
+        refuse_control_characters("ledger", (inputs.ledger or "") if inputs.sandbox else str(_ledger_of(inputs)))
+        written = run(inputs, baseline, log)
     except PhysverifyError as exc:  # one ::error line, the outputs say error, the step fails with 2
-        sys.stdout.write(f"::error::physverify: {exc}\n")
-        _append(env.get("GITHUB_OUTPUT"), f"gate=error\nexit-code={EXIT_ERROR}")
+        sys.stdout.write("".join(f"{line}\n" for line in log))
+        sys.stdout.write(github.command("error", f"physverify: {exc}") + "\n")
+        _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(EXIT_ERROR)}))
         return EXIT_ERROR
+    sys.stdout.write("".join(f"{line}\n" for line in log))
     _deliver(written, inputs, env)
     return written.exit_code
 

@@ -165,7 +165,8 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run confirm or replay inside a sandbox, for code you do not trust (sandbox/README.md)",
         description="Run 'physverify confirm|replay ARGS' with no network, the repository read-only at /repo, "
         "only the ledger and output files writable, the home folder hidden, and memory and process limits. "
-        "--trusted is not needed inside. Exit code: the inner command's.",
+        "--trusted is not needed inside. Exit code: the inner command's 0, 1 or 2; 2 with one line when the outer "
+        "limit ended the run or physverify inside was killed.",
     )
     box.add_argument("--backend", default="auto", choices=["auto", *sandbox.BACKENDS],
                      help="auto: docker or podman when an engine answers, else bwrap (default: auto)")
@@ -176,19 +177,25 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     box.add_argument("--repo", metavar="DIR", help="the repository to mount (default: the git checkout holding .)")
     box.add_argument("--image", metavar="IMAGE", help=f"docker/podman image (default: ${sandbox.IMAGE_ENV}, "
                      f"else {sandbox.DEFAULT_IMAGE})")
-    box.add_argument("--timeout", type=float, metavar="S", help="outer limit for the whole sandbox run "
-                     f"(default: a confirm's --timeout + {sandbox.GRACE_S:g} s; none for replay)")
+    box.add_argument("--timeout", metavar="S", help="outer limit for the whole sandbox run (default: a confirm's "
+                     f"--timeout + {sandbox.GRACE_S:g} s; for replay, from its claims, --jobs and --timeout)")
     box.add_argument("inner", nargs=argparse.REMAINDER, metavar="-- confirm|replay ARGS")
 
 
 def _sandbox(args: argparse.Namespace) -> int:
     from physverify import sandbox
 
-    inner = args.inner[1:] if args.inner[:1] == ["--"] else args.inner
+    raw = args.inner[1:] if args.inner[:1] == ["--"] else args.inner
+    parsed = build_parser().parse_args(raw)  # the inner command's own parser: a usage error stops here
+    folders = _replay_dirs_and_files(parsed)[0] if parsed.command == "replay" else []
+    inner = sandbox.Inner(tuple(raw), parsed.command, folders=tuple(folders), timeout=getattr(parsed, "timeout", None),
+                          jobs=getattr(parsed, "jobs", None))
     run = sandbox.sandbox(inner, backend=args.backend, memory=args.memory, pids=args.pids,
-                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout_s=args.timeout)
+                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout=args.timeout)
     for note in run.notes:
         sys.stderr.write(f"physverify sandbox ({run.backend}): {note}\n")
+    if run.problem:
+        sys.stderr.write(f"physverify: {run.problem}\n")
     return run.exit_code
 
 
@@ -359,10 +366,7 @@ def _run(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from physverify import replay, report
 
-    if args.pre_commit:
-        dirs, files = [args.claims] if args.claims else [], list(args.paths) + list(args.files or [])
-    else:
-        dirs, files = list(args.paths) + ([args.claims] if args.claims else []), args.files
+    dirs, files = _replay_dirs_and_files(args)
     progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
     _check_output(args.output, "--output")
     result = replay.replay(
@@ -372,6 +376,13 @@ def _replay(args: argparse.Namespace) -> int:
     )
     _emit(report.render(args.format, result), args.output)
     return result.exit_code
+
+
+def _replay_dirs_and_files(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """Return replay's claims folders and changed files; with --pre-commit the positional arguments are files."""
+    if args.pre_commit:
+        return [args.claims] if args.claims else [], list(args.paths) + list(args.files or [])
+    return list(args.paths) + ([args.claims] if args.claims else []), args.files
 
 
 def _replay_progress(run: object, done: int, total: int) -> None:

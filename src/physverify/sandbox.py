@@ -5,41 +5,57 @@ repository read-only at ``/repo`` (PHYSVERIFY_REPO, so it needs no --trusted), o
 and output files writable, a private /tmp, no view of the host's home, and memory and
 process-count limits. Three backends build one command line each (the table BACKENDS):
 docker and podman run the image of sandbox/Dockerfile; bwrap (bubblewrap) runs the host's
-own Python. What each protects against is in sandbox/README.md.
+own Python. What runs inside and which host files are writable is decided in _sandbox_plan.py.
+What each protects against is in sandbox/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
+import functools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
+# The plan (what runs inside, what is writable, the outer limit) is _sandbox_plan.py's; these
+# are its names that belong to the sandbox's interface.
+from physverify._sandbox_plan import (
+    CLAIM_GRACE_S,
+    GRACE_S,
+    MOUNT,
+    Inner,
+    Plan,
+    WritableFile,
+    control_character,
+    make_plan,
+    outer_limit,
+)
 from physverify.errors import PhysverifyError, UsageError
-from physverify.ledger import DEFAULT_LEDGER
-from physverify.verdict import EXIT_ERROR
+from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
-MOUNT = "/repo"  # the repository inside; PHYSVERIFY_REPO points here
-OUT_MOUNT = "/out"  # writable files that live outside the repository
+__all__ = [
+    "BACKENDS", "CLAIM_GRACE_S", "DEFAULT_IMAGE", "DEFAULT_MEMORY", "DEFAULT_PIDS", "GRACE_S", "IMAGE_ENV", "MOUNT",
+    "Inner", "Limits", "Plan", "SandboxRun", "UsageError", "WritableFile", "backend_env", "bwrap_argv",
+    "choose_backend", "control_character", "docker_argv", "find_repo", "make_plan", "outer_limit", "parse_size",
+    "podman_argv", "python_paths", "sandbox",
+]
+
 INSIDE_HOME = "/home/sandbox"
 INSIDE_UID = 1000  # bwrap: a non-root uid inside (mapped to the caller's uid outside)
 IMAGE_ENV = "PHYSVERIFY_SANDBOX_IMAGE"
 DEFAULT_IMAGE = "physverify-sandbox"
 DEFAULT_MEMORY = "4g"
 DEFAULT_PIDS = 512
-COMMANDS = ("confirm", "replay")
-GRACE_S = 60.0  # the outer limit of a confirm: its own --timeout plus this (start-up, ledger write)
+CAPTURE_BYTES = 64 * 1024  # sandbox(capture=True) keeps this much of the run's output
 _ENGINE_PROBE_S = 10.0
-# The options whose value is a file physverify writes: they are the only writable places.
-_WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output")}
 _INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or Docker or Podman "
                  "and build the image as sandbox/README.md shows")
 
@@ -51,36 +67,15 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class WritableFile:
-    host: Path
-    inside: str
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What runs inside: the physverify arguments with paths translated, and what is mounted where."""
-
-    repo: Path
-    args: tuple[str, ...]
-    cwd: str
-    writable: tuple[WritableFile, ...]
-    commit: str | None
-
-    def env(self) -> dict[str, str]:
-        """Return the variables physverify reads inside (spec sections 3 and 5)."""
-        env = {"PHYSVERIFY_REPO": MOUNT, "PYTHONDONTWRITEBYTECODE": "1"}
-        if self.commit:
-            env["PHYSVERIFY_REPO_COMMIT"] = self.commit
-        return env
-
-
-@dataclass(frozen=True)
 class SandboxRun:
     exit_code: int
     backend: str
     argv: tuple[str, ...]
     timed_out: bool
     notes: tuple[str, ...]
+    problem: str | None = None  # one line for the caller when the run ended without its own exit code
+    ledger: Path | None = None  # the host file bound as the ledger
+    output: str = ""  # with capture=True: the end of what the run wrote on stdout and stderr
 
 
 # --- sizes, repository, commit --------------------------------------------------------
@@ -97,132 +92,6 @@ def find_repo(start: Path) -> Path:
     from physverify.repo import root_for as repo_root_for
 
     return repo_root_for(start).resolve()
-
-
-# --- the command inside ---------------------------------------------------------------
-def make_plan(args: Sequence[str], *, repo: Path, cwd: Path) -> Plan:
-    """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``."""
-    from physverify.repo import commit as repo_commit
-
-    command = _command(args)
-    repo, cwd = repo.resolve(), cwd.resolve()
-    translate = _Translator(repo, cwd)
-    out: list[str] = [command]
-    rest = list(args[1:])
-    writes = _WRITE_OPTIONS[command]
-    while rest:
-        token = rest.pop(0)
-        name, eq, value = token.partition("=")
-        if name in writes and (eq or rest):
-            value = value if eq else rest.pop(0)
-            out += [name, translate.writable(value)]
-        else:
-            out.append(translate.readable(token))
-    if not any(t == "--ledger" or t.startswith("--ledger=") for t in args):
-        out += ["--ledger", translate.writable(str(_default_ledger(command, args, cwd)))]
-    # The commit is read on the host, so it is the same for every backend (spec section 3).
-    return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo))
-
-
-def _command(args: Sequence[str]) -> str:
-    if not args or args[0] not in COMMANDS:
-        raise UsageError("sandbox: give the command to run after --: physverify sandbox -- confirm|replay ...")
-    if args[0] == "confirm" and len(args) > 1 and args[1] == "init":
-        raise UsageError("sandbox: confirm init writes a template into the repository; run it outside the sandbox")
-    return args[0]
-
-
-def _default_ledger(command: str, args: Sequence[str], cwd: Path) -> Path:
-    """Return the ledger the command would use without --ledger (cli.py; replay.default_ledger)."""
-    if command == "confirm":
-        return cwd / DEFAULT_LEDGER
-    from physverify.config import load_config
-    from physverify.replay import DEFAULT_CLAIMS_DIR, default_ledger
-
-    parsed = _inner_args(args)
-    folders = list(parsed.paths) if parsed is not None else []
-    pre_commit, claims_option = (parsed.pre_commit, parsed.claims) if parsed is not None else (False, None)
-    first = folders[0] if folders and not pre_commit else claims_option or DEFAULT_CLAIMS_DIR
-    return default_ledger(load_config(cwd / first))
-
-
-def _inner_args(args: Sequence[str]) -> argparse.Namespace | None:
-    """The inner command's arguments as physverify's own parser reads them, or None when it refuses them.
-
-    The parser is cli.py's, so no copy of confirm's or replay's options lives here; a refusal
-    is left to the command inside, which says what is wrong in its own words.
-    """
-    from physverify.cli import build_parser
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return build_parser().parse_args(list(args))
-    except SystemExit:
-        return None
-
-
-def _outer_timeout(args: Sequence[str]) -> float | None:
-    """Return the outer limit for ``args``: a confirm's own --timeout plus GRACE_S; replay has none."""
-    parsed = _inner_args(args)
-    if args[0] != "confirm" or parsed is None:
-        return None
-    from physverify.confirm import parse_timeout
-
-    try:
-        return parse_timeout(parsed.timeout) + GRACE_S
-    except UsageError:  # a bad --timeout: the command inside refuses it with its own message
-        return None
-
-
-class _Translator:
-    """Maps host paths in the arguments to the paths the command sees inside."""
-
-    def __init__(self, repo: Path, cwd: Path) -> None:
-        self.repo, self.cwd = repo, cwd
-        self.cwd_inside = self.inside(cwd) is not None
-        self.files: list[WritableFile] = []
-
-    def inside(self, host: Path) -> str | None:
-        """Return where the host path ``host`` is seen inside, or None when it is outside the repository."""
-        resolved = host.resolve()
-        if resolved == self.repo:
-            return MOUNT
-        if self.repo in resolved.parents:
-            return f"{MOUNT}/{resolved.relative_to(self.repo).as_posix()}"
-        return None
-
-    def readable(self, token: str) -> str:
-        """Return ``token`` with a host path in it (or after ``--opt=``) translated."""
-        if token.startswith("-"):
-            name, eq, value = token.partition("=")
-            return f"{name}={self.readable(value)}" if eq and value and not value.startswith("-") else token
-        path = Path(token)
-        if not path.is_absolute() and self.cwd_inside:
-            return token  # relative to the working folder, which is the same place inside
-        host = path if path.is_absolute() else self.cwd / path
-        if not host.exists():
-            return token  # not a path (a git ref, a number, a format name)
-        mapped = self.inside(host)
-        if mapped is None:
-            raise UsageError(f"sandbox: {token} is outside the repository {self.repo}; "
-                             "move it into the repository or give a wider --repo")
-        return mapped
-
-    def writable(self, value: str) -> str:
-        """Return the inside path of the file ``value`` (bound read-write on its own), or '-'."""
-        if value == "-":
-            return value
-        host = (self.cwd / value).resolve()
-        if host.is_dir() or not host.parent.is_dir():
-            raise UsageError(f"sandbox: {value}: give a file in an existing folder for the ledger or output")
-        for known in self.files:
-            if known.host == host:
-                return known.inside
-        mapped = self.inside(host)
-        inside = mapped if mapped is not None else f"{OUT_MOUNT}/{len(self.files)}/{host.name}"
-        self.files.append(WritableFile(host, inside))
-        keep = mapped is not None and self.cwd_inside and not Path(value).is_absolute()
-        return value if keep else inside
 
 
 # --- the backends: each builds one command line ----------------------------------------
@@ -337,55 +206,107 @@ def _no_image(engine: str, image: str) -> PhysverifyError:
 
 def _answers(argv: list[str]) -> bool:
     try:
-        return subprocess.run(argv, capture_output=True, timeout=_ENGINE_PROBE_S).returncode == 0
+        return subprocess.run(argv, capture_output=True, timeout=_ENGINE_PROBE_S, env=backend_env(argv[0]),
+                              check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
 # --- running ---------------------------------------------------------------------------
+# Variables a backend's own client may need; nothing else of the caller's environment reaches
+# any backend (issue 13: bwrap's init inside kept GITHUB_TOKEN in /proc/1/environ).
+_BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+_ENGINE_ENV = ("HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "DBUS_SESSION_BUS_ADDRESS",
+               "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY",
+               "CONTAINER_HOST", "CONTAINER_CONNECTION", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF",
+               "REGISTRY_AUTH_FILE")
+
+
+def backend_env(backend: str) -> dict[str, str]:
+    """Return the environment ``backend`` is started with: a fixed list of names, never the caller's whole one."""
+    names = _BASE_ENV if backend == "bwrap" else _BASE_ENV + _ENGINE_ENV
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
 def sandbox(
-    args: Sequence[str],
+    inner: Inner,
     *,
     backend: str = "auto",
     memory: str = DEFAULT_MEMORY,
     pids: int = DEFAULT_PIDS,
     repo: Path | None = None,
     image: str | None = None,
-    timeout_s: float | None = None,
+    timeout: str | None = None,
+    capture: bool = False,
 ) -> SandboxRun:
-    """``physverify sandbox``: run confirm or replay ``args`` in a sandbox; return its exit code and notes."""
+    """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes.
+
+    With ``capture`` the run's stdout and stderr do not reach the caller's: the last
+    CAPTURE_BYTES of both come back in ``output`` (the Action, whose stdout the runner reads
+    for workflow commands, prints them neutralised).
+    """
+    from physverify.confirm import parse_timeout
+
     if pids < 0:
         raise UsageError(f"--pids {pids}: give a positive number of processes (0: no limit)")
+    outer_given = parse_timeout(timeout) if timeout is not None else None  # the rule of every --timeout
     limits = Limits(parse_size(memory), pids)
     cwd = Path.cwd()
-    plan = make_plan(args, repo=(repo or find_repo(cwd)), cwd=cwd)
-    outer = timeout_s if timeout_s is not None else _outer_timeout(plan.args)
+    plan = make_plan(inner, repo=(repo or find_repo(cwd)), cwd=cwd)
+    outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd, repo=plan.repo)
     image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
     chosen = choose_backend(backend, image)
-    created = [f.host for f in plan.writable if not f.host.exists()]
-    for path in created:  # a bind needs its source; an unused one is removed again below
-        path.touch()
+    created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
     try:
-        if chosen == "bwrap":
-            return _run_bwrap(plan, limits, outer)
-        return _run_engine(chosen, plan, limits, outer, image)
+        run = _run_bwrap if chosen == "bwrap" else functools.partial(_run_engine, chosen, image=image)
+        ran = run(plan, limits, outer, _Tail() if capture else None)
     finally:
-        for path in created:
-            if path.exists() and path.stat().st_size == 0:
+        for path in created:  # an unused one is removed again
+            if path.lstat().st_size == 0:
                 path.unlink()
+    return _known_exit(replace(ran, ledger=plan.ledger))
 
 
-def _run_bwrap(plan: Plan, limits: Limits, outer: float | None) -> SandboxRun:
+def _create(path: Path) -> bool:
+    """Create the empty file ``path`` unless it exists, never through a link; return whether it was made."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        if not stat.S_ISREG(path.lstat().st_mode):  # replaced by a link or a folder since it was checked
+            raise UsageError(f"sandbox: {path}: not a regular file; the sandbox binds only regular files") from None
+        return False
+    os.close(fd)
+    return True
+
+
+def _known_exit(ran: SandboxRun) -> SandboxRun:
+    """Return ``ran`` with an exit code other than 0, 1 or 2 (physverify killed inside) turned into 2 and a problem."""
+    if ran.exit_code in (EXIT_OK, EXIT_FINDING, EXIT_ERROR):
+        return ran
+    code = ran.exit_code
+    signum = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    how = f"exit {code}" + (f", signal {signum}" if signum else "")
+    problem = (f"sandbox: physverify inside ended abnormally ({how}) before it reported, perhaps killed by the "
+               "code under test; no verdict, and no ledger line for a claim it had not finished")
+    return replace(ran, exit_code=EXIT_ERROR, problem=problem)
+
+
+def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Tail | None) -> SandboxRun:
     from physverify import _cgroup  # POSIX only (resource): imported when bwrap runs
 
     argv = bwrap_argv(plan, limits, python=python_paths())
     with _cgroup.limited(limits.memory_bytes, limits.pids) as group:
-        code, timed_out = _wait(subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=group.enter), outer,
-                                lambda proc: proc.kill())
-    return SandboxRun(code, "bwrap", tuple(argv), timed_out, group.notes + _timeout_notes(outer, timed_out))
+        out, err = _streams(tail)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=backend_env("bwrap"),
+                                preexec_fn=group.enter)
+        code, timed_out = _wait(proc, outer, lambda proc: proc.kill(), tail)
+    return _ran(code, "bwrap", argv, group.notes, outer, timed_out, tail)
 
 
-def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float | None, image: str) -> SandboxRun:
+def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Tail | None, *,
+                image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
         raise _no_image(engine, image)
     name = f"physverify-sandbox-{uuid.uuid4().hex[:12]}"
@@ -395,15 +316,57 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float | None, im
         if not _answers([engine, "kill", name]):
             proc.kill()
 
-    code, timed_out = _wait(subprocess.Popen(argv, stdin=subprocess.DEVNULL), outer, stop)
+    out, err = _streams(tail)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=backend_env(engine))
+    code, timed_out = _wait(proc, outer, stop, tail)
     notes = (f"{engine}: memory {limits.memory_bytes} bytes and {limits.pids or 'unlimited'} processes "
              "(the container's cgroup), no network, repository read-only",)
-    return SandboxRun(code, engine, tuple(argv), timed_out, notes + _timeout_notes(outer, timed_out))
+    return _ran(code, engine, argv, notes, outer, timed_out, tail)
 
 
-def _wait(proc: subprocess.Popen[bytes], outer: float | None,
-          stop: Callable[[subprocess.Popen[bytes]], object]) -> tuple[int, bool]:
+def _streams(tail: _Tail | None) -> tuple[int | None, int | None]:
+    """Return Popen's stdout and stderr: the caller's, or one pipe for ``tail``."""
+    return (None, None) if tail is None else (subprocess.PIPE, subprocess.STDOUT)
+
+
+class _Tail:
+    """Reads a pipe to its end in a thread, keeping only its last CAPTURE_BYTES (a claim may write without end)."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.thread: threading.Thread | None = None
+
+    def start(self, stream: IO[bytes]) -> None:
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            self.kept += chunk
+            del self.kept[:-CAPTURE_BYTES]
+
+    def text(self) -> str:
+        """Return what was kept; the pipe ends when every process inside has ended."""
+        if self.thread is not None:
+            self.thread.join(timeout=_ENGINE_PROBE_S)
+        return bytes(self.kept).decode("utf-8", errors="replace")
+
+
+def _ran(code: int, backend: str, argv: Sequence[str], notes: tuple[str, ...], outer: float,
+         timed_out: bool, tail: _Tail | None) -> SandboxRun:
+    problem = None
+    if timed_out:
+        problem = (f"sandbox: the run did not finish within {outer:g} s (the outer limit; sandbox/README.md, "
+                   "\"Time\") and was ended with everything in it; no ledger line was written for a claim it did not finish")
+    return SandboxRun(EXIT_ERROR if timed_out else code, backend, tuple(argv), timed_out, notes, problem,
+                      output=tail.text() if tail is not None else "")
+
+
+def _wait(proc: subprocess.Popen[bytes], outer: float,
+          stop: Callable[[subprocess.Popen[bytes]], object], tail: _Tail | None = None) -> tuple[int, bool]:
     """Return (exit code, timed out) of ``proc``, stopping it at ``outer`` seconds or on Ctrl-C."""
+    if tail is not None and proc.stdout is not None:
+        tail.start(proc.stdout)
     try:
         return proc.wait(timeout=outer), False
     except subprocess.TimeoutExpired:
@@ -414,10 +377,3 @@ def _wait(proc: subprocess.Popen[bytes], outer: float | None,
         stop(proc)
         proc.wait()
         raise
-
-
-def _timeout_notes(outer: float | None, timed_out: bool) -> tuple[str, ...]:
-    if not timed_out:
-        return ()
-    return (f"the sandbox run did not finish within {outer:g} s and was ended with everything in it; "
-            "no ledger line was written for it",)

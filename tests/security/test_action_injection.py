@@ -1,0 +1,123 @@
+"""The Action's run step against hostile repository content (issue 13, items 1 and 3).
+
+The step's ``run`` line is run locally in bash as the runner would (tests/test_action.py:
+``_run_locally``), with $GITHUB_OUTPUT read back by the runner's own rules. A line of stdout
+that begins with ``::`` is a workflow command: only physverify may write one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_action import _run_locally, make_workspace, parse_github_output
+
+from physverify import action
+
+needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+OURS = ("::error file=", "::warning file=", "::notice file=", "::error::physverify", "::warning::baseline",
+        "::error title=physverify", "::notice title=physverify", "::warning title=physverify")
+
+
+@pytest.fixture()
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """tests/test_action.py's checkout: a committed claim, then its defect put back (a regression)."""
+    return make_workspace(tmp_path, monkeypatch)
+
+
+def _commands(stdout: str) -> list[str]:
+    """The lines the runner would read as workflow commands (it trims leading white space first)."""
+    return [line.lstrip() for line in stdout.splitlines() if line.lstrip().startswith("::")]
+
+
+def _only_ours(stdout: str) -> None:
+    for line in _commands(stdout):
+        assert line.startswith(OURS) and "injected" not in line.split("::", 2)[1], line
+    assert "##[" not in stdout
+
+
+def test_a_yaml_value_with_a_newline_cannot_emit_a_workflow_command(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    root, recorded = workspace
+    (root / "claims" / "physverify.yaml").write_text('ledger: "nofolder\\n::warning::injected\\n/x.jsonl"\n')
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    assert ran["code"] == 2, ran["stdout"] + ran["stderr"]
+    _only_ours(ran["stdout"])
+    assert len(_commands(ran["stdout"])) == 1 and "control character U+000A" in ran["stdout"]
+    assert ran["outputs"] == {"gate": "error", "exit-code": "2"}
+
+
+def test_an_event_value_with_a_newline_stays_inside_its_warning(workspace: tuple[Path, str], tmp_path: Path) -> None:
+    root, _ = workspace
+    ran = _run_locally(root, tmp_path, {"before": "c" * 40 + "\n::warning::injected"}, {"jobs": "1"})
+    _only_ours(ran["stdout"])
+    assert f"::warning::baseline {'c' * 40}%0A::warning::injected: not in the checkout" in ran["stdout"]
+
+
+@pytest.mark.parametrize("sandboxed", ["false", pytest.param("true", marks=needs_bwrap)])
+def test_a_ledger_folder_named_with_newlines_cannot_rewrite_the_outputs(workspace: tuple[Path, str],
+                                                                     tmp_path: Path, sandboxed: str) -> None:
+    root, recorded = workspace
+    folder = root / "claims" / "x\ngate=pass\nexit-code=0\n"
+    folder.mkdir()
+    (root / "claims" / "physverify.yaml").write_text(f"ledger: {json.dumps(folder.name + '/ledger.jsonl')}\n")
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1", "sandbox": sandboxed})
+    assert ran["code"] == 2, ran["stdout"] + ran["stderr"]  # the real gate fails (regressed); it never passes
+    assert ran["outputs"] == {"gate": "error", "exit-code": "2"}
+    assert not (folder / "ledger.jsonl").exists()  # refused before anything was written there
+    _only_ours(ran["stdout"])
+
+
+@pytest.mark.parametrize("value", ["claims/x\ngate=pass\nexit-code=0", "a\r\nb", "<<EOF", "EOF\n", ""])
+def test_outputs_read_back_exactly_whatever_a_value_holds(value: str) -> None:
+    outputs = {"gate": "fail", "ledger": value, "exit-code": "1"}
+    assert parse_github_output(action.output_lines(outputs)) == outputs
+
+
+# --- sandbox: true -----------------------------------------------------------------------
+@needs_bwrap
+def test_the_sandboxed_step_refuses_a_repository_chosen_ledger_and_reports_none_to_upload(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, recorded = workspace
+    (root / "claims" / "physverify.yaml").write_text("ledger: ../.git/config\n")
+    config = (root / ".git" / "config").read_bytes()
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] == 2, ran["stdout"] + ran["stderr"]
+    assert "ledger" not in ran["outputs"]  # action.yml uploads steps.replay.outputs.ledger: nothing
+    assert (root / ".git" / "config").read_bytes() == config
+    assert "a file inside a .git folder is never bound writable" in ran["stdout"]
+
+
+@needs_bwrap
+def test_the_sandboxed_step_reads_no_physverify_yaml_through_a_link(workspace: tuple[Path, str],
+                                                                   tmp_path: Path) -> None:
+    root, recorded = workspace
+    host_yaml = tmp_path / "hosts.yml"
+    host_yaml.write_text("oauth_token: gho_secret_value\n")
+    (root / "claims" / "physverify.yaml").symlink_to(host_yaml)
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] == 2 and "symbolic link" in ran["stdout"], ran["stdout"] + ran["stderr"]
+    assert "oauth_token" not in ran["stdout"] + ran["stderr"] + ran["summary"]
+
+
+@needs_bwrap
+def test_a_sandboxed_claim_writing_workflow_commands_to_every_stdout_reaches_none(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, recorded = workspace
+    claim = (root / "claims" / "claim_decay.py").read_text()
+    spray = ('import os as _os\n'
+             'for _p in _os.listdir("/proc"):\n'
+             '    for _fd in ("1", "2"):\n'
+             '        try:\n'
+             '            with open(f"/proc/{_p}/fd/{_fd}", "w") as _h:\n'
+             '                _h.write("::warning::injected\\n##[warning]injected\\n")\n'
+             '        except OSError:\n'
+             '            pass\n')
+    (root / "claims" / "claim_decay.py").write_text(spray + claim)
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] in (1, 2), ran["stdout"] + ran["stderr"]
+    assert "injected" in ran["stdout"]  # it did write, and it is shown, as plain text
+    _only_ours(ran["stdout"])
+    assert not any(line.lstrip().startswith("::") for line in ran["stderr"].splitlines())
