@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS
@@ -90,7 +90,9 @@ def test_the_fit_uses_the_finest_fit_points_resolutions() -> None:
     # a pre-asymptotic coarse point (order 1 there) is outside a window of four
     errors = [0.5] + power_law(1.0, 2.0)[1:]
     assert check_order(HS, errors, 2, fit_points=4).message == "observed order 2.00 (expected 2)"
-    assert check_order(HS, errors, 2, fit_points=5).status != PASS
+    # the coarse point's pairwise order (7.6) has not settled, so no window takes it in
+    assert check_order(HS, errors, 2, fit_points=5).message == "observed order 2.00 (expected 2)"
+    assert check_order(HS, errors, 2, fit_points=2).fitted == pytest.approx(2.0)
 
 
 def test_numpy_arrays_are_accepted_like_lists() -> None:
@@ -103,14 +105,18 @@ def test_numpy_arrays_are_accepted_like_lists() -> None:
 def test_a_first_order_error_fails_a_second_order_expectation_naming_the_clean_order() -> None:
     result = check_order(HS, power_law(1.0, 1.0), 2)
     assert result.status == FAIL
-    assert result.message.startswith("observed order 1.00 (expected 2): a clean order 1")
+    assert result.message.startswith(
+        "observed order 1.00 (expected 2), below the accepted range [1.7, 3): a clean order 1"
+    )
     assert "the expected order is wrong" in result.message
 
 
-def test_an_order_well_above_the_expected_one_fails_and_says_the_expectation_looks_wrong() -> None:
+def test_an_order_well_above_the_expected_one_is_inconclusive_and_says_the_expectation_looks_wrong() -> None:
+    """Issue 9: an order above the range is never by itself evidence of the claimed defect."""
     result = check_order(HS, power_law(1.0, 4.0), 2)
-    assert result.status == FAIL
+    assert result.status == INCONCLUSIVE
     assert result.message.startswith("observed order 4.00 (expected 2), above the accepted range [1.7, 3)")
+    assert "not evidence of a defect" in result.message
     assert "the expected order itself looks wrong" in result.message
 
 
@@ -193,17 +199,18 @@ def test_check_exact_is_inconclusive_without_matching_resolutions() -> None:
 @given(
     p=st.floats(0.5, 6.0),
     log_c=st.floats(-8.0, 8.0),
-    log_finest=st.floats(-9.0, -2.0),
+    log_coarsest=st.floats(-6.0, 0.0),
     ratio=st.sampled_from([1.5, 2.0, 3.0]),
 )
-def test_check_order_recovers_p_from_a_power_law(p: float, log_c: float, log_finest: float, ratio: float) -> None:
+def test_check_order_recovers_p_from_a_power_law(p: float, log_c: float, log_coarsest: float, ratio: float) -> None:
     c = 10.0**log_c
-    h_finest = (10.0**log_finest / c) ** (1.0 / p)  # keeps every error well above the noise floor
-    hs = [h_finest * ratio**k for k in range(4, -1, -1)]
+    h_coarsest = (10.0**log_coarsest / c) ** (1.0 / p)  # errors no larger than the solution (scale 1)
+    hs = [h_coarsest / ratio**k for k in range(5)]
     errors = [c * h**p for h in hs]
+    assume(errors[-1] > 1e-9)  # well above the noise floor
     assert check_order(hs, errors, p).status == PASS
     assert check_order(hs, errors, p + 1).status == FAIL
-    assert check_order(hs, errors, p - 1).status == FAIL
+    assert check_order(hs, errors, p - 1).status == INCONCLUSIVE  # above the range: not a defect
 
 
 @settings(max_examples=200, deadline=None)
