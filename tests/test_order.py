@@ -228,3 +228,99 @@ def test_an_error_that_does_not_decrease_never_passes(
         errors.append(errors[-1] * factor)  # as h shrinks, the error stays or grows
     hs = [0.5**k for k in range(len(errors))]
     assert check_order(hs, errors, expected, floor=floor).status != PASS
+
+
+# --- soundness before decisiveness (issue 9) ----------------------------------------------
+def test_the_reported_false_confirmation_is_inconclusive_and_names_the_resolutions_to_add() -> None:
+    """Issue 9: a correct RK4 at steps far too coarse for a fast drive was confirmed defective."""
+    result = check_order((0.4, 0.2, 0.1, 0.05), (0.36178, 0.36485, 0.12130, 0.00030602), 4)
+    assert result.status == INCONCLUSIVE
+    assert "add resolutions finer than h = 0.05" in result.message
+
+
+def test_one_wild_coarse_level_does_not_drag_the_fit() -> None:
+    """Issue 9: pairwise orders -2.49, 48.99, 1.02, 1.01 of a correct first-order method pass."""
+    hs = [0.4, 0.2, 0.1, 0.05, 0.025]
+    errors = [1e-3]
+    for coarse, fine, order in reversed(list(zip(hs, hs[1:], [-2.49, 48.99, 1.02, 1.01]))):
+        errors.insert(0, errors[0] * (coarse / fine) ** order)
+    errors = [x * 1e-12 if x > 1 else x for x in errors]  # keep them below the solution's size
+    assert pairwise_orders(hs, errors)[-2:] == pytest.approx([1.02, 1.01])
+    result = check_order(hs, errors, 1)
+    assert result.status == PASS and result.fitted == pytest.approx(1.015, abs=0.01)
+
+
+def test_an_order_below_the_range_says_below_and_the_check_exact_fail_gives_its_order() -> None:
+    """The two behaviours of the published 0.6.0 API that claim files written for it rely on."""
+    hs = [0.1, 0.05, 0.025, 0.0125]
+    assert "below" in check_order(hs, [0.5 * h for h in hs], 4.0).message
+    result = check_exact(hs, [3.0 * h for h in hs])
+    assert result.status == FAIL and result.fitted == pytest.approx(1.0) and "order 1.00" in result.message
+
+
+@pytest.mark.parametrize("scale", [float("nan"), float("inf"), -float("inf")])
+def test_a_non_finite_scale_is_inconclusive_not_exact(scale: float) -> None:
+    """Issue 10: a non-finite scale made the noise floor infinite, so every error looked EXACT."""
+    assert check_order(HS, power_law(1.0, 2.0), 2, scale=scale).status == INCONCLUSIVE
+    assert check_exact(HS, [1e-15] * 5, scale=scale).status == INCONCLUSIVE
+
+
+def test_a_blow_up_at_the_coarsest_steps_is_left_out_but_a_nan_at_a_fine_step_fails() -> None:
+    errors = [float("inf"), float("nan")] + power_law(1.0, 2.0)[2:]
+    result = check_order(HS, errors, 2)
+    assert result.status == PASS and "the 2 coarsest resolutions gave a non-finite error" in result.message
+    assert check_order(HS + [HS[-1] / 2], [float("inf")] + power_law(1.0, 2.0), 2).status == PASS
+    assert check_order(HS, [1e-2, 1e-3, 1e-4, float("nan"), 1e-6], 2).status == FAIL
+
+
+def test_an_error_that_grows_by_orders_of_magnitude_is_an_unstable_blow_up_not_a_fail() -> None:
+    result = check_order(HS, [1e-6, 2.5e-7, 6e-8, 1e-4, 1e-2], 2)
+    assert result.status == INCONCLUSIVE and "unstable blow-up" in result.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    p=st.integers(1, 5),
+    q=st.integers(1, 3),
+    dominance=st.floats(2.0, 100.0),
+    sign=st.sampled_from([-1.0, 1.0]),
+    log_finest=st.floats(-9.0, -2.0),
+    ratio=st.sampled_from([1.5, 2.0, 3.0]),
+    levels=st.integers(3, 7),
+)
+def test_a_pre_asymptotic_term_never_fails_the_true_order(
+    p: int, q: int, dominance: float, sign: float, log_finest: float, ratio: float, levels: int
+) -> None:
+    """e = C h**p (1 + a h**q), with |a| h**q >= 2 at the coarsest level: never FAIL at p."""
+    hs = [ratio ** -k for k in range(levels)]
+    a = sign * dominance  # |a h**q| = dominance at the coarsest level h = 1
+    shape = [h**p * abs(1.0 + a * h**q) for h in hs]
+    c = 10.0**log_finest / shape[-1]
+    errors = [c * x for x in shape]
+    assume(all(x > 0 for x in errors))
+    assert check_order(hs, errors, p).status != FAIL
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    p=st.integers(1, 4),
+    q=st.integers(1, 3),
+    dominance=st.floats(2.0, 100.0),
+    sign=st.sampled_from([-1.0, 1.0]),
+    log_third=st.floats(-6.0, -1.0),
+    ratio=st.sampled_from([2.0, 3.0]),
+)
+def test_a_clean_lower_order_still_fails_once_the_finest_levels_settle(
+    p: int, q: int, dominance: float, sign: float, log_third: float, ratio: float
+) -> None:
+    """The same errors, expected one order higher: FAIL once the correction is below 1 % at the finest three."""
+    a = sign * dominance
+    levels = 3
+    while dominance * ratio ** (-q * (levels - 3)) > 0.01:
+        levels += 1
+    hs = [ratio ** -k for k in range(levels)]
+    shape = [h**p * abs(1.0 + a * h**q) for h in hs]
+    errors = [10.0**log_third / shape[-3] * x for x in shape]  # the finest three below the solution's size
+    assume(errors[-1] > 1e-9)
+    result = check_order(hs, errors, p + 1)
+    assert result.status == FAIL and "below the accepted range" in result.message

@@ -304,9 +304,11 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
            limits: _Limits) -> tuple[str, str, float | None]:
     """The status and message for resolved levels (wh, we), coarsest first, all above the floor."""
     pairwise = pairwise_orders(wh, we)
-    growth = [b / a for a, b in zip(we, we[1:])]
+    # Only the finest pairs: a jump at coarser steps (an error passing through zero, a
+    # stability limit) is left behind once the finest levels settle.
+    growth = [b / a for a, b in zip(we, we[1:])][-2:]
     if max(growth) > _BLOW_UP:
-        worst = growth.index(max(growth))
+        worst = len(we) - 1 - len(growth) + growth.index(max(growth))
         return INCONCLUSIVE, (f"the error grows {max(growth):.3g} times from h = {wh[worst]:g} to h = "
                               f"{wh[worst + 1]:g} (pairwise orders {_fmt_orders(pairwise)}): an unstable blow-up, "
                               "not an order; use steps within the method's stability limit, "
@@ -344,9 +346,10 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
         return INCONCLUSIVE, (f"round-off reached at the finest levels: the error stops decreasing at about "
                               f"{finest:.3g}, close to the noise floor {level:g}; drop the finest resolutions, use "
                               "coarser steps, or pass a larger floor"), None
-    if len(pairwise) < 2 or pairwise[-2] >= _STALL_ORDER:
-        # One flat pair may be an error constant passing through zero between the two
-        # levels; a defect keeps the error flat over three.
+    if len(pairwise) < 2 or pairwise[-2] >= _STALL_ORDER or pairwise[-1] - pairwise[-2] > _SETTLED_SPREAD:
+        # One flat pair may be the error passing through an extremum as a function of
+        # the step (a pre-asymptotic term of the other sign); a defect keeps the error
+        # flat over three levels.
         return INCONCLUSIVE, (f"the error stops decreasing only between the two finest resolutions (pairwise orders "
                               f"{_fmt_orders(pairwise)}, about {finest:.3g} at the finest level); "
                               f"{_finer_than(wh[-1])} to see whether it levels off"), None
