@@ -16,6 +16,7 @@ numpy arrays), in any order; results list them coarsest first.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -306,7 +307,7 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
     pairwise = pairwise_orders(wh, we)
     # Only the finest pairs: a jump at coarser steps (an error passing through zero, a
     # stability limit) is left behind once the finest levels settle.
-    growth = [b / a for a, b in zip(we, we[1:])][-2:]
+    growth = [b / a for a, b in itertools.pairwise(we)][-2:]
     if max(growth) > _BLOW_UP:
         worst = len(we) - 1 - len(growth) + growth.index(max(growth))
         return INCONCLUSIVE, (f"the error grows {max(growth):.3g} times from h = {wh[worst]:g} to h = "
