@@ -66,7 +66,8 @@ def test_the_energy_drift_shrinks_at_the_order_of_a_correct_scheme(integrate, or
 
 
 def test_an_energy_drift_slower_than_the_scheme_order_fails() -> None:
-    result = invariant_study(solvers.forward_euler(RHS), energy, Y0, 2.0, NS, 2)
+    # issue 9: the coarsest drifts are larger than the energy itself, so finer steps are needed to settle
+    result = invariant_study(solvers.forward_euler(RHS), energy, Y0, 2.0, (32, 64, 128, 256, 512), 2)
     assert result.status == FAIL
 
 

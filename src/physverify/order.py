@@ -44,13 +44,23 @@ _CLEAN_INTEGER = 0.05
 # Verification and Validation in Computational Science and Engineering, ch. 5): they
 # have "settled" once consecutive ones agree within this spread.
 _SETTLED_SPREAD = 0.2
-# The correction term shrinks by r**-q per refinement by r; for r >= 1.5 and q >= 1 that
-# is at most 2/3, so an order still moving by d per level can move at most 2 d further.
-# An order below the range is a FAIL only when even that projection stays below it.
-_PROJECTION = 2.0
+# Below the true order, the pairwise orders of e = C h**p (1 + a h**q) with a < 0 climb
+# towards p, each step a factor rho of the one before. In the asymptotic range rho is
+# r**-q (2/3 at most for r >= 1.5, q >= 1), but just after the error passed through zero
+# (1 + a h**q changing sign at a coarser level) rho is close to 1. An order below the
+# range is a FAIL only when it stays below even if it climbs on with rho = 0.9, that is,
+# by 9 times its last step.
+_PROJECTION = 9.0
+# A pairwise order this far above the settled ones just before them is a plunge of the
+# error (possibly through zero). A FAIL needs three settled pairs, or two after a pair
+# that is known not to plunge.
+_PLUNGE = 1.0
 # An error that grows by more than this factor from one resolution to the next finer
 # one is an unstable blow-up (steps beyond a stability limit), not a measured order.
 _BLOW_UP = 10.0
+# A stall is a FAIL only when the error stays flat while h shrinks by this factor: over
+# a shorter stretch the error can be passing through an extremum as a function of h.
+_STALL_SPAN = 4.0 - 1e-9
 
 SAME_AT_EVERY_RESOLUTION = (
     "; the error is the same at every resolution, which points to something independent of the step "
@@ -267,7 +277,7 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     if len(measurable) < 2:
         return INCONCLUSIVE, (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
                               f"{limits.level:g}, so no order can be measured; use coarser steps"), None
-    if _same_everywhere([x for _, x in measurable], limits.level):
+    if _same_everywhere([step for step, _ in measurable], [x for _, x in measurable], limits.level):
         # Kept even when the error is larger than the solution: a model or reference for
         # a different equation gives the same error at every step, resolved or not.
         return FAIL, _does_not_decrease(e[-1]) + SAME_AT_EVERY_RESOLUTION, None
@@ -280,10 +290,21 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     return _judge(wh, we, e, expected, limits)
 
 
-def _same_everywhere(errors: list[float], level: float) -> bool:
-    """Three or more errors within _SAME_SPREAD of each other, far above round-off."""
-    return (len(errors) >= 3 and max(errors) - min(errors) <= _SAME_SPREAD * max(errors)
+def _same_everywhere(hs: list[float], errors: list[float], level: float) -> bool:
+    """Three or more errors within _SAME_SPREAD of each other over _STALL_SPAN in h, far above round-off."""
+    return (len(errors) >= 3 and hs[0] >= _STALL_SPAN * hs[-1] and max(errors) - min(errors) <= _SAME_SPREAD * max(errors)
             and min(errors) > _ROUNDOFF_FACTOR * level)
+
+
+def _flat_tail(pairwise: list[float]) -> int:
+    """How many of the finest pairwise orders are below _STALL_ORDER and agree within _SETTLED_SPREAD."""
+    count = 0
+    while count < len(pairwise) and pairwise[-1 - count] < _STALL_ORDER:
+        tail = pairwise[-1 - count:]
+        if max(tail) - min(tail) > _SETTLED_SPREAD:
+            break
+        count += 1
+    return count
 
 
 def _does_not_decrease(finest: float) -> str:
@@ -326,6 +347,11 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
     if fitted >= high - _ORDER_SLACK:
         return INCONCLUSIVE, head + _too_high_advice(pairwise, low, high, wh[-1]), fitted
     if fitted < low - _ORDER_SLACK:
+        if settled < 3 and (len(pairwise) == settled or pairwise[-settled - 1] > max(pairwise[-settled:]) + _PLUNGE):
+            # The error may have plunged just before the settled levels (seen, or hidden in a
+            # level too coarse to use): it may have passed through zero there, and the orders
+            # after a zero climb back slowly, so two settled pairs are not enough.
+            return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
         return _too_low(head, pairwise, low, high, expected, wh[-1]) + (fitted,)
     if limits.atol is not None and we[-1] > limits.atol:
         return FAIL, (f"{head}, but the error at the finest level ({we[-1]:.3g}) is above atol = {limits.atol:g}: "
@@ -347,11 +373,12 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
         return INCONCLUSIVE, (f"round-off reached at the finest levels: the error stops decreasing at about "
                               f"{finest:.3g}, close to the noise floor {level:g}; drop the finest resolutions, use "
                               "coarser steps, or pass a larger floor"), None
-    if len(pairwise) < 2 or pairwise[-2] >= _STALL_ORDER or pairwise[-1] - pairwise[-2] > _SETTLED_SPREAD:
-        # One flat pair may be the error passing through an extremum as a function of
-        # the step (a pre-asymptotic term of the other sign); a defect keeps the error
-        # flat over three levels.
-        return INCONCLUSIVE, (f"the error stops decreasing only between the two finest resolutions (pairwise orders "
+    flat = _flat_tail(pairwise)
+    if wh[-1 - flat] < _STALL_SPAN * wh[-1]:
+        # A short flat stretch may be the error passing through an extremum as a function
+        # of the step (a pre-asymptotic term of the other sign); a defect keeps the error
+        # flat while h shrinks by a factor of four or more.
+        return INCONCLUSIVE, (f"the error stops decreasing only at the finest resolutions (pairwise orders "
                               f"{_fmt_orders(pairwise)}, about {finest:.3g} at the finest level); "
                               f"{_finer_than(wh[-1])} to see whether it levels off"), None
     message = _does_not_decrease(finest)
