@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -326,3 +330,43 @@ def test_a_clean_lower_order_still_fails_once_the_finest_levels_settle(
     assume(errors[-1] > 1e-9)
     result = check_order(hs, errors, p + 1)
     assert result.status == FAIL and "below the accepted range" in result.message
+
+
+REPRODUCTION_CLAIM = '''"""Claim: rk4.py is not fourth order (issue 9: the errors a user measured at steps too coarse for a fast drive)."""
+
+from physverify import Check, check_order
+
+CLAIM = {
+    "text": "the RK4 in rk4.py is not fourth order",
+    "source": "a new user (issue 9)",
+    "file": "rk4.py",
+    "line": 1,
+    "reference": "Hairer, Norsett and Wanner, Solving ODEs I, sec. II.1: the classical RK4 is fourth order",
+    "impact": "used",
+}
+
+
+def control():
+    return Check("order", "RK4 is fourth order on a slow drive",
+                 lambda: check_order((0.4, 0.2, 0.1, 0.05), (2.6e-3, 1.6e-4, 1.0e-5, 6.3e-7), 4))
+
+
+def checks():
+    return [Check("order", "RK4 is fourth order on a fast drive",
+                  lambda: check_order((0.4, 0.2, 0.1, 0.05), (0.36178, 0.36485, 0.12130, 0.00030602), 4))]
+'''
+
+
+def test_a_claim_on_the_reproduction_is_not_decidable_end_to_end(tmp_path: Path) -> None:
+    """Issue 9: rule 4 turned the pre-asymptotic FAIL into a confirmed defect in correct code."""
+    (tmp_path / "rk4.py").write_text("def rk4_step(f, t, y, h):\n    return y\n", encoding="utf-8")
+    claim = tmp_path / "claim_rk4.py"
+    claim.write_text(REPRODUCTION_CLAIM, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
+    run = subprocess.run([sys.executable, "-m", "physverify", "confirm", str(claim), "--trusted", "--ledger",
+                          str(tmp_path / "ledger.jsonl")], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=120, check=False)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stdout.startswith("not decidable (impact: used)")
+    assert "check INCONCLUSIVE RK4 is fourth order on a fast drive" in run.stdout
+    assert "add resolutions finer than h = 0.05" in run.stdout
