@@ -23,13 +23,14 @@ physverify==0.6.0 installed). It prints a Markdown table: false alarms (FAIL on 
 correct method), false passes (PASS or EXACT on a defective one), and the share of
 cases each build decides (anything but INCONCLUSIVE).
 
-    python benchmarks/soundness.py --pv060 /tmp/pv060/bin/python
+    python benchmarks/soundness.py --pv060 /tmp/pv060/bin/python [--before OLD_CHECKOUT/src]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -233,12 +234,16 @@ json.dump(out, sys.stdout)
 """
 
 
-def statuses_in(python: str, cases: list[Case]) -> list[str]:
-    """The statuses another installation's check_order gives (one child process, same inputs)."""
-    payload = json.dumps([[c.hs, c.errors, c.expected, c.scale]
-                          for c in cases])
+def statuses_in(python: str, cases: list[Case], source: str | None = None) -> list[str]:
+    """The statuses another installation's check_order gives (one child process, same inputs).
+
+    ``source``: a folder put first on the child's PYTHONPATH (another checkout's src/).
+    """
+    payload = json.dumps([[c.hs, c.errors, c.expected, c.scale] for c in cases])
+    env = {**os.environ, "PYTHONPATH": source} if source else {k: v for k, v in os.environ.items()
+                                                                  if k != "PYTHONPATH"}
     done = subprocess.run([python, "-c", _CHILD], input=payload, capture_output=True, text=True, check=True,
-                          cwd="/")
+                          cwd="/", env=env)
     return list(json.loads(done.stdout))
 
 
@@ -266,9 +271,12 @@ def table(rows: dict[str, dict[str, float]], n_correct: int, n_defective: int) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pv060", help="a Python with physverify==0.6.0 installed, to compare against")
+    parser.add_argument("--before", metavar="SRC", help="the src/ folder of an earlier checkout, to compare against")
     args = parser.parse_args(argv)
     cases, kept = suite()
     rows = {"this build": tally(cases, statuses_here(cases))}
+    if args.before:
+        rows["before issue 9"] = tally(cases, statuses_in(sys.executable, cases, args.before))
     if args.pv060:
         rows["physverify 0.6.0"] = tally(cases, statuses_in(args.pv060, cases))
     n_correct = sum(c.correct for c in cases)
