@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,9 +20,10 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from physverify import FAIL, PASS, convergence_study, refinement_path
+from physverify import FAIL, PASS, OrderResult, convergence_study, refinement_path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples" / "pde"
+PAGE = EXAMPLES.parent.parent / "pde.md"
 
 # (claim, solver, the defective line, the line as the reference method writes it)
 FIXES = {
@@ -90,17 +92,26 @@ def cn_error(heat_cn: ModuleType, nx: int, nt: int) -> float:
     return float(np.max(np.abs(heat_cn.solve(nx, nt, T_END, lambda x: np.sin(np.pi * x), source) - exact)))
 
 
-def path_study(heat_cn: ModuleType, time_order: float) -> str:
+def path_study(heat_cn: ModuleType, time_order: float) -> OrderResult:
     nxs = (8, 16, 32, 64, 128)
     steps = dict(zip(nxs, refinement_path(nxs, space_order=2, time_order=time_order, nt0=2)))
-    return convergence_study(lambda nx: cn_error(heat_cn, nx, steps[nx]), nxs, 2).status
+    return convergence_study(lambda nx: cn_error(heat_cn, nx, steps[nx]), nxs, 2)
 
 
 def test_dt_over_dx_squared_fixed_hides_the_time_defect_that_dt_over_dx_fixed_exposes(examples: Path) -> None:
     """docs/pde.md: along dt ~ dx**2 an O(dt) error falls like dx**2 and passes as second order."""
     defective = load(examples, "heat_cn")
-    assert path_study(defective, time_order=2) == FAIL  # dt ~ dx: the O(dt) error shows as order 1 in dx
-    assert path_study(defective, time_order=1) == PASS  # dt ~ dx**2: hidden
+    page = PAGE.read_text(encoding="utf-8")
+    for time_order, status in ((2, FAIL), (1, PASS)):  # dt ~ dx exposes the O(dt) error; dt ~ dx**2 hides it
+        result = path_study(defective, time_order)
+        assert result.status == status
+        assert ", ".join(f"{e:.3g}" for e in result.errors) in page  # the table in docs/pde.md
     solver, defect, fix = FIXES["claim_heat_cn_source.py"]
     (examples / solver).write_text((examples / solver).read_text(encoding="utf-8").replace(defect, fix), "utf-8")
-    assert path_study(load(examples, "heat_cn"), time_order=2) == PASS
+    assert path_study(load(examples, "heat_cn"), time_order=2).status == PASS
+
+
+def test_the_code_quoted_in_docs_pde_md_is_the_example_claims_code() -> None:
+    quoted = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.DOTALL)
+    sources = "\n".join(path.read_text(encoding="utf-8") for path in EXAMPLES.glob("*.py"))
+    assert quoted and all(block in sources for block in quoted)
