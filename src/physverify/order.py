@@ -421,7 +421,7 @@ def _too_high_advice(pairwise: list[float], low: float, high: float, finest: flo
     nearest = _clean_integer(pairwise[-1])
     if nearest is not None:
         return (start + f"a clean order {nearest} means the expected order itself looks wrong (check the method's "
-                "order in its reference), or the problem is one the method solves unusually well; use a less "
-                "special problem")
+                "order in its reference), or the problem may be too easy or pre-asymptotic; use a less special "
+                f"problem, or {_finer_than(finest)}")
     return start + (f"the problem may be too easy or pre-asymptotic, or the errors are not the method's; "
                     f"{_finer_than(finest)}, or compare against a reference for the same problem")
