@@ -342,6 +342,9 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
     fitted = fit_order(wh[-points:], we[-points:])
     head = f"observed order {fitted:.2f} (expected {expected:g})"
     low, high = expected - limits.tol_low, expected + limits.tol_high
+    if len(pairwise) < 2:
+        return INCONCLUSIVE, (f"{head}, from only two usable resolutions, which cannot show whether the order has "
+                              f"settled: {_finer_than(wh[-1])}"), fitted
     if settled < 2:
         return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
     if fitted >= high - _ORDER_SLACK:
