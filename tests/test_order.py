@@ -370,3 +370,9 @@ def test_a_claim_on_the_reproduction_is_not_decidable_end_to_end(tmp_path: Path)
     assert run.stdout.startswith("not decidable (impact: used)")
     assert "check INCONCLUSIVE RK4 is fourth order on a fast drive" in run.stdout
     assert "add resolutions finer than h = 0.05" in run.stdout
+
+
+def test_an_order_falling_out_of_the_range_is_not_yet_a_pass() -> None:
+    """A mutant of true order 1 measured at coarse steps: pairwise orders 2.95, 1.95, 1.79 (benchmarks/soundness.py)."""
+    result = check_order([0.625, 0.3125, 0.15625, 0.078125], [68.3, 8.83, 2.28, 0.658], 2, scale=19.5)
+    assert result.status == INCONCLUSIVE and "still falling" in result.message

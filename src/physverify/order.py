@@ -51,6 +51,9 @@ _SETTLED_SPREAD = 0.2
 # range is a FAIL only when it stays below even if it climbs on with rho = 0.9, that is,
 # by 9 times its last step.
 _PROJECTION = 9.0
+# A PASS needs the order to stay in range if it falls on as the asymptotic range allows
+# (rho <= 2/3: twice its last step). A false pass is a false "rejected".
+_PASS_PROJECTION = 2.0
 # A pairwise order this far above the settled ones just before them is a plunge of the
 # error (possibly through zero). A FAIL needs three settled pairs, or two after a pair
 # that is known not to plunge.
@@ -356,6 +359,11 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
             # after a zero climb back slowly, so two settled pairs are not enough.
             return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
         return _too_low(head, pairwise, low, high, expected, wh[-1]) + (fitted,)
+    if pairwise[-1] + _PASS_PROJECTION * min(0.0, pairwise[-1] - pairwise[-2]) < low - _ORDER_SLACK:
+        # Falling out of the range: pre-asymptotic levels of a lower order, not yet a PASS.
+        return INCONCLUSIVE, (f"{head}, but the pairwise orders {_fmt_orders(pairwise)} are still falling towards "
+                              f"the bottom of the accepted range [{low:g}, {high:g}): {_finer_than(wh[-1])} before "
+                              "concluding"), fitted
     if limits.atol is not None and we[-1] > limits.atol:
         return FAIL, (f"{head}, but the error at the finest level ({we[-1]:.3g}) is above atol = {limits.atol:g}: "
                       "only the absolute tolerance was missed; the order is right, so use finer steps or look for a "
