@@ -78,3 +78,15 @@ def sections() -> list[tuple[str, str]]:
 def test_each_section_has_one_example_and_it_runs(heading: str, example: str) -> None:
     assert example, f"docs/api.md: the section {heading} needs exactly one python example"
     exec(compile(example, f"docs/api.md: {heading}", "exec"), {})  # noqa: S102 - the page's own examples
+
+
+def test_the_confirm_init_template_points_at_this_page_and_names_only_public_functions(tmp_path: Path) -> None:
+    """Issue 9: the template pointed at a spec section the user cannot see."""
+    from physverify.claim import write_template
+
+    text = write_template(tmp_path / "claim.py", text="x", file="a.py", line=1).read_text(encoding="utf-8")
+    assert "docs/api.md" in text
+    for line in text.splitlines():
+        if line.startswith("# from physverify import "):
+            names = line.removeprefix("# from physverify import ").split(", ")
+            assert set(names) <= set(documented()), names
