@@ -223,9 +223,10 @@ def check_order(
     right on other problems, nor that the error constant is small (give ``atol`` to
     require the finest error to be at most atol). FAIL, only on settled asymptotic
     evidence: an order below the range that the finest levels agree on and are not
-    moving out of, an error that stops decreasing over the three finest levels far above
-    round-off, a NaN or infinity at a finer level than a finite one, or only ``atol``
-    missed. EXACT: every error below the floor. INCONCLUSIVE, naming the resolutions to
+    moving out of, an error that stops decreasing while h shrinks four-fold far above
+    round-off (or is the same at every level, even larger than the solution: the code
+    solves another equation), a NaN or infinity at a finer level than a finite one, or
+    only ``atol`` missed. EXACT: every error below the floor. INCONCLUSIVE, naming the resolutions to
     add: orders still moving, an order above the range (the problem may be too easy or
     pre-asymptotic; never by itself a defect), errors larger than the solution, an
     unstable blow-up, round-off reached, or input that cannot give an order.
