@@ -21,7 +21,15 @@ from physverify.checks import (
 )
 from physverify.mms import ManufacturedODE, mms_order_study, mms_trajectory_study
 from physverify.order import check_exact, check_order, fit_order, pairwise_orders
-from physverify.studies import invariant_study, patch_study, reference_study
+from physverify.studies import (
+    convergence_study,
+    drift_study,
+    invariant_study,
+    patch_study,
+    reference_study,
+    refinement_path,
+    self_convergence_study,
+)
 
 __version__ = "0.1.0"
 
@@ -42,6 +50,8 @@ __all__ = [
     "__version__",
     "check_exact",
     "check_order",
+    "convergence_study",
+    "drift_study",
     "fit_order",
     "invariant_study",
     "mms_order_study",
@@ -49,6 +59,8 @@ __all__ = [
     "pairwise_orders",
     "patch_study",
     "reference_study",
+    "refinement_path",
     "requires",
     "run_check",
+    "self_convergence_study",
 ]

@@ -311,8 +311,9 @@ control() and checks(). Run it with:  physverify confirm THIS_FILE.py --trusted
 import numpy as np  # noqa: F401  (most references need it)
 
 from physverify import Check  # noqa: F401
-# Order-of-accuracy helpers (see docs/confirm.md for their arguments):
+# The checks and studies, with their arguments and an example each: docs/api.md
 # from physverify import ManufacturedODE, mms_order_study, reference_study, invariant_study
+# from physverify import convergence_study, self_convergence_study, refinement_path, drift_study
 
 # import solver  # the code under test: this file's folder and the repository root are on sys.path
 
@@ -340,7 +341,7 @@ CLAIM = {{
 
 def control():
     """One Check that must PASS: the same check where the claimed effect is absent."""
-    # Typical controls (spec section 1): the faulty term multiplied by zero, the bad
+    # Typical controls (docs/confirm.md, section 1, `control()`): the faulty term multiplied by zero, the bad
     # branch not taken, or the reference run on an independent solver
     # (scipy.integrate.solve_ivp at tight tolerance). For an order-of-accuracy claim:
     #
@@ -355,6 +356,8 @@ def control():
 def checks():
     """A non-empty list of Checks of the correct behaviour where the claimed effect is present."""
     # If the claim is right, at least one of them FAILs; if the code is right, all PASS.
+    # Each check must test the claim's own property (docs/ai-review.md): a claim about
+    # long-time energy needs drift_study, not an order at one end time.
     # return [Check("mms", "midpoint rule is second order with the effect on", lambda: ...)]
     raise NotImplementedError("write checks(): the correct behaviour, where the claimed effect is present")
 '''

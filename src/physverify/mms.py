@@ -88,7 +88,7 @@ def measure_resolutions(ns: Sequence[int], measure: Callable[[int], float]) -> S
     (the cost of a run grows linearly with its number of steps); when it would overrun
     ``physverify.checks.remaining_budget()``, the sweep stops and says so in ``note``.
     """
-    order = _step_counts(ns)
+    order = step_counts(ns)
     # The budget left as the sweep starts: the check's budget_s less what the check did
     # before. Two significant digits keep that setup time (milliseconds) out of the message.
     budget = remaining_budget()
@@ -107,7 +107,8 @@ def measure_resolutions(ns: Sequence[int], measure: Callable[[int], float]) -> S
     return Sweep(tuple(done), tuple(errors), None)
 
 
-def _step_counts(ns: Sequence[int]) -> list[int]:
+def step_counts(ns: Sequence[int]) -> list[int]:
+    """The step counts as ints, smallest first; anything but positive integers is a PhysverifyError."""
     counts = [int(n) for n in ns]
     if not counts or any(n <= 0 or n != m for n, m in zip(counts, ns)):
         raise PhysverifyError(f"the step counts must be positive integers, got {list(ns)!r}")

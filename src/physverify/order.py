@@ -2,9 +2,13 @@
 
 A method of order p has a global error close to C * h**p once the step h is small
 enough (Hairer, Norsett and Wanner, Solving ODEs I, sec. II.3). Given the errors at
-several step sizes, ``check_order`` fits p on a log-log scale and compares it with the
-order the method should have. The messages are part of the interface (DESIGN.md,
-"Public check API"): they say what was seen and what to do next.
+several step sizes, ``check_order`` fits p on a log-log scale over the finest levels
+whose pairwise orders have settled, and compares it with the order the method should
+have (the observed order of Roache, Verification and Validation in Computational
+Science and Engineering, ch. 5). A FAIL is decided only on settled asymptotic evidence;
+whatever cannot be judged is INCONCLUSIVE and says which resolutions to add. The
+messages are part of the interface (DESIGN.md, "Public check API"): they say what was
+seen and what to do next.
 
 All functions take ``hs`` and ``errors`` as sequences of numbers (lists, tuples or 1-D
 numpy arrays), in any order; results list them coarsest first.
@@ -12,21 +16,21 @@ numpy arrays), in any order; results list them coarsest first.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
 
 # The order is fitted on a log scale, so an exact power law C*h**p gives p only up to
-# round-off of the logarithms. The upper end of the accepted range is open: an order a
-# whole unit above the expected one is the sign of a wrong expectation (or a problem the
-# method solves unusually well), not a pass. The slack keeps that decision independent
-# of the last bit of the fit.
+# round-off of the logarithms. The slack keeps a decision at the edge of the accepted
+# range independent of the last bit of the fit.
 _ORDER_SLACK = 1e-6
-# Below this order between the two finest resolutions the error has stopped falling
-# (halving h removes less than 7 % of it).
+# Below this order between two resolutions the error has stopped falling (halving h
+# removes less than 7 % of it).
 _STALL_ORDER = 0.1
 # Errors within this relative spread are "the same at every resolution".
 _SAME_SPREAD = 0.1
@@ -34,6 +38,32 @@ _SAME_SPREAD = 0.1
 _ROUNDOFF_FACTOR = 100.0
 # An order within this distance of an integer is "a clean integer".
 _CLEAN_INTEGER = 0.05
+# Soundness before decisiveness (DESIGN.md, "Public check API"; issue 9): a FAIL becomes a
+# confirmed defect, so only the asymptotic range may give one. The pairwise orders of
+# e = C h**p (1 + a h**q) tend to p as the correction term dies out (Roache,
+# Verification and Validation in Computational Science and Engineering, ch. 5): they
+# have "settled" once consecutive ones agree within this spread.
+_SETTLED_SPREAD = 0.2
+# Below the true order, the pairwise orders of e = C h**p (1 + a h**q) with a < 0 climb
+# towards p, each step a factor rho of the one before. In the asymptotic range rho is
+# r**-q (2/3 at most for r >= 1.5, q >= 1), but just after the error passed through zero
+# (1 + a h**q changing sign at a coarser level) rho is close to 1. An order below the
+# range is a FAIL only when it stays below even if it climbs on with rho = 0.9, that is,
+# by 9 times its last step.
+_PROJECTION = 9.0
+# A PASS needs the order to stay in range if it falls on as the asymptotic range allows
+# (rho <= 2/3: twice its last step). A false pass is a false "rejected".
+_PASS_PROJECTION = 2.0
+# A pairwise order this far above the settled ones just before them is a plunge of the
+# error (possibly through zero). A FAIL needs three settled pairs, or two after a pair
+# that is known not to plunge.
+_PLUNGE = 1.0
+# An error that grows by more than this factor from one resolution to the next finer
+# one is an unstable blow-up (steps beyond a stability limit), not a measured order.
+_BLOW_UP = 10.0
+# A stall is a FAIL only when the error stays flat while h shrinks by this factor: over
+# a shorter stretch the error can be passing through an extremum as a function of h.
+_STALL_SPAN = 4.0 - 1e-9
 
 SAME_AT_EVERY_RESOLUTION = (
     "; the error is the same at every resolution, which points to something independent of the step "
@@ -117,6 +147,10 @@ def _fmt_orders(orders: Sequence[float]) -> str:
     return ", ".join(f"{q:.2f}" for q in orders)
 
 
+def _finer_than(h: float) -> str:
+    return f"add resolutions finer than h = {h:g}"
+
+
 def check_exact(hs: Sequence[float], errors: Sequence[float], *, floor: float = 1e-12,
                 scale: float = 1.0) -> OrderResult:
     """EXACT when every error is at round-off (below ``floor`` grown with ``scale``), else FAIL.
@@ -124,22 +158,40 @@ def check_exact(hs: Sequence[float], errors: Sequence[float], *, floor: float = 
     Use it where the method must reproduce the solution exactly (a patch test: a
     solution the method integrates without truncation error). EXACT proves the method
     is exact on this problem at these steps; it says nothing about its order on others.
-    Mismatched lengths or no resolutions give INCONCLUSIVE; a non-finite error is FAIL.
+    A FAIL reports the order the error falls at (``fitted``) when two or more errors are
+    above the floor. Mismatched lengths, no resolutions or a non-finite ``scale`` give
+    INCONCLUSIVE; a non-finite error is FAIL.
     """
     if len(hs) != len(errors) or len(hs) == 0:
         return _result(INCONCLUSIVE, f"{len(hs)} step sizes but {len(errors)} errors; give one error per step size",
                        None, hs, errors)
+    if not math.isfinite(scale):
+        return _result(INCONCLUSIVE, _bad_scale(scale), None, hs, errors)
     h, e = _sorted_coarsest_first(hs, errors)
     level = effective_floor(floor, scale)
     if not all(math.isfinite(x) for x in e):
-        return _result(FAIL, _non_finite_message(h, e), None, h, e)
+        return _result(FAIL, _non_finite_message(h, e), None, h, e, floor=level)
     above = [(x, step) for step, x in zip(h, e) if x > level]
     if not above:
         return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", None, h, e,
                        floor=level)
     worst, at = max(above)
+    fitted = _fit_or_none([step for _, step in above], [x for x, _ in above])
+    order = "" if fitted is None else f", observed order {fitted:.2f}"
     return _result(FAIL, f"error above the round-off floor {level:g} at {len(above)} of {len(e)} resolutions "
-                   f"(largest {worst:.3g} at h = {at:g}), where an exact result was expected", None, h, e, floor=level)
+                   f"(largest {worst:.3g} at h = {at:g}{order}), where an exact result was expected", None, h, e,
+                   fitted, floor=level, fit_hs=[step for _, step in sorted(above, key=lambda p: -p[1])])
+
+
+def _fit_or_none(hs: Sequence[float], errors: Sequence[float]) -> float | None:
+    if len(set(hs)) < 2:
+        return None
+    return fit_order(hs, errors)
+
+
+def _bad_scale(scale: float) -> str:
+    return (f"scale is {scale}, not a finite number, so the noise floor is unknown; pass the size of the solution "
+            "(a finite number)")
 
 
 def _non_finite_message(h: Sequence[float], e: Sequence[float]) -> str:
@@ -160,94 +212,223 @@ def check_order(
     fit_points: int = 4,
     atol: float | None = None,
 ) -> OrderResult:
-    """PASS when the observed order lies in [expected - tol_low, expected + tol_high).
+    """PASS when the settled observed order lies in [expected - tol_low, expected + tol_high).
 
-    Assumes ``errors[i]`` is a norm of the global error at step size ``hs[i]``, and that
-    the finest steps are in the asymptotic range. The order is the least-squares slope
-    over the finest ``fit_points`` resolutions whose error is above the noise floor
-    (``effective_floor(floor, scale)``, ``scale`` being the size of the solution).
-    A PASS shows that the error falls like h**expected on this problem; it does not prove
-    the method right on other problems, nor that the error constant is small (give
-    ``atol`` to require that the finest error is at most atol).
-    EXACT: every error is below the floor. INCONCLUSIVE: the input cannot give an order,
-    round-off reached, or pre-asymptotic steps whose finest pair already has the
-    expected order. FAIL: the order is too low or too high, an error is not finite, the
-    error stopped decreasing, or only ``atol`` was missed.
+    Assumes ``errors[i]`` is a norm of the global error at step size ``hs[i]`` and
+    ``scale`` the size of the solution. Levels whose error is larger than the solution,
+    non-finite at the coarse end (beyond a stability limit), or below the noise floor
+    (``effective_floor(floor, scale)``) are not used. Of the rest, the finest levels
+    whose pairwise orders agree within 0.2 are "settled"; the order is the least-squares
+    slope over at most ``fit_points`` of them, finest first.
+
+    PASS: three or more settled levels with the order in range. It shows that the error
+    falls like h**expected on this problem at these steps; it does not prove the method
+    right on other problems, nor that the error constant is small (give ``atol`` to
+    require the finest error to be at most atol). FAIL, only on settled asymptotic
+    evidence: an order below the range that the finest levels agree on and are not
+    moving out of, an error that stops decreasing while h shrinks four-fold far above
+    round-off (or is the same at every level, even larger than the solution: the code
+    solves another equation), a NaN or infinity at a finer level than a finite one, or
+    only ``atol`` missed. EXACT: every error below the floor. INCONCLUSIVE, naming the resolutions to
+    add: orders still moving, an order above the range (the problem may be too easy or
+    pre-asymptotic; never by itself a defect), errors larger than the solution, an
+    unstable blow-up, round-off reached, or input that cannot give an order.
     """
     problem = _input_problem(hs, errors)
+    if problem is None and not math.isfinite(scale):
+        problem = _bad_scale(scale)
     if problem is not None:
         return _result(INCONCLUSIVE, problem, expected, hs, errors)
     h, e = _sorted_coarsest_first(hs, errors)
-    if not all(math.isfinite(x) for x in e):
-        return _result(FAIL, _non_finite_message(h, e), expected, h, e)
-    if any(x < 0 for x in e):
+    if any(x < 0 for x in e if not math.isnan(x)):
         return _result(INCONCLUSIVE, "an error is negative; errors must be norms (>= 0)", expected, h, e)
+    finite = _finite_fine_end(e)
+    if finite is None:
+        return _result(FAIL, _non_finite_message(h, e), expected, h, e)
     level = effective_floor(floor, scale)
-    if all(x <= level for x in e):
+    if all(x <= level for x in e[finite:]):
         return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", expected, h, e,
                        floor=level)
-    window = [(step, x) for step, x in zip(h, e) if x > level][-max(2, fit_points):]
-    if len(window) < 2:
-        return _result(INCONCLUSIVE, f"only 1 of {len(e)} resolutions has an error above the noise floor {level:g}, "
-                       "so no order can be measured; use coarser steps", expected, h, e, floor=level)
-    wh, we = [step for step, _ in window], [x for _, x in window]
-    fitted = fit_order(wh, we)
-    status, message = _judge(wh, we, e, fitted, expected, tol_low, tol_high, level, atol)
-    return _result(status, message, expected, h, e, fitted, floor=level, fit_hs=wh)
+    status, message, fitted, window = _judge_levels(h[finite:], e[finite:], len(e), expected,
+                                            _Limits(tol_low, tol_high, level, abs(scale), fit_points, atol))
+    if finite and status != FAIL:
+        message += (f" (the {finite} coarsest resolutions gave a non-finite error and were left out: they are beyond "
+                    "the method's stability limit)")
+    return _result(status, message, expected, h, e, fitted, floor=level, fit_hs=window)
 
 
-def _judge(wh: list[float], we: list[float], all_errors: list[float], fitted: float, expected: float,
-           tol_low: float, tol_high: float, level: float, atol: float | None) -> tuple[str, str]:
-    """The status and message for a fitted order over the window (wh, we)."""
+def _finite_fine_end(e: Sequence[float]) -> int | None:
+    """Where the finite finest levels start; None when a finer level than a finite one is not finite."""
+    bad = [i for i, x in enumerate(e) if not math.isfinite(x)]
+    if not bad:
+        return 0
+    # A blow-up at the coarsest steps is an explicit method beyond its stability limit;
+    # a NaN at a finer step than a finite one entered from somewhere else.
+    if bad != list(range(len(bad))) or len(bad) == len(e):
+        return None
+    return len(bad)
+
+
+class _Limits(NamedTuple):
+    tol_low: float
+    tol_high: float
+    level: float
+    scale: float
+    fit_points: int
+    atol: float | None
+
+
+def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
+                  limits: _Limits) -> tuple[str, str, float | None, list[float]]:
+    """Status, message, fitted order and the steps it was fitted on, for finite, sorted levels (coarsest first)."""
+    measurable = [(step, x) for step, x in zip(h, e) if x > limits.level]
+    if len(measurable) < 2:
+        return INCONCLUSIVE, (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
+                              f"{limits.level:g}, so no order can be measured; use coarser steps"), None, []
+    if _same_everywhere([step for step, _ in measurable], [x for _, x in measurable], limits.level):
+        # Kept even when the error is larger than the solution: a model or reference for
+        # a different equation gives the same error at every step, resolved or not.
+        return FAIL, _does_not_decrease(e[-1]) + SAME_AT_EVERY_RESOLUTION, None, []
+    size = max(limits.scale, limits.level)
+    resolved = [(step, x) for step, x in measurable if x <= size]
+    if len(resolved) < 2:
+        return INCONCLUSIVE, (f"the error is larger than the solution itself (scale {size:g}) at all but at most one "
+                              f"resolution, so the steps are far too coarse; {_finer_than(h[-1])}"), None, []
+    wh, we = [step for step, _ in resolved], [x for _, x in resolved]
+    status, message, fitted = _judge(wh, we, e, expected, limits)
+    window = [] if fitted is None else wh[-_fit_points(pairwise_orders(wh, we), limits.fit_points):]
+    return status, message, fitted, window
+
+
+def _same_everywhere(hs: list[float], errors: list[float], level: float) -> bool:
+    """Three or more errors within _SAME_SPREAD of each other over _STALL_SPAN in h, far above round-off."""
+    return (len(errors) >= 3 and hs[0] >= _STALL_SPAN * hs[-1] and max(errors) - min(errors) <= _SAME_SPREAD * max(errors)
+            and min(errors) > _ROUNDOFF_FACTOR * level)
+
+
+def _flat_tail(pairwise: list[float]) -> int:
+    """How many of the finest pairwise orders are below _STALL_ORDER and agree within _SETTLED_SPREAD."""
+    count = 0
+    while count < len(pairwise) and pairwise[-1 - count] < _STALL_ORDER:
+        tail = pairwise[-1 - count:]
+        if max(tail) - min(tail) > _SETTLED_SPREAD:
+            break
+        count += 1
+    return count
+
+
+def _does_not_decrease(finest: float) -> str:
+    return f"error does not decrease with resolution (about {finest:.3g} at the finest level)"
+
+
+def _fit_points(pairwise: list[float], fit_points: int) -> int:
+    """How many of the finest levels the order is fitted on: the settled ones, at most fit_points, at least 2."""
+    return min(_settled_tail(pairwise) + 1, max(2, fit_points))
+
+
+def _settled_tail(pairwise: list[float]) -> int:
+    """How many of the finest pairwise orders agree within _SETTLED_SPREAD (at least 1)."""
+    count = 1
+    while count < len(pairwise):
+        tail = pairwise[-(count + 1):]
+        if max(tail) - min(tail) > _SETTLED_SPREAD:
+            break
+        count += 1
+    return count
+
+
+def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: float,
+           limits: _Limits) -> tuple[str, str, float | None]:
+    """The status and message for resolved levels (wh, we), coarsest first, all above the floor."""
     pairwise = pairwise_orders(wh, we)
-    if pairwise[-1] < _STALL_ORDER or fitted < _STALL_ORDER:
-        return _stalled(we, all_errors, pairwise, level)
+    # Only the finest pairs: a jump at coarser steps (an error passing through zero, a
+    # stability limit) is left behind once the finest levels settle.
+    growth = [b / a for a, b in itertools.pairwise(we)][-2:]
+    if max(growth) > _BLOW_UP:
+        worst = len(we) - 1 - len(growth) + growth.index(max(growth))
+        return INCONCLUSIVE, (f"the error grows {max(growth):.3g} times from h = {wh[worst]:g} to h = "
+                              f"{wh[worst + 1]:g} (pairwise orders {_fmt_orders(pairwise)}): an unstable blow-up, "
+                              "not an order; use steps within the method's stability limit, "
+                              f"{_finer_than(wh[-1])}"), None
+    if pairwise[-1] < _STALL_ORDER:
+        return _stalled(wh, we, all_errors, pairwise, limits.level)
+    settled = _settled_tail(pairwise)
+    points = _fit_points(pairwise, limits.fit_points)
+    fitted = fit_order(wh[-points:], we[-points:])
     head = f"observed order {fitted:.2f} (expected {expected:g})"
-    low, high = expected - tol_low, expected + tol_high
-    if fitted < low - _ORDER_SLACK:
-        return _too_low(head, pairwise, low, high, expected)
+    low, high = expected - limits.tol_low, expected + limits.tol_high
+    if len(pairwise) < 2:
+        return INCONCLUSIVE, (f"{head}, from only two usable resolutions, which cannot show whether the order has "
+                              f"settled: {_finer_than(wh[-1])}"), fitted
+    if settled < 2:
+        return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
     if fitted >= high - _ORDER_SLACK:
-        return FAIL, head + _too_high_advice(pairwise, low, high)
-    if atol is not None and we[-1] > atol:
-        return FAIL, (f"{head}, but the error at the finest level ({we[-1]:.3g}) is above atol = {atol:g}: only the "
-                      "absolute tolerance was missed; the order is right, so use finer steps or look for a large "
-                      "error constant")
-    return PASS, head
+        return INCONCLUSIVE, head + _too_high_advice(pairwise, low, high, wh[-1]), fitted
+    if fitted < low - _ORDER_SLACK:
+        if settled < 3 and (len(pairwise) == settled or pairwise[-settled - 1] > max(pairwise[-settled:]) + _PLUNGE):
+            # The error may have plunged just before the settled levels (seen, or hidden in a
+            # level too coarse to use): it may have passed through zero there, and the orders
+            # after a zero climb back slowly, so two settled pairs are not enough.
+            return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
+        return _too_low(head, pairwise, low, high, expected, wh[-1]) + (fitted,)
+    if pairwise[-1] + _PASS_PROJECTION * min(0.0, pairwise[-1] - pairwise[-2]) < low - _ORDER_SLACK:
+        # Falling out of the range: pre-asymptotic levels of a lower order, not yet a PASS.
+        return INCONCLUSIVE, (f"{head}, but the pairwise orders {_fmt_orders(pairwise)} are still falling towards "
+                              f"the bottom of the accepted range [{low:g}, {high:g}): {_finer_than(wh[-1])} before "
+                              "concluding"), fitted
+    if limits.atol is not None and we[-1] > limits.atol:
+        return FAIL, (f"{head}, but the error at the finest level ({we[-1]:.3g}) is above atol = {limits.atol:g}: "
+                      "only the absolute tolerance was missed; the order is right, so use finer steps or look for a "
+                      "large error constant"), fitted
+    return PASS, head, fitted
 
 
-def _stalled(we: list[float], all_errors: list[float], pairwise: list[float], level: float) -> tuple[str, str]:
-    """A window whose error stopped falling: round-off (INCONCLUSIVE) or a defect (FAIL)."""
+def _moving(head: str, pairwise: list[float], finest: float) -> str:
+    return (f"{head}, but the pairwise orders {_fmt_orders(pairwise)} are still moving, so the steps may be "
+            f"pre-asymptotic: {_finer_than(finest)} before concluding")
+
+
+def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise: list[float],
+             level: float) -> tuple[str, str, float | None]:
+    """The error stopped falling at the finest pair: round-off, not yet settled, or a defect (FAIL)."""
     finest = we[-1]
     if finest <= _ROUNDOFF_FACTOR * level:
         return INCONCLUSIVE, (f"round-off reached at the finest levels: the error stops decreasing at about "
                               f"{finest:.3g}, close to the noise floor {level:g}; drop the finest resolutions, use "
-                              "coarser steps, or pass a larger floor")
-    message = f"error does not decrease with resolution (about {finest:.3g} at the finest level)"
+                              "coarser steps, or pass a larger floor"), None
+    flat = _flat_tail(pairwise)
+    if wh[-1 - flat] < _STALL_SPAN * wh[-1]:
+        # A short flat stretch may be the error passing through an extremum as a function
+        # of the step (a pre-asymptotic term of the other sign); a defect keeps the error
+        # flat while h shrinks by a factor of four or more.
+        return INCONCLUSIVE, (f"the error stops decreasing only at the finest resolutions (pairwise orders "
+                              f"{_fmt_orders(pairwise)}, about {finest:.3g} at the finest level); "
+                              f"{_finer_than(wh[-1])} to see whether it levels off"), None
+    message = _does_not_decrease(finest)
     if max(all_errors) - min(all_errors) <= _SAME_SPREAD * max(all_errors):
-        return FAIL, message + SAME_AT_EVERY_RESOLUTION
+        return FAIL, message + SAME_AT_EVERY_RESOLUTION, None
     return FAIL, (f"{message}; it levels off (pairwise orders {_fmt_orders(pairwise)}), which points to an error "
                   "that does not depend on the step added to one that does: a wrong constant or reference, or a "
-                  "jump in the model")
+                  "jump in the model"), None
 
 
-def _too_low(head: str, pairwise: list[float], low: float, high: float, expected: float) -> tuple[str, str]:
-    """Below the accepted range: pre-asymptotic steps (INCONCLUSIVE when the finest pair is in range) or a FAIL."""
-    rising = len(pairwise) >= 2 and all(b > a + 0.05 for a, b in zip(pairwise, pairwise[1:]))
+def _too_low(head: str, pairwise: list[float], low: float, high: float, expected: float,
+             finest: float) -> tuple[str, str]:
+    """Settled below the range: FAIL, unless the orders are still climbing towards it."""
     orders = f"pairwise orders {_fmt_orders(pairwise)}"
-    if rising and low - _ORDER_SLACK <= pairwise[-1] < high:
-        return INCONCLUSIVE, (f"{head}, but the {orders} are still rising and the finest pair is already in range: "
-                              "the coarse steps are pre-asymptotic; drop the coarsest resolutions or add finer ones")
-    if rising:
-        return FAIL, (f"{head}, below the accepted range [{low:g}, {high:g}); the {orders} are still rising, so "
-                      "the steps may be pre-asymptotic: add finer resolutions before concluding")
+    climb = max(0.0, pairwise[-1] - pairwise[-2])
+    if pairwise[-1] >= low - _ORDER_SLACK or pairwise[-1] + _PROJECTION * climb >= low - _ORDER_SLACK:
+        return INCONCLUSIVE, (f"{head}, below the accepted range [{low:g}, {high:g}), but the {orders} are still "
+                              f"climbing towards it, so the steps may be pre-asymptotic: {_finer_than(finest)} "
+                              "before concluding")
+    head = f"{head}, below the accepted range [{low:g}, {high:g})"
     nearest = _clean_integer(pairwise[-1])
     if nearest is not None and nearest >= 1 and nearest != expected:
         return FAIL, (f"{head}: a clean order {nearest}, the signature of one term that is only accurate to that "
                       "order (a stage at the wrong time, a stale value such as an old acceleration, a full step "
                       "where a half step belongs); if the method really is of order "
                       f"{nearest}, the expected order is wrong")
-    return FAIL, (f"{head}, below the accepted range [{low:g}, {high:g}) ({orders}): the error falls more slowly "
-                  "than the method allows")
+    return FAIL, f"{head} ({orders}): the error falls more slowly than the method allows"
 
 
 def _clean_integer(order: float) -> int | None:
@@ -256,13 +437,14 @@ def _clean_integer(order: float) -> int | None:
     return nearest if abs(order - nearest) < _CLEAN_INTEGER else None
 
 
-def _too_high_advice(pairwise: list[float], low: float, high: float) -> str:
-    """What an order above the accepted range suggests."""
+def _too_high_advice(pairwise: list[float], low: float, high: float, finest: float) -> str:
+    """What an order above the accepted range suggests (never a defect by itself: INCONCLUSIVE)."""
+    start = (f", above the accepted range [{low:g}, {high:g}) (pairwise orders {_fmt_orders(pairwise)}); an order "
+             "above the range is not evidence of a defect: ")
     nearest = _clean_integer(pairwise[-1])
     if nearest is not None:
-        return (f", above the accepted range [{low:g}, {high:g}): a clean order {nearest}, so the expected order "
-                "itself looks wrong (check the method's order in its reference), or the problem is one the method "
-                "solves unusually well; use a less special problem")
-    return (f", above the accepted range [{low:g}, {high:g}) (pairwise orders {_fmt_orders(pairwise)}): the error "
-            "falls faster than the method allows; the problem may be too easy for it, or the errors are not the "
-            "method's (compare against a reference for the same problem)")
+        return (start + f"a clean order {nearest} means the expected order itself looks wrong (check the method's "
+                "order in its reference), or the problem may be too easy or pre-asymptotic; use a less special "
+                f"problem, or {_finer_than(finest)}")
+    return start + (f"the problem may be too easy or pre-asymptotic, or the errors are not the method's; "
+                    f"{_finer_than(finest)}, or compare against a reference for the same problem")

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
-from physverify.checks import EXACT, OrderResult
+
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
 from physverify.errors import PhysverifyError
-from physverify.mms import Integrate, ManufacturedODE, finish_study, max_error, measure_resolutions
-from physverify.order import check_exact
+from physverify.mms import Integrate, ManufacturedODE, finish_study, max_error, measure_resolutions, step_counts
+from physverify.order import check_exact, check_order, fit_order, pairwise_orders
 
 # solve_ivp's global error is a small multiple of rtol times the solution's size, so
 # differences below this multiple of rtol cannot be told apart from the reference's own
@@ -137,3 +139,178 @@ def patch_study(
         result = replace(result, message=result.message + "; every consistent explicit Runge-Kutta method reproduces "
                          "a solution linear in t, so look for a stage evaluated at the wrong time or increment")
     return result if sweep.note is None else replace(result, message=f"{sweep.note}; {result.message}")
+
+
+# --- studies on any measurable error (issue 9) ------------------------------------------
+def _order_sweep(ns: Sequence[int], measure: Callable[[int], float], h: Callable[[int], float] | None,
+                 expected_order: float, **check_order_kwargs: Any) -> OrderResult:
+    """check_order on a budgeted sweep with step size h(n) (1/n by default), the sweep's note in front."""
+    sweep = measure_resolutions(ns, measure)
+    step = h if h is not None else (lambda n: 1.0 / n)
+    result = check_order([float(step(n)) for n in sweep.ns], list(sweep.errors), expected_order, **check_order_kwargs)
+    return result if sweep.note is None else replace(result, message=f"{sweep.note}; {result.message}")
+
+
+def convergence_study(
+    error_at: Callable[[int], float],
+    ns: Sequence[int],
+    expected_order: float,
+    *,
+    h: Callable[[int], float] | None = None,
+    **check_order_kwargs: Any,
+) -> OrderResult:
+    """The observed order of any error you can compute at resolution n, judged by check_order.
+
+    ``error_at(n)`` returns a norm of the error (>= 0) at resolution n: grid points, cells,
+    steps or steps along a refinement_path; ``h(n)`` is the step size it stands for (1/n
+    by default). Pass ``scale`` (the size of the solution) so that errors larger than the
+    solution are recognised as far too coarse. A PASS shows the error falls like
+    h**expected_order at these resolutions; it does not show which term of the scheme
+    limits the order, nor that the error is measured against the right solution.
+    """
+    return _order_sweep(ns, lambda n: float(error_at(n)), h, expected_order, **check_order_kwargs)
+
+
+def self_convergence_study(
+    solve: Callable[[int], Any],
+    ns: Sequence[int],
+    expected_order: float,
+    **check_order_kwargs: Any,
+) -> OrderResult:
+    """The observed order from the differences of consecutive levels: no exact solution needed.
+
+    ``solve(n)`` returns the solution at resolution n at the SAME physical points for
+    every n (restrict a nested grid to the coarsest one: with nx = 16, 32, 64 cells,
+    return ``u[::nx // 16]``). ``ns`` must refine by a constant ratio, and four or more
+    levels give the three differences a settled order needs. The difference of two
+    consecutive levels is C h**p (1 - r**-p) up to higher-order terms (Richardson;
+    Roache, Verification and Validation in Computational Science and Engineering, ch. 5),
+    so it falls at the order of the error itself; hs are the coarser step of each pair.
+    Refining only the time step at a fixed space grid measures the time order alone,
+    because the space error is the same at every level and cancels in the differences.
+    A PASS shows the solutions converge at the expected order to SOME limit; it does not
+    show that the limit is the right solution (a wrong model converges as well as a right
+    one), which needs a reference or a manufactured solution.
+    """
+    order = step_counts(ns)
+    ratios = [b / a for a, b in pairwise(order)]
+    if len(order) < 3 or max(ratios) - min(ratios) > 1e-9 * max(ratios):
+        raise PhysverifyError(f"self_convergence_study needs three or more resolutions refined by one constant "
+                              f"ratio, got {order}")
+    solutions: dict[int, np.ndarray] = {}
+
+    def solution(n: int) -> np.ndarray:
+        if n not in solutions:  # each level is solved once, though it appears in two differences
+            solutions[n] = np.asarray(solve(n), dtype=float)
+        return solutions[n]
+
+    finer = dict(pairwise(order))
+    # The size of the solution sets the noise floor; the coarsest level is the cheapest to ask.
+    check_order_kwargs.setdefault("scale", float(np.max(np.abs(solution(order[0])), initial=0.0)))
+    result = _order_sweep(order[:-1], lambda n: max_error(solution(finer[n]), solution(n), "solve"), None,
+                          expected_order, **check_order_kwargs)
+    return replace(result, message=f"differences of consecutive levels: {result.message}")
+
+
+def refinement_path(nxs: Sequence[int], *, space_order: float, time_order: float, nt0: int) -> list[int]:
+    """Time step counts for the space resolutions ``nxs`` with dt ~ dx**(space_order / time_order).
+
+    ``nt0`` steps go with ``nxs[0]``; the others follow nt = nt0 * (nx / nxs[0])**(space_order
+    / time_order), rounded to the nearest integer. Along this path the space error
+    C_x dx**space_order and the time error C_t dt**time_order fall together, so the error
+    falls like dx**space_order when both orders are right, and a lower order in either
+    term shows as a lower order in dx (give h = 1/nx to convergence_study). The path
+    hides a defect when the ratio is too large for it: with dt ~ dx**2 (dt/dx**2 fixed, the
+    path explicit schemes need for stability), a first-order time error falls like dx**2
+    and passes as second order in space.
+    """
+    counts = step_counts(nxs)
+    if list(nxs) != counts:
+        raise PhysverifyError(f"refinement_path needs increasing space resolutions, got {list(nxs)!r}")
+    if not (space_order > 0 and time_order > 0 and int(nt0) == nt0 and nt0 > 0):
+        raise PhysverifyError(f"refinement_path needs positive orders and a positive integer nt0, got space_order="
+                              f"{space_order!r}, time_order={time_order!r}, nt0={nt0!r}")
+    exponent = space_order / time_order
+    return [max(1, round(nt0 * (nx / counts[0]) ** exponent)) for nx in counts]
+
+
+# A growth exponent of the largest deviation below this is bounded; from 1 - this to 1 +
+# this it is linear (secular); in between, or between linear and _FASTER, it is undecided
+# (for a bounded expectation, every exponent from 1 - this up is growth).
+_BOUNDED_EXPONENT = 0.25
+_FASTER_EXPONENT = 1.75
+_DRIFT_FLOOR = 1e-12
+
+
+def drift_study(deviation_at: Callable[[float], float], t_ends: Sequence[float], *,
+                expect: str = "bounded") -> OrderResult:
+    """Whether the largest deviation of an invariant up to time T stays bounded or grows linearly in T.
+
+    ``deviation_at(T)`` returns max |I(t) - I(0)| over 0 <= t <= T at a fixed step (energy,
+    a norm, an angular momentum), with I written from the physics. The growth exponent g
+    is the least-squares slope of log deviation on log T over ``t_ends`` (three or more,
+    long against the period of the motion). A symplectic method keeps the energy error
+    bounded over exponentially long times (g near 0); a non-symplectic one drifts
+    secularly (g near 1) or faster (Hairer, Lubich and Wanner, Geometric Numerical
+    Integration, ch. IX and X). ``expect="bounded"``: PASS when g < 0.25, FAIL when g >=
+    0.75.  ``expect="linear"``: PASS when g is within
+    0.25 of 1, FAIL when it is bounded or grows faster than T**1.75. The exponent
+    between the two longest end times must fall in the same class as g; anything else is
+    INCONCLUSIVE (add longer end times). Deviations at round-off everywhere are EXACT.
+    A PASS for "bounded" shows no drift up to the largest T at this step; it does not
+    prove the method symplectic, and a bounded error can still be large.
+    The result keeps the end times in ``hs`` and the deviations in ``errors``.
+    """
+    if expect not in ("bounded", "linear"):
+        raise PhysverifyError(f"drift_study expects 'bounded' or 'linear', not {expect!r}")
+    times = sorted(float(t) for t in t_ends)
+    if len(times) < 3 or times[0] <= 0 or len(set(times)) != len(times):
+        raise PhysverifyError(f"drift_study needs three or more distinct positive end times, got {list(t_ends)!r}")
+    deviations = [abs(float(deviation_at(t))) for t in times]
+    expected = 0.0 if expect == "bounded" else 1.0
+    status, message, fitted = _judge_drift(times, deviations, expect)
+    return OrderResult(status, message, expected, fitted, tuple(times), tuple(deviations))
+
+
+def _judge_drift(times: list[float], deviations: list[float], expect: str) -> tuple[str, str, float | None]:
+    span = f"over T = {times[0]:g} to {times[-1]:g}"
+    if not all(np.isfinite(deviations)):
+        return FAIL, (f"the deviation of the invariant is not finite by T = {times[-1]:g}: it grows without bound "
+                       f"(expected {expect})"), None
+    if all(d <= _DRIFT_FLOOR for d in deviations):
+        return EXACT, f"deviation of the invariant below {_DRIFT_FLOOR:g} at every end time; no drift measurable", None
+    if min(deviations) <= 0.0:
+        return INCONCLUSIVE, (f"the deviation of the invariant is zero at some end times {span}, so no growth can be "
+                              "measured; start from a state where the invariant is not trivially kept"), None
+    g = fit_order(times, deviations)
+    last = pairwise_orders(times, deviations)[-1]
+    head = f"the largest deviation of the invariant grows like T**{g:.2f} {span} (expected {expect})"
+    kind = _growth_kind(g, expect), _growth_kind(last, expect)
+    if kind[0] != kind[1]:
+        return INCONCLUSIVE, (f"{head}, but between the two longest end times it grows like T**{last:.2f}: the "
+                              f"growth has not settled; add end times longer than T = {times[-1]:g}"), g
+    if kind[0] == "between":
+        return INCONCLUSIVE, (f"{head}, between the exponents of bounded (0), linear (1) and faster growth (1.75 "
+                              f"or more): add end times longer than T = {times[-1]:g} to tell them apart"), g
+    if kind[0] == expect:
+        return PASS, head, g
+    return FAIL, f"{head}: {_DRIFT_MEANING[kind[0] if g < 1.0 + _BOUNDED_EXPONENT else 'faster than linear']}", g
+
+
+def _growth_kind(g: float, expect: str) -> str:
+    """The class of a growth exponent; against a bounded expectation, anything from 0.75 up is growth."""
+    if g < _BOUNDED_EXPONENT:
+        return "bounded"
+    if g >= 1.0 - _BOUNDED_EXPONENT and (expect == "bounded" or g < 1.0 + _BOUNDED_EXPONENT):
+        return "linear"
+    if g >= _FASTER_EXPONENT:
+        return "faster than linear"
+    return "between"
+
+
+_DRIFT_MEANING = {
+    "bounded": "it stays bounded, as a symplectic method keeps the energy, not the secular drift expected",
+    "linear": "a secular drift, which a symplectic method does not show (Hairer, Lubich and Wanner, Geometric "
+              "Numerical Integration, sec. IX.8)",
+    "faster than linear": "it grows faster than linearly, an instability or a drift that feeds on itself",
+}

@@ -1,0 +1,297 @@
+"""How often does check_order confirm a defect that is not there, or pass one that is?
+
+A check's FAIL becomes a "confirmed" defect (spec rule 4) and its PASS a "rejected" one,
+so both kinds of error are verdicts a user acts on (issue 9). This benchmark measures
+them on a suite where the truth is known:
+
+- correct explicit Runge-Kutta methods of orders 1 to 4, written as Butcher tableaux
+  (Butcher, Numerical Methods for Ordinary Differential Equations, sec. 23 and 32;
+  Hairer, Norsett and Wanner, Solving ODEs I, sec. II.1);
+- mutants of each: one stage at the wrong time, one coefficient with the wrong sign, two
+  weights swapped. A mutant's true order is measured on fine grids, per problem, and the
+  mutant is kept only where it is at least one below the intended order;
+- problems with exact solutions: Prothero-Robinson y' = lambda (y - g) + g' (Prothero
+  and Robinson, Math. Comp. 28 (1974) 145), stiff-ish for explicit methods; a harmonic
+  oscillator driven from slow to fast (x'' = -x + F cos(W t)); the nonlinear scalar
+  equation y' = -2 t y**2, y = 1 / (1 + t**2);
+- resolution sets from far too coarse to round-off: windows of 4 and 5 consecutive
+  levels, and of 4 levels two apart, out of n = 4 ... 8192 steps.
+
+Every case goes through this build's check_order and, in one subprocess fed the same
+inputs, through the published physverify 0.6.0's (`--pv060 PYTHON`, a Python with
+physverify==0.6.0 installed). It prints a Markdown table: false alarms (FAIL on a
+correct method), false passes (PASS or EXACT on a defective one), and the share of
+cases each build decides (anything but INCONCLUSIVE).
+
+    python benchmarks/soundness.py --pv060 /tmp/pv060/bin/python [--before OLD_CHECKOUT/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS
+from physverify.order import check_order
+
+STAGES = 4  # every tableau is padded to four stages (zero rows and weights add nothing)
+NS = tuple(4 * 2**k for k in range(12))  # 4 ... 8192 steps
+ROUND_OFF = 1e-10  # errors below this are not used to measure a true order
+
+
+@dataclass(frozen=True)
+class Tableau:
+    name: str
+    order: int
+    a: tuple[tuple[float, ...], ...]
+    b: tuple[float, ...]
+    c: tuple[float, ...]
+
+
+def _tableau(name: str, order: int, a: list[list[float]], b: list[float]) -> Tableau:
+    """A consistent explicit tableau: c_i is the row sum of A (Butcher, sec. 23)."""
+    s = len(b)
+    rows = [[float(x) for x in row] + [0.0] * (s - len(row)) for row in a]
+    return Tableau(name, order, tuple(tuple(r) for r in rows), tuple(float(x) for x in b),
+                   tuple(sum(r) for r in rows))
+
+
+CORRECT = (
+    _tableau("Euler", 1, [[]], [1]),
+    _tableau("Heun", 2, [[], [1]], [0.5, 0.5]),
+    _tableau("midpoint", 2, [[], [0.5]], [0, 1]),
+    _tableau("Ralston 2", 2, [[], [2 / 3]], [0.25, 0.75]),
+    _tableau("Kutta 3", 3, [[], [0.5], [-1, 2]], [1 / 6, 2 / 3, 1 / 6]),
+    _tableau("Heun 3", 3, [[], [1 / 3], [0, 2 / 3]], [0.25, 0, 0.75]),
+    _tableau("SSP 3", 3, [[], [1], [0.25, 0.25]], [1 / 6, 1 / 6, 2 / 3]),
+    _tableau("RK4", 4, [[], [0.5], [0, 0.5], [0, 0, 1]], [1 / 6, 1 / 3, 1 / 3, 1 / 6]),
+    _tableau("3/8 rule", 4, [[], [1 / 3], [-1 / 3, 1], [1, -1, 1]], [1 / 8, 3 / 8, 3 / 8, 1 / 8]),
+)
+
+
+def mutants(t: Tableau) -> Iterator[Tableau]:
+    """One defect at a time: a stage time, a coefficient's sign, two weights swapped."""
+    s = len(t.b)
+    for i in range(1, s):
+        wrong = 1.0 if t.c[i] != 1.0 else 0.5
+        yield Tableau(f"{t.name}: c{i + 1} = {wrong:g}", t.order, t.a, t.b, t.c[:i] + (wrong,) + t.c[i + 1:])
+    for i in range(s):
+        for j in range(i):
+            if t.a[i][j] != 0.0:
+                rows = [list(r) for r in t.a]
+                rows[i][j] = -rows[i][j]
+                yield Tableau(f"{t.name}: -a{i + 1}{j + 1}", t.order, tuple(tuple(r) for r in rows), t.b, t.c)
+    for i in range(s):
+        for j in range(i):
+            if t.b[i] != t.b[j]:
+                b = list(t.b)
+                b[i], b[j] = b[j], b[i]
+                yield Tableau(f"{t.name}: b{j + 1} <-> b{i + 1}", t.order, t.a, tuple(b), t.c)
+
+
+def padded(tableaux: list[Tableau]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A (M, 4, 4), b (M, 4), c (M, 4) for M tableaux, so that all run in one vectorised loop."""
+    m = len(tableaux)
+    a, b, c = np.zeros((m, STAGES, STAGES)), np.zeros((m, STAGES)), np.zeros((m, STAGES))
+    for k, t in enumerate(tableaux):
+        s = len(t.b)
+        a[k, :s, :s], b[k, :s], c[k, :s] = t.a, t.b, t.c
+    return a, b, c
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    rhs: Callable[[np.ndarray, np.ndarray], np.ndarray]  # (t of shape (M, 1), y of shape (M, dim)) -> (M, dim)
+    exact: Callable[[float], np.ndarray]
+    t_end: float
+
+
+def prothero_robinson(lam: float) -> Problem:
+    g, dg = np.sin, np.cos
+    return Problem(f"Prothero-Robinson lambda = {lam:g}", lambda t, y: lam * (y - g(t)) + dg(t),
+                   lambda t: np.array([np.sin(t)]), 2.0)
+
+
+def driven_oscillator(w: float) -> Problem:
+    """x'' = -x + F cos(w t), x(0) = 1, x'(0) = 0: x = (1 - A) cos t + A cos(w t), A = F / (1 - w**2).
+
+    F = w**2 - 1 gives A = -1: the drive's own motion has amplitude 1 at every w, so a
+    fast drive is as large as the slow motion and coarse steps cannot resolve it.
+    """
+    f = w**2 - 1.0
+    amp = f / (1.0 - w**2)
+
+    def rhs(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.concatenate([y[:, 1:2], -y[:, 0:1] + f * np.cos(w * t)], axis=1)
+
+    def exact(t: float) -> np.ndarray:
+        return np.array([(1 - amp) * np.cos(t) + amp * np.cos(w * t), -(1 - amp) * np.sin(t) - amp * w * np.sin(w * t)])
+
+    return Problem(f"driven oscillator W = {w:g}", rhs, exact, 5.0)
+
+
+def riccati() -> Problem:
+    return Problem("y' = -2 t y^2", lambda t, y: -2.0 * t * y**2, lambda t: np.array([1.0 / (1.0 + t * t)]), 3.0)
+
+
+PROBLEMS = (prothero_robinson(-10.0), prothero_robinson(-100.0), driven_oscillator(0.5), driven_oscillator(3.0),
+            driven_oscillator(10.0), driven_oscillator(30.0), riccati())
+
+
+def errors_of(tableaux: list[Tableau], problem: Problem) -> np.ndarray:
+    """Max-norm errors at t_end, shape (M, len(NS)), every tableau at once."""
+    a, b, c = padded(tableaux)
+    y0, y_end = problem.exact(0.0), problem.exact(problem.t_end)
+    out = np.empty((len(tableaux), len(NS)))
+    with np.errstate(all="ignore"):
+        for col, n in enumerate(NS):
+            h = problem.t_end / n
+            y = np.tile(y0, (len(tableaux), 1))
+            for step in range(n):
+                t = step * h
+                k = np.zeros((len(tableaux), STAGES, y0.size))
+                for i in range(STAGES):
+                    yi = y + h * np.einsum("mj,mjd->md", a[:, i, :], k)
+                    k[:, i, :] = problem.rhs(t + c[:, i:i + 1] * h, yi)
+                y = y + h * np.einsum("mj,mjd->md", b, k)
+            err = np.max(np.abs(y - y_end), axis=1)
+            out[:, col] = np.where(np.isfinite(err), err, np.inf)
+    return out
+
+
+def true_order(errors: np.ndarray) -> float | None:
+    """The order the finest three levels above round-off agree on (within 0.1), or None."""
+    usable = [i for i, e in enumerate(errors) if ROUND_OFF < e < 1e3]
+    if len(usable) < 3 or usable[-3:] != list(range(usable[-1] - 2, usable[-1] + 1)):
+        return None
+    e = errors[usable[-3:]]
+    q1, q2 = np.log2(e[0] / e[1]), np.log2(e[1] / e[2])
+    return float(q2) if abs(q1 - q2) <= 0.1 else None
+
+
+def windows() -> Iterator[list[int]]:
+    """Resolution sets, coarse to fine: 4 and 5 consecutive levels, and 4 levels two apart."""
+    for length in (4, 5):
+        for start in range(len(NS) - length + 1):
+            yield list(range(start, start + length))
+    for start in range(len(NS) - 6):
+        yield list(range(start, start + 7, 2))
+
+
+@dataclass(frozen=True)
+class Case:
+    correct: bool
+    hs: list[float]
+    errors: list[float]
+    expected: int
+    scale: float
+
+
+def suite() -> tuple[list[Case], dict[str, int]]:
+    """Every case, and how many mutant-problem pairs were kept and dropped."""
+    cases: list[Case] = []
+    kept = {"mutants kept": 0, "mutants dropped (not >= 1 below)": 0, "correct with another order": 0}
+    tableaux = list(CORRECT)
+    for t in CORRECT:
+        tableaux.extend(mutants(t))
+    for problem in PROBLEMS:
+        table = errors_of(tableaux, problem)
+        scale = float(max(np.max(np.abs(problem.exact(0.0))), np.max(np.abs(problem.exact(problem.t_end)))))
+        for t, row in zip(tableaux, table):
+            correct = t in CORRECT
+            measured = true_order(row)
+            if correct and (measured is None or abs(measured - t.order) > 0.2):
+                kept["correct with another order"] += 1
+            if not correct:
+                if measured is None or measured > t.order - 0.9:
+                    kept["mutants dropped (not >= 1 below)"] += 1
+                    continue
+                kept["mutants kept"] += 1
+            for levels in windows():
+                cases.append(Case(correct, [problem.t_end / NS[i] for i in levels],
+                                  [float(row[i]) for i in levels], t.order, scale))
+    return cases, kept
+
+
+def statuses_here(cases: list[Case]) -> list[str]:
+    return [check_order(c.hs, c.errors, c.expected, scale=c.scale).status for c in cases]
+
+
+_CHILD = """
+import json, sys
+from physverify.order import check_order
+out = []
+for hs, errors, expected, scale in json.load(sys.stdin):
+    try:
+        out.append(check_order(hs, errors, expected, scale=scale).status)
+    except Exception as exc:
+        out.append("ERROR")
+json.dump(out, sys.stdout)
+"""
+
+
+def statuses_in(python: str, cases: list[Case], source: str | None = None) -> list[str]:
+    """The statuses another installation's check_order gives (one child process, same inputs).
+
+    ``source``: a folder put first on the child's PYTHONPATH (another checkout's src/).
+    """
+    payload = json.dumps([[c.hs, c.errors, c.expected, c.scale] for c in cases])
+    env = {**os.environ, "PYTHONPATH": source} if source else {k: v for k, v in os.environ.items()
+                                                                  if k != "PYTHONPATH"}
+    done = subprocess.run([python, "-c", _CHILD], input=payload, capture_output=True, text=True, check=True,
+                          cwd="/", env=env)
+    return list(json.loads(done.stdout))
+
+
+def tally(cases: list[Case], statuses: list[str]) -> dict[str, float]:
+    correct = [s for c, s in zip(cases, statuses) if c.correct]
+    defective = [s for c, s in zip(cases, statuses) if not c.correct]
+    return {
+        "false alarms": sum(s == FAIL for s in correct) / len(correct),
+        "false alarm count": sum(s == FAIL for s in correct),
+        "false passes": sum(s in (PASS, EXACT) for s in defective) / len(defective),
+        "false pass count": sum(s in (PASS, EXACT) for s in defective),
+        "decided, correct": sum(s != INCONCLUSIVE for s in correct) / len(correct),
+        "decided, defective": sum(s != INCONCLUSIVE for s in defective) / len(defective),
+    }
+
+
+def table(rows: dict[str, dict[str, float]], n_correct: int, n_defective: int) -> str:
+    head = ["build", f"false alarms (of {n_correct} correct)", f"false passes (of {n_defective} defective)",
+            "decided, correct", "decided, defective"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for build, r in rows.items():
+        lines.append(f"| {build} | {r['false alarms']:.1%} ({r['false alarm count']:.0f}) | "
+                     f"{r['false passes']:.1%} ({r['false pass count']:.0f}) | "
+                     f"{r['decided, correct']:.1%} | {r['decided, defective']:.1%} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pv060", help="a Python with physverify==0.6.0 installed, to compare against")
+    parser.add_argument("--before", metavar="SRC", help="the src/ folder of an earlier checkout, to compare against")
+    args = parser.parse_args(argv)
+    cases, kept = suite()
+    rows = {"this build": tally(cases, statuses_here(cases))}
+    if args.before:
+        rows["before issue 9"] = tally(cases, statuses_in(sys.executable, cases, args.before))
+    if args.pv060:
+        rows["physverify 0.6.0"] = tally(cases, statuses_in(args.pv060, cases))
+    n_correct = sum(c.correct for c in cases)
+    print(table(rows, n_correct, len(cases) - n_correct))
+    print("\n" + ", ".join(f"{k}: {v}" for k, v in kept.items()) + f"; {len(PROBLEMS)} problems, "
+          f"{len(CORRECT)} correct methods")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
