@@ -8,6 +8,7 @@ are caught once, in ``main``.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from physverify import __version__
 from physverify.errors import PhysverifyError
 from physverify.ledger import DEFAULT_LEDGER
+from physverify.text import visible
 from physverify.verdict import EXIT_ERROR, EXIT_OK
 
 
@@ -47,7 +49,7 @@ def _emit(text: str, output: str | None = None) -> None:
     if output is None or output == "-":
         sys.stdout.write(text)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")
 
 
 # --- the parser -----------------------------------------------------------------------
@@ -163,7 +165,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     run = sandbox.sandbox(inner, backend=args.backend, memory=args.memory, pids=args.pids,
                           repo=Path(args.repo) if args.repo else None, image=args.image, timeout_s=args.timeout)
     for note in run.notes:
-        sys.stderr.write(f"physverify sandbox ({run.backend}): {note}\n")
+        sys.stderr.write(f"physverify sandbox ({run.backend}): {visible(note)}\n")
     return run.exit_code
 
 
@@ -207,7 +209,7 @@ def _ledger(args: argparse.Namespace) -> int:
 
 def _warn(problems: Sequence[str]) -> None:
     for problem in problems:
-        sys.stderr.write(f"physverify: warning: {problem}\n")
+        sys.stderr.write(f"physverify: warning: {visible(problem)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,15 +287,27 @@ def _replay_progress(run: object, done: int, total: int) -> None:
 
 
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:
-    import json
+    from physverify.text import dumps
 
     if json_target is None:
         _emit(render_text())
     else:
-        _emit(json.dumps(obj, indent=None if json_target == "-" else 2, ensure_ascii=False), json_target)
+        _emit(dumps(obj, indent=None if json_target == "-" else 2), json_target)
+
+
+def _writes_cannot_raise() -> None:
+    """Let stdout and stderr write any str: a character the encoding lacks becomes its escape (issue 13).
+
+    Text from claims is cleaned where it enters, but an exit code must never depend on
+    whether the terminal's encoding can show a character.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _writes_cannot_raise()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -317,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
         raise NotImplementedError(args.command)
     except PhysverifyError as exc:
-        sys.stderr.write(f"physverify: {exc}\n")
+        sys.stderr.write(f"physverify: {visible(exc)}\n")  # one line, whatever a path or value held
         return EXIT_ERROR
     except BrokenPipeError:  # `physverify ... | head`: the reader left, nothing to report
         return EXIT_ERROR

@@ -20,6 +20,7 @@ from physverify import __version__, claim, isolate, specscan
 from physverify.checks import ERROR
 from physverify.errors import RefusedError, UsageError
 from physverify.ledger import LEDGER_VERSION, append_record, claim_key, repo_commit, repo_root_for
+from physverify.text import clean
 from physverify.verdict import Verdict, decide
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -130,7 +131,9 @@ FIELDS = (
 
 def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
     record["verdict"], record["reason"] = verdict.verdict, verdict.reason
-    ordered = {key: record[key] for key in FIELDS if key in record}
+    # Labels, messages, CLAIM values and paths are the claim's: a lone surrogate in one
+    # would make every write of the record raise (issue 13), so it becomes its escape here.
+    ordered = clean({key: record[key] for key in FIELDS if key in record})
     return Evaluation(ordered, verdict)
 
 
@@ -179,13 +182,21 @@ def _root_for(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
 
 
 def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
-    """The file the claim is about: from the root, else next to the claim file."""
+    """The file the claim is about: from the root, else next to the claim file; never outside that folder.
+
+    CLAIM["file"] is the claim's to choose: an absolute path, "..", a NUL byte or a
+    symlink leading out of the folder would have its sha256 recorded (issue 13), so the
+    file must resolve inside the folder it was found from.
+    """
     if not isinstance(file, str) or not file:
         return None
     for base in (root, claim_path.resolve().parent):
         candidate = base / file
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.resolve().is_relative_to(base.resolve()) and candidate.is_file():
+                return candidate
+        except (OSError, RuntimeError, ValueError):  # unreadable, a symlink loop, a NUL byte: not the target
+            continue
     return None
 
 

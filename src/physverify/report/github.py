@@ -3,7 +3,9 @@
 ``::error`` for a claim that fails the gate, ``::notice`` for a fixed one, ``::warning``
 for a confirmed defect that is still there. Escaping follows the runner's rules for
 workflow commands (actions/toolkit, core/src/command.ts): in the message, %, CR and LF
-are percent-encoded; in a property, also ':' and ','.
+are percent-encoded; in a property, also ':' and ','. Every other control character, and
+the bidi marks, are shown as escapes first (physverify.text.visible), so no text from a
+claim reaches the log as an ANSI escape or a line of its own (issue 13).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from physverify.config import FIXED
+from physverify.text import visible
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
 
 def escape_data(text: str) -> str:
     """``text`` safe as a workflow command's message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return visible(text, keep="\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

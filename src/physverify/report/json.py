@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
+
+from physverify.text import dumps
 
 if TYPE_CHECKING:
     from physverify.replay import ClaimRun, ReplayResult
@@ -45,4 +46,4 @@ def to_dict(result: ReplayResult) -> dict[str, Any]:
 
 def render(result: ReplayResult) -> str:
     """The replay as one indented JSON document."""
-    return json.dumps(to_dict(result), indent=2, ensure_ascii=False, default=str)
+    return dumps(to_dict(result), indent=2)

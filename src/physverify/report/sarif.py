@@ -9,11 +9,11 @@ follow the OASIS SARIF 2.1.0 specification (sarifLog > runs > tool.driver.rules,
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from physverify import __version__
 from physverify.config import FIXED, TRANSITIONS
+from physverify.text import dumps
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
@@ -90,4 +90,4 @@ def to_dict(result: ReplayResult) -> dict[str, Any]:
 
 def render(result: ReplayResult) -> str:
     """The replay as a SARIF 2.1.0 JSON document."""
-    return json.dumps(to_dict(result), indent=2, ensure_ascii=False)
+    return dumps(to_dict(result), indent=2)
