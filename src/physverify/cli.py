@@ -20,7 +20,6 @@ from physverify.text import visible
 from physverify.verdict import EXIT_ERROR, EXIT_OK
 
 
-
 # --- flags that several commands share ---------------------------------------------
 def _add_ledger_option(parser: argparse.ArgumentParser, default: str | None = DEFAULT_LEDGER) -> None:
     parser.add_argument("--ledger", default=default, metavar="FILE", help=f"the JSONL ledger (default: {default})")

@@ -92,10 +92,10 @@ def evaluate(
     try:
         claim_file = claim.read_claim(claim_path)
     except claim.ClaimLoadError as exc:
-        root = repo_root or _root_for(claim_path, exc.claim)
+        root = repo_root or claim_root(claim_path, exc.claim)
         record.update(_claim_fields(exc.claim, root, claim_path, commit_of))
         return _finish(record, decide(load_error=str(exc)))
-    root = repo_root or _root_for(claim_path, claim_file.claim)
+    root = repo_root or claim_root(claim_path, claim_file.claim)
     record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
     notes = specscan.reference_notes(claim_path, claim_file.claim)
     if allow_dependent_reference is not None:
@@ -128,12 +128,17 @@ FIELDS = (
     "allow_dependent_reference", "timeout_s", "stderr_tail",
 )
 
+_PATH_FIELDS = ("claim_file", "claim_key")
+
 
 def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
     record["verdict"], record["reason"] = verdict.verdict, verdict.reason
-    # Labels, messages, CLAIM values and paths are the claim's: a lone surrogate in one
+    # Labels, messages, reasons and CLAIM values are the claim's: a lone surrogate in one
     # would make every write of the record raise (issue 13), so it becomes its escape here.
-    ordered = clean({key: record[key] for key in FIELDS if key in record})
+    # The two paths stay as they are: an undecodable file name is a surrogate escape that
+    # the ledger stores with \u escapes and reads back unchanged, and replay matches
+    # claims by it; every renderer cleans what it shows.
+    ordered = {key: record[key] if key in _PATH_FIELDS else clean(record[key]) for key in FIELDS if key in record}
     return Evaluation(ordered, verdict)
 
 
@@ -172,7 +177,7 @@ def _claim_fields(
     return fields
 
 
-def _root_for(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
+def claim_root(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
     """The repository root of spec section 3: CLAIM["repo"], else the checkout holding the claim."""
     folder = claim_path.resolve().parent
     repo = values.get("repo") if values else None

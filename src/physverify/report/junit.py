@@ -4,7 +4,8 @@ CI systems (GitLab, Jenkins, Azure) show JUnit files as test reports. The attrib
 ``file`` and ``line`` are the claimed place, so a report can link to the code. Every
 string goes through ``_xml``: XML 1.0 allows no control character but tab, LF and CR, no
 surrogate and no U+FFFE/U+FFFF, so a label holding one would make the file unreadable
-(issue 13); they are shown as escapes instead.
+(issue 13); they are shown as escapes instead. Line breaks too: printed to a CI log, a
+line of the report that began with a claim's text could be read as a workflow command.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ def _seconds(run: ClaimRun) -> float:
 
 
 def _xml(text: object) -> str:
-    """``text`` with every character XML 1.0 forbids (and the other controls) shown as an escape."""
-    return visible(text, keep="\t\n\r")
+    """``text`` on one line, every character XML 1.0 forbids (and the other controls) shown as an escape."""
+    return visible(text)
 
 
 def _testcase(run: ClaimRun) -> ET.Element:
@@ -38,7 +39,7 @@ def _testcase(run: ClaimRun) -> ET.Element:
         case.set("line", str(run.line))
     if run.failures:
         failure = ET.SubElement(case, "failure", message=_xml("; ".join(run.failures)), type=run.transition)
-        failure.text = _xml(f"{run.change()} at {run.location}\n{run.reason}")
+        failure.text = _xml(f"{run.change()} at {run.location}: {run.reason}")
     elif run.transition == REMOVED:
         ET.SubElement(case, "skipped", message=_xml(run.reason))
     out = ET.SubElement(case, "system-out")

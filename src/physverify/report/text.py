@@ -49,7 +49,7 @@ def render_run(outcome: RunOutcome) -> str:
         for check in spec.checks:
             label, message = visible(check.get("label")), visible(check.get("message"))
             lines.append(f"{_status(check.get('status')):<12} {visible(check.get('family')):<10} {label}: {message}")
-    lines.append(outcome.summary())
+    lines.append(visible(outcome.summary()))
     return "\n".join(lines)
 
 
