@@ -219,10 +219,19 @@ def claim_inside_root(root: Path, path: str | Path) -> Path:
     repo = values.get("repo")
     if isinstance(repo, str) and repo:
         inside_root(root, str(resolved.parent / repo), what=f"CLAIM['repo'] of {visible(path)}: ")
-    target = confirm.find_target(confirm.claim_root(resolved, values), resolved, values.get("file"))
-    if target is not None:
-        inside_root(root, str(target), what=f"CLAIM['file'] of {visible(path)}: ")
+    file = values.get("file")
+    if isinstance(file, str) and file:  # both places confirm.find_target looks, before it confines the lookup
+        for base in (confirm.claim_root(resolved, values), resolved.parent):
+            if _exists(base / file):
+                inside_root(root, str(base / file), what=f"CLAIM['file'] of {visible(path)}: ")
     return resolved
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a NUL byte, an unencodable name: nothing there to hash
+        return False
 
 
 def replay_ledger_inside_root(root: Path, folders: Sequence[Path], ledger: str | None) -> Path | None:
