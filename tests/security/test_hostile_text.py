@@ -28,7 +28,7 @@ from mcp.client.stdio import StdioServerParameters
 from physverify import mcp_server
 from physverify.config import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
 from physverify.replay import ClaimRun, ReplayResult, gate_failures
-from physverify.report import FORMATS, github
+from physverify.report import FORMATS
 from physverify.report import text as text_report
 from physverify.run_specs import RunOutcome, SpecOutcome
 from physverify.text import clean, visible
@@ -80,7 +80,7 @@ def _project(tmp_path: Path, claim_source: str, solver: str = DECAY_SOLVER) -> P
 
 def _physverify(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=root, capture_output=True,
-                          stdin=subprocess.DEVNULL, timeout=300)
+                          stdin=subprocess.DEVNULL, timeout=300, check=False)
 
 
 @pytest.mark.parametrize(("solver", "verdict", "code"), [(DECAY_SOLVER, REJECTED, EXIT_OK),
@@ -217,7 +217,7 @@ def replays(draw: st.DrawFn) -> tuple[ReplayResult, dict[str, Any]]:
     result = ReplayResult(
         claims=tuple(runs), skipped=(extra[0],), ledger=Path("claims") / extra[0].replace("\x00", ""), written=1,
         fail_on=DEFAULT_FAIL_ON, exit_code=EXIT_FINDING if any(r.failures for r in runs) else EXIT_OK,
-        warnings=(extra[1],), notes=(extra[2],),
+        warnings=(extra[1],), notes=(f"the ledger changed ({extra[2]})",),  # notes are physverify's sentences
     )
     return result, _record(draw(st.lists(hostile_text, min_size=12, max_size=12)), CONFIRMED)
 
@@ -284,8 +284,3 @@ def test_every_format_stays_well_formed_and_forges_no_line_for_any_text(drawn: t
     _assert_no_forged_lines(answer, "confirm")
     assert json.loads(answer.partition("\n\n")[2]) == clean(record)
 
-
-def test_github_escaping_shows_controls_and_keeps_one_line_per_command() -> None:
-    line = github.command("warning", "a\x1b[31m\u202eb\n::error::c", file="x\n::notice::y.py", title="t")
-    assert "\n" not in line and "\x1b" not in line and "\u202e" not in line
-    assert line == "::warning file=x%0A%3A%3Anotice%3A%3Ay.py,title=t::a\\x1b[31m\\u202eb%0A::error::c"

@@ -108,13 +108,13 @@ def test_confirm_never_hashes_a_claimed_file_outside_its_folder(project: Path) -
         assert confirm.find_target(project, claim, target) is None, target
     done = subprocess.run(
         [sys.executable, "-m", "physverify", "confirm", "claims/claim_decay.py", "--trusted", "--json", "-"],
-        cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, check=False,
     )
     assert json.loads(done.stdout)["file_sha256"] is not None  # decay.py, inside, is still hashed
     (project / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace('"decay.py"', '"../secret.txt"'))
     done = subprocess.run(
         [sys.executable, "-m", "physverify", "confirm", "claims/claim_decay.py", "--trusted", "--json", "-"],
-        cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, check=False,
     )
     assert json.loads(done.stdout)["file_sha256"] is None
     assert secret_hash not in _ledger_texts(project)
