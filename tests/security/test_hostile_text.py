@@ -113,6 +113,15 @@ def test_confirm_json_is_valid_utf8_json_with_the_text_kept(tmp_path: Path) -> N
     assert record["checks"][0]["message"].startswith(clean(HOSTILE))
 
 
+def test_a_terminal_that_cannot_show_a_character_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    root = _project(tmp_path, hostile_claim("µ ∂u/∂t "))
+    done = subprocess.run([sys.executable, "-m", "physverify", "confirm", "claims/claim_decay.py", "--trusted"],
+                          cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=300, check=False,
+                          env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == EXIT_OK, done.stderr.decode(errors="replace")
+    assert "check PASS \\xb5 \\u2202u/\\u2202t  at t = 1" in done.stdout.decode("ascii")
+
+
 def test_a_hostile_error_message_is_one_line_on_stderr(tmp_path: Path) -> None:
     done = _physverify(tmp_path, "confirm", "claim.py", "--trusted", "--ledger", "no\n::error::forged\x1b[31m/l.jsonl")
     assert done.returncode == 2 and done.stdout == b""
@@ -142,6 +151,26 @@ def test_replay_writes_every_format_well_formed_for_hostile_claims_and_file_name
     json.loads(outputs["sarif"])
     suite = ET.fromstring(outputs["junit"].encode("utf-8")).find("testsuite")
     assert suite is not None and len(suite.findall("testcase")) == 2
+
+
+def test_the_action_step_fills_its_outputs_and_summary_for_hostile_claims(tmp_path: Path) -> None:
+    """The run step of action.yml (python -m physverify.action), with the runner's files in tmp_path."""
+    root = _project(tmp_path, hostile_claim(), DECAY_DEFECT)
+    files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
+    env = {**os.environ, **{k: str(v) for k, v in files.items()}, "GITHUB_WORKSPACE": str(root),
+           "INPUT_JOBS": "1", "INPUT_SARIF": "out.sarif", "GITHUB_EVENT_NAME": "workflow_dispatch"}
+    env.pop("PHYSVERIFY_REPO", None)
+    done = subprocess.run([sys.executable, "-m", "physverify.action"], cwd=root, env=env, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=300, check=False)
+    assert done.returncode == EXIT_OK, done.stderr.decode(errors="replace")  # a new confirmed claim passes the gate
+    log = done.stdout.decode("utf-8")
+    _assert_no_forged_lines(log, "github")
+    assert RAW_CONTROL.search(log) is None and log.startswith("::warning file=decay.py,line=6")
+    outputs = files["GITHUB_OUTPUT"].read_text("utf-8")
+    assert "gate=pass\n" in outputs and "confirmed=1\n" in outputs
+    summary = files["GITHUB_STEP_SUMMARY"].read_text("utf-8")
+    assert summary.startswith("## physverify replay: gate passed") and "<img" not in summary.replace("\\<img", "")
+    json.loads((root / "out.sarif").read_text("utf-8"))
 
 
 # --- item 4 through the real MCP client -------------------------------------------------
