@@ -253,8 +253,10 @@ def replay_ledger_inside_root(root: Path, folders: Sequence[Path], ledger: str |
             claim_inside_root(root, path)
     if ledger is not None:
         return _as_given(inside_root(root, ledger))
-    chosen = replay.default_ledger(configs[0])
-    return _as_given(inside_root(root, str(chosen), what=f"the ledger of {visible(configs[0].folder)}: "))
+    first = configs[0]
+    how = "named by physverify.yaml" if first.ledger is not None else "the default"
+    chosen = replay.default_ledger(first)
+    return _as_given(inside_root(root, str(chosen), what=f"the ledger of {visible(first.folder)} ({how}): "))
 
 
 def discover_specs(root: Path) -> list[Path]:
