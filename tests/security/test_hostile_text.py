@@ -84,7 +84,8 @@ def _physverify(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 @pytest.mark.parametrize(("solver", "verdict", "code"), [(DECAY_SOLVER, REJECTED, EXIT_OK),
-                                                         (DECAY_DEFECT, CONFIRMED, EXIT_FINDING)])
+                                                         (DECAY_DEFECT, CONFIRMED, EXIT_FINDING)],
+                         ids=[REJECTED, CONFIRMED])
 def test_confirm_exits_with_the_verdicts_code_whatever_the_labels_hold(
     tmp_path: Path, solver: str, verdict: str, code: int
 ) -> None:
