@@ -180,6 +180,7 @@ def test_the_mcp_server_answers_for_hostile_text_and_keeps_serving(tmp_path: Pat
     (root / "claims" / "claim_raises.py").write_text(
         DECAY_CLAIM.replace("def control():\n", f"def control():\n    raise ValueError({HOSTILE!r})\n")
     )
+    (root / "verify_hostile.py").write_text(hostile_claim())  # its checks() run as a spec by run_checks
     params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(root)])
 
     async def main() -> list[tuple[bool, str]]:
@@ -188,8 +189,10 @@ def test_the_mcp_server_answers_for_hostile_text_and_keeps_serving(tmp_path: Pat
             for claim in ("claims/claim_decay.py", "claims/claim_raises.py", "claims/claim_decay.py"):
                 result = await client.call_tool("confirm_claim", {"claim": claim, "trusted": True})
                 answers.append((bool(result.is_error), "".join(p.text for p in result.content if p.type == "text")))
-            result = await client.call_tool("replay_claims", {"trusted": True, "jobs": 1})
-            answers.append((bool(result.is_error), "".join(p.text for p in result.content if p.type == "text")))
+            for tool in ("replay_claims", "run_checks"):
+                result = await client.call_tool(tool, {"trusted": True, "jobs": 1} if tool == "replay_claims" else {
+                    "specs": ["verify_hostile.py"], "trusted": True})
+                answers.append((bool(result.is_error), "".join(p.text for p in result.content if p.type == "text")))
         return answers
 
     answers = anyio.run(main)
@@ -202,6 +205,7 @@ def test_the_mcp_server_answers_for_hostile_text_and_keeps_serving(tmp_path: Pat
     assert answers[0][1].startswith("rejected") and answers[2][1].startswith("rejected")
     assert answers[1][1].startswith("not decidable") and "\\x1b[2J" in answers[1][1]
     assert _lines(answers[3][1]).count("gate passed") == 1
+    assert answers[4][1].startswith("PASS         reference  \\ud800 \\x1b[2J")
 
 
 # --- the property: any text, every format ------------------------------------------------
