@@ -40,3 +40,13 @@ def test_dumps_is_one_line_of_utf8_json_that_reads_back_to_the_cleaned_value(val
     text.encode("utf-8")
     assert text.splitlines() == [text]
     assert json.loads(text) == clean(value)
+
+
+def test_clean_takes_a_result_nested_deeper_than_the_recursion_limit() -> None:
+    deep: object = "\ud800"
+    for _ in range(5000):
+        deep = [deep]
+    cleaned = clean({"control": deep})["control"]
+    for _ in range(5000):
+        cleaned = cleaned[0]
+    assert cleaned == "\\ud800"

@@ -42,14 +42,31 @@ def clean_str(text: str) -> str:
 
 
 def clean(value: Any) -> Any:
-    """``value`` (JSON-like: dict, list, tuple, str, ...) with ``clean_str`` applied to every string in it."""
-    if isinstance(value, str):
-        return clean_str(value)
-    if isinstance(value, Mapping):
-        return {clean(key): clean(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(item) for item in value]
-    return value
+    """``value`` (JSON-like: dict, list, tuple, str, ...) with ``clean_str`` applied to every string in it.
+
+    A loop, not recursion: a child's result may nest as deep as the JSON reader allows,
+    and cleaning it must not be what runs out of stack.
+    """
+    top: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(value, top, 0)]  # (item, the container it goes into, its slot there)
+    while todo:
+        item, into, slot = todo.pop()
+        if isinstance(item, str):
+            into[slot] = clean_str(item)
+        elif isinstance(item, Mapping):
+            mapping: dict[Any, Any] = {}
+            into[slot] = mapping
+            for key, inner in item.items():
+                key = clean_str(key) if isinstance(key, str) else key
+                mapping[key] = None  # the slot now, so the keys keep their order
+                todo.append((inner, mapping, key))
+        elif isinstance(item, (list, tuple)):
+            items: list[Any] = [None] * len(item)
+            into[slot] = items
+            todo.extend((inner, items, i) for i, inner in enumerate(item))
+        else:
+            into[slot] = item
+    return top[0]
 
 
 def visible(text: object, keep: str = "") -> str:
