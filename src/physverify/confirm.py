@@ -187,18 +187,20 @@ def claim_root(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
 
 
 def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
-    """The file the claim is about: from the root, else next to the claim file; never outside that folder.
+    """The file the claim is about: from the root, else next to the claim file; never outside both.
 
-    CLAIM["file"] is the claim's to choose: an absolute path, "..", a NUL byte or a
-    symlink leading out of the folder would have its sha256 recorded (issue 13), so the
-    file must resolve inside the folder it was found from.
+    CLAIM["file"] is the claim's to choose: an absolute path, "..", or a symlink leading
+    out of the repository would have the sha256 of any file recorded (issue 13), so the
+    file must resolve inside the root or the claim's own folder.
     """
     if not isinstance(file, str) or not file:
         return None
-    for base in (root, claim_path.resolve().parent):
+    folder = claim_path.resolve().parent
+    for base in (root, folder):
         candidate = base / file
         try:
-            if candidate.resolve().is_relative_to(base.resolve()) and candidate.is_file():
+            inside = any(candidate.resolve().is_relative_to(top) for top in (root.resolve(), folder))
+            if inside and candidate.is_file():
                 return candidate
         except (OSError, RuntimeError, ValueError):  # unreadable, a symlink loop, a NUL byte: not the target
             continue

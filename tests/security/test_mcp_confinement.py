@@ -106,6 +106,8 @@ def test_confirm_never_hashes_a_claimed_file_outside_its_folder(project: Path) -
     for target in (str(project.parent / "secret.txt"), "../secret.txt", "../../secret.txt", "secret_link.txt"):
         claim = project / "claims" / "claim_decay.py"
         assert confirm.find_target(project, claim, target) is None, target
+    found = confirm.find_target(project, project / "claims" / "claim_decay.py", "../decay.py")  # out of claims/, in the root
+    assert found is not None and found.resolve() == project / "decay.py"
     done = subprocess.run(
         [sys.executable, "-m", "physverify", "confirm", "claims/claim_decay.py", "--trusted", "--json", "-"],
         cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, check=False,
