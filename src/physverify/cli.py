@@ -8,6 +8,7 @@ are caught once, in ``main``.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 from physverify import __version__
 from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
+from physverify.text import visible
 from physverify.verdict import EXIT_CRASH, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
 
 
@@ -58,7 +60,7 @@ def _emit(text: str, output: str | None = None) -> None:
         sys.stdout.write(text)
         return
     try:
-        Path(output).write_text(text, encoding="utf-8")
+        Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")
     except OSError as exc:
         raise PhysverifyError(f"{output}: cannot be written: {exc.strerror or exc}") from None
 
@@ -193,9 +195,9 @@ def _sandbox(args: argparse.Namespace) -> int:
     run = sandbox.sandbox(inner, backend=args.backend, memory=args.memory, pids=args.pids,
                           repo=Path(args.repo) if args.repo else None, image=args.image, timeout=args.timeout)
     for note in run.notes:
-        sys.stderr.write(f"physverify sandbox ({run.backend}): {note}\n")
+        sys.stderr.write(f"physverify sandbox ({run.backend}): {visible(note)}\n")
     if run.problem:
-        sys.stderr.write(f"physverify: {run.problem}\n")
+        sys.stderr.write(f"physverify: {visible(run.problem)}\n")
     return run.exit_code
 
 
@@ -301,7 +303,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _warn(problems: Sequence[str]) -> None:
     for problem in problems:
-        sys.stderr.write(f"physverify: warning: {problem}\n")
+        sys.stderr.write(f"physverify: warning: {visible(problem)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -324,10 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- the commands ---------------------------------------------------------------------
 def _confirm(args: argparse.Namespace) -> int:
-    import json
-
     from physverify import claim, confirm
     from physverify.report import text
+    from physverify.text import dumps
 
     if args.claim != "init" and (args.text, args.file, args.line) != (None, None, None):
         raise UsageError("--text, --file and --line belong to 'confirm init CLAIM.py'; a claim file keeps them in CLAIM")
@@ -348,7 +349,7 @@ def _confirm(args: argparse.Namespace) -> int:
         allow_dependent_reference=args.allow_dependent_reference,
     )
     if args.json is not None:  # spec section 7: only --json - replaces the text verdict
-        _emit(json.dumps(evaluation.record, indent=None if args.json == "-" else 2, ensure_ascii=False), args.json)
+        _emit(dumps(evaluation.record, indent=None if args.json == "-" else 2), args.json)
     if args.json != "-":
         _emit(text.render_confirm(evaluation.record))
     return evaluation.verdict.exit_code
@@ -393,22 +394,34 @@ def _replay_progress(run: object, done: int, total: int) -> None:
 
 
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:
-    import json
+    from physverify.text import dumps
 
     if json_target is None:
         _emit(render_text())
     else:
-        _emit(json.dumps(obj, indent=None if json_target == "-" else 2, ensure_ascii=False), json_target)
+        _emit(dumps(obj, indent=None if json_target == "-" else 2), json_target)
+
+
+def _writes_cannot_raise() -> None:
+    """Let stdout and stderr write any str: a character the encoding lacks becomes its escape (issue 13).
+
+    Text from claims is cleaned where it enters, but an exit code must never depend on
+    whether the terminal's encoding can show a character.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _writes_cannot_raise()
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = _install_sigterm()
     try:
         return _dispatch(parser, args)
     except PhysverifyError as exc:
-        sys.stderr.write(f"physverify: {exc}\n")
+        sys.stderr.write(f"physverify: {visible(exc)}\n")  # one line, whatever a path or value held
         return EXIT_ERROR
     except BrokenPipeError:  # `physverify ... | head`: the reader left, nothing to report
         return EXIT_ERROR

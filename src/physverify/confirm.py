@@ -20,6 +20,7 @@ from physverify import __version__, claim, isolate, repo, specscan
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.errors import RefusedError, UsageError
+from physverify.text import clean
 from physverify.verdict import Verdict, decide
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -124,7 +125,16 @@ def _decide_child(record: dict[str, Any], child: isolate.ChildOutcome, timeout_s
 
 def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
     record["verdict"], record["reason"] = verdict.verdict, verdict.reason
-    return Evaluation(_ledger.ordered(record), verdict)
+    # Labels, messages, reasons and CLAIM values are the claim's: a lone surrogate in one
+    # would make every write of the record raise (issue 13), so it becomes its escape here.
+    # The two paths stay as they are: an undecodable file name is a surrogate escape that
+    # the ledger stores with \u escapes and reads back unchanged, and replay matches
+    # claims by it; every renderer cleans what it shows.
+    cleaned = {key: value if key in _PATH_FIELDS else clean(value) for key, value in record.items()}
+    return Evaluation(_ledger.ordered(cleaned), verdict)
+
+
+_PATH_FIELDS = ("claim_file", "claim_key")
 
 
 def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
@@ -150,13 +160,23 @@ def _claim_fields(
 
 
 def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
-    """The file the claim is about: from the root, else next to the claim file."""
+    """The file the claim is about: from the root, else next to the claim file; never outside both.
+
+    CLAIM["file"] is the claim's to choose: an absolute path, "..", or a symlink leading
+    out of the repository would have the sha256 of any file recorded (issue 13), so the
+    file must resolve inside the root or the claim's own folder.
+    """
     if not isinstance(file, str) or not file:
         return None
-    for base in (root, claim_path.resolve().parent):
+    folder = claim_path.resolve().parent
+    for base in (root, folder):
         candidate = base / file
-        if candidate.is_file():
-            return candidate
+        try:
+            inside = any(candidate.resolve().is_relative_to(top) for top in (root.resolve(), folder))
+            if inside and candidate.is_file():
+                return candidate
+        except (OSError, RuntimeError, ValueError):  # unreadable, a symlink loop, a NUL byte: not the target
+            continue
     return None
 
 

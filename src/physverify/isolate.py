@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from physverify.checks import Check, describe_exception, run_check
+from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"
 MODES = ("claim", "spec")
@@ -193,7 +194,7 @@ def parse_payload(stdout: bytes) -> dict[str, Any] | None:
         value, _ = json.JSONDecoder().raw_decode(text[where + len(MARKER) :].lstrip())
     except json.JSONDecodeError:
         return None
-    return value if isinstance(value, dict) else None
+    return clean(value) if isinstance(value, dict) else None  # no lone surrogate enters the parent (issue 13)
 
 
 # --- the child ------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
+from physverify.text import visible
 from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_OK
 
@@ -193,6 +194,8 @@ def _read_bytes(path: Path) -> bytes:
         return b""
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL byte, or a name the file system cannot encode (a lone surrogate)
+        raise PhysverifyError(f"{visible(str(path))}: cannot read the ledger: {exc}") from None
 
 
 def _read_lines(path: Path) -> list[_Line]:

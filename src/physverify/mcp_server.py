@@ -5,9 +5,13 @@ line calls (run_specs.run_specs, confirm.confirm, replay.replay) and renders wit
 report modules, so a model sees what a person at the terminal sees. The SDK's MCPServer
 does the framing; nothing here writes to stdout, which is the protocol stream.
 
-Two rules of the server's own: every path is resolved (symlinks too) against the project
-root given by ``--root`` and refused when it lands outside it, and a refusal or bad input
-is raised as the SDK's ToolError, the one exception whose message reaches the client.
+Rules of the server's own: every path a tool uses is resolved (symlinks too) against the
+project root given by ``--root`` and refused when it lands outside it: the paths a client
+names, and the ones the repository chooses (a claim file found in a folder, the ledger
+named by physverify.yaml, a claim's CLAIM["repo"] and the file it claims about, issue 13).
+A refusal or bad input is raised as the SDK's ToolError, the one exception whose message
+reaches the client. ``trusted`` is a JSON boolean, never a string that looks like one.
+Everything sent back is cleaned of lone surrogates, which the protocol cannot carry.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from typing import Any, TypeVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import StrictBool
 
 from physverify import __version__
 from physverify.errors import PhysverifyError, RefusedError
 from physverify.ledger import DEFAULT_LEDGER
-
+from physverify.text import clean_str, dumps, visible
 
 INSTRUCTIONS = (
     "physverify settles suspected defects in physics simulation code by running the code against "
@@ -102,7 +107,7 @@ def serve(root: Path) -> None:
 
 # --- the tools: each one line of argument handling around the CLI's function ---------------
 def _run_checks_tool(root: Path) -> Callable[..., str]:
-    def run_checks(specs: list[str] | None = None, trusted: bool = False, timeout: float = 600.0) -> str:
+    def run_checks(specs: list[str] | None = None, trusted: StrictBool = False, timeout: float = 600.0) -> str:
         from physverify import confirm, run_specs
         from physverify.report import text
 
@@ -122,7 +127,7 @@ def _run_checks_tool(root: Path) -> Callable[..., str]:
 def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
     def confirm_claim(
         claim: str,
-        trusted: bool = False,
+        trusted: StrictBool = False,
         ledger: str = DEFAULT_LEDGER,
         timeout: float = 300.0,
         allow_dependent_reference: str | None = None,
@@ -133,7 +138,7 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)  # nothing is read, run or written on a refusal
             evaluation = confirm.confirm(
-                _as_given(inside_root(root, claim)),
+                _as_given(claim_inside_root(root, claim)),
                 ledger=_as_given(inside_root(root, ledger)),
                 timeout_s=timeout,
                 trusted=trusted,
@@ -150,7 +155,7 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
 def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
     def replay_claims(
         claims: list[str] | None = None,
-        trusted: bool = False,
+        trusted: StrictBool = False,
         ledger: str | None = None,
         jobs: int | None = None,
         timeout: float | None = None,
@@ -158,7 +163,7 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         changed_since: str | None = None,
         files: list[str] | None = None,
         shard: str | None = None,
-        record_all: bool = False,
+        record_all: StrictBool = False,
     ) -> str | list[str | Image]:
         from physverify import confirm, replay, report
 
@@ -167,7 +172,7 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
             given = [_as_given(inside_root(root, c)) for c in claims or [replay.DEFAULT_CLAIMS_DIR]]
             result = replay.replay(
                 given,
-                ledger=None if ledger is None else _as_given(inside_root(root, ledger)),
+                ledger=replay_ledger_inside_root(root, given, ledger),
                 jobs=jobs,
                 timeout_s=timeout,
                 trusted=trusted,
@@ -187,23 +192,94 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
 
 
 # --- the server's own rules ---------------------------------------------------------------
-def inside_root(root: Path, path: str) -> Path:
-    """``path`` resolved against ``root`` (symlinks too); ToolError when it lands outside it."""
-    resolved = (root / Path(path).expanduser()).resolve()
+def inside_root(root: Path, path: str, what: str = "") -> Path:
+    """``path`` resolved against ``root`` (symlinks too); ToolError when it lands outside it.
+
+    ``what`` names who chose the path when it was not the client ("CLAIM['file'] of x.py: ").
+    """
+    shown = visible(path)
+    if "\x00" in path:
+        raise ToolError(f"{what}{shown}: a path cannot hold a NUL byte")
+    try:
+        resolved = (root / Path(path).expanduser()).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a name the file system cannot encode
+        raise ToolError(f"{what}{shown}: cannot be resolved: {visible(exc)}") from None
     if resolved != root and root not in resolved.parents:
-        raise ToolError(f"{path}: outside the project root {root}; this server only reads and runs files under it")
+        raise ToolError(
+            f"{what}{shown}: outside the project root {root} (resolves to {visible(resolved)}); "
+            "this server only reads and runs files under it"
+        )
     return resolved
 
 
+def claim_inside_root(root: Path, path: str | Path) -> Path:
+    """The claim file ``path`` resolved under ``root``; ToolError when it, its CLAIM["repo"] or its target is outside.
+
+    Read statically, as confirm reads it: the repository a claim names goes on the child's
+    sys.path, and the file it claims about is hashed into the ledger.
+    """
+    from physverify import claim, repo
+
+    resolved = inside_root(root, str(path))
+    try:
+        values = claim.read_claim(resolved).claim
+    except claim.ClaimLoadError as exc:  # confirm records the load error; what could be read is still checked
+        values = exc.claim or {}
+    given = values.get("repo")
+    if isinstance(given, str) and given:
+        inside_root(root, str(resolved.parent / given), what=f"CLAIM['repo'] of {visible(path)}: ")
+    file = values.get("file")
+    if isinstance(file, str) and file:  # both places confirm.find_target looks, before it confines the lookup
+        for base in (repo.claim_root(resolved, values), resolved.parent):
+            if _exists(base / file):
+                inside_root(root, str(base / file), what=f"CLAIM['file'] of {visible(path)}: ")
+    return resolved
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a NUL byte, an unencodable name: nothing there to hash
+        return False
+
+
+def replay_ledger_inside_root(root: Path, folders: Sequence[Path], ledger: str | None) -> Path | None:
+    """The ledger replay_claims writes, checked to be under ``root``, and every claim it will run.
+
+    Without a ``ledger`` argument it is the one physverify.yaml names (or the default in the
+    first folder), which the repository chose; every claim file discovery finds is checked
+    with ``claim_inside_root`` before anything runs. None when a folder is missing, so that
+    replay reports it in its own words.
+    """
+    from physverify import replay
+    from physverify.config import load_config
+
+    if not all(folder.is_dir() for folder in folders):
+        return None if ledger is None else _as_given(inside_root(root, ledger))
+    configs = [load_config(folder) for folder in folders]
+    for cfg in configs:
+        for path in replay.discover(cfg.folder, cfg.exclude):
+            claim_inside_root(root, path)
+    if ledger is not None:
+        return _as_given(inside_root(root, ledger))
+    first = configs[0]
+    how = "named by physverify.yaml" if first.ledger is not None else "the default"
+    chosen = replay.default_ledger(first)
+    return _as_given(inside_root(root, str(chosen), what=f"the ledger of {visible(first.folder)} ({how}): "))
+
+
 def discover_specs(root: Path) -> list[Path]:
-    """Every verify_*.py under ``root``, skipping the folders claim discovery skips, in a stable order."""
+    """Every verify_*.py under ``root``, skipping the folders claim discovery skips, in a stable order.
+
+    ToolError when one is a symlink that leads outside the root (issue 13).
+    """
     from physverify.replay import is_skipped_dir  # one skip rule for claims and specs (STYLE.md, section 4)
 
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not is_skipped_dir(d))  # pruned, so a .venv is never walked
         found.extend(Path(folder) / f for f in sorted(files) if f.startswith("verify_") and f.endswith(".py"))
-    return [_as_given(path) for path in found]
+    return [_as_given(inside_root(root, str(path))) for path in found]
 
 
 def _as_given(path: Path) -> Path:
@@ -218,7 +294,7 @@ def _as_given(path: Path) -> Path:
 
 def _text_then_json(text: str, obj: Any) -> str:
     """The text a person would read, a blank line, then the same result as indented JSON."""
-    return f"{text.rstrip()}\n\n{json.dumps(obj, indent=2, ensure_ascii=False, default=str)}\n"
+    return f"{clean_str(text.rstrip())}\n\n{dumps(obj, indent=2)}\n"
 
 
 def _with_plots(text: str, records: Sequence[Any]) -> str | list[str | Image]:
@@ -234,9 +310,13 @@ def _as_tool_error(call: Callable[[], _T]) -> _T:
     try:
         return call()
     except RefusedError as exc:  # the same refusal, in the words of this interface: an argument, not a flag
-        raise ToolError(str(exc).replace("pass --trusted", "pass trusted: true")) from exc
+        raise ToolError(visible(exc).replace("pass --trusted", "pass trusted: true")) from exc
     except PhysverifyError as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(visible(exc)) from exc
+    except ToolError as exc:  # the server's own refusals: sent as they are, cleaned
+        raise ToolError(visible(exc)) from exc
 
 
-__all__: Sequence[str] = ("build_server", "discover_specs", "inside_root", "serve")
+__all__: Sequence[str] = (
+    "build_server", "claim_inside_root", "discover_specs", "inside_root", "replay_ledger_inside_root", "serve",
+)

@@ -27,3 +27,10 @@ def test_gate_failures_are_errors_a_fix_is_a_notice_and_a_known_defect_a_warning
     assert "100%25 wrong" in by_claim["claims/regressed.py"] and "%0Asecond line" in by_claim["claims/regressed.py"]
     assert all("\r" not in line for line in lines) and len(lines) == len(github.render(result).split("\n"))
     assert lines[-1].startswith("physverify replay: gate failed")
+
+
+def test_github_escaping_shows_controls_and_keeps_one_line_per_command() -> None:
+    """Issue 13, item 17: the runner's escapes for CR, LF, % and properties; other controls shown."""
+    line = github.command("warning", "a\x1b[31m\u202eb\n::error::c", file="x\n::notice::y.py", title="t")
+    assert "\n" not in line and "\x1b" not in line and "\u202e" not in line
+    assert line == "::warning file=x%0A%3A%3Anotice%3A%3Ay.py,title=t::a\\x1b[31m\\u202eb%0A::error::c"

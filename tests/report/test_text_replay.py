@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from physverify.replay import ReplayResult
 from physverify.report import text
 
@@ -17,3 +19,23 @@ def test_one_line_per_claim_then_warnings_counts_and_the_gate(result: ReplayResu
     assert ("7 claims: 2 new, 2 unchanged, 1 fixed, 1 regressed, 1 removed; 1 skipped as unaffected; "
             "4 lines written to claims/confirm_ledger.jsonl") in lines
     assert lines[-1].startswith("gate failed: 3 claim(s)")
+
+
+def test_a_newline_or_escape_in_a_claim_cannot_forge_a_line_or_reach_the_terminal() -> None:
+    """Issue 13, item 17: the text is shown with visible escapes, one claim per line."""
+    from conftest import claim_run
+
+    from physverify.config import DEFAULT_FAIL_ON, NEW
+    from physverify.verdict import NOT_DECIDABLE
+
+    key = "claims/x.py\ngate passed\n::warning::forged\x1b]52;c;aGk=\x07\x1b[2J\u202e"
+    run = claim_run(key, NEW, NOT_DECIDABLE, None)
+    run = type(run)(**{**run.__dict__, "record": {**run.record, "reason": "bad\r\n::error::x\x9b"}})
+    result = ReplayResult(claims=(run,), skipped=(), ledger=Path("l.jsonl"), written=0, fail_on=DEFAULT_FAIL_ON,
+                          exit_code=1, notes=("n\n::notice::y",), warnings=("w\rgate passed",))
+    lines = text.render(result).splitlines()
+    assert lines[0].split()[:4] == ["not", "decidable", "new", "claims/x.py\\ngate"]
+    assert "\\ngate passed\\n::warning::forged\\x1b]52;c;aGk=\\x07\\x1b[2J\\u202e" in lines[0]
+    assert lines[1] == "  why: bad\\r\\n::error::x\\x9b"
+    assert "warning: w\\rgate passed" in lines and "n\\n::notice::y" in lines
+    assert not any(line.startswith("::") or line == "gate passed" for line in lines)

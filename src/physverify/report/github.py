@@ -4,7 +4,9 @@
 still there (or whose claim file is gone), ``::notice`` for any other claim that moved (a
 fix, a new or decided claim), each naming the check that decided it. Escaping follows the runner's rules for
 workflow commands (actions/toolkit, core/src/command.ts): in the message, %, CR and LF
-are percent-encoded; in a property, also ':' and ','.
+are percent-encoded; in a property, also ':' and ','. Every other control character, and
+the bidi marks, are shown as escapes first (physverify.text.visible), so no text from a
+claim reaches the log as an ANSI escape or a line of its own (issue 13).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from physverify.gate import REMOVED, UNCHANGED
+from physverify.text import visible
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
@@ -20,7 +23,7 @@ if TYPE_CHECKING:
 
 def escape_data(text: str) -> str:
     """``text`` safe as a workflow command's message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return visible(text, keep="\r\n").replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

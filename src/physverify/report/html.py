@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.report import _plot
+from physverify.text import clean_str, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -45,10 +46,14 @@ class Report:
 # --- the two sources ---------------------------------------------------------------------
 def render(result: ReplayResult) -> str:
     """A replay as the HTML page (``replay --format html``); the history is read from its ledger."""
-    rows = ledger.log_rows(ledger.read_ledger(Path(result.ledger)).records, None)
+    notes: tuple[str, ...] = ()
+    try:
+        rows = ledger.log_rows(ledger.read_ledger(Path(result.ledger)).records, None)
+    except PhysverifyError as exc:  # a --dry-run's ledger that was never written: the page, without history
+        rows, notes = [], (f"no history: {exc}",)
     headline = "gate failed" if result.gate_failed else "gate passed"
     report = Report(f"physverify replay: {headline}", result.claims, _by_claim(rows), True,
-                    (result.summary(), *result.warnings, *result.notes), result.exit_code)
+                    (result.summary(), *result.warnings, *result.notes, *notes), result.exit_code)
     return render_report(report)
 
 
@@ -129,9 +134,9 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 
 
 def _e(value: object) -> str:
-    """``value`` as escaped text for an element or an attribute."""
-    text = str(value).encode("utf-8", "replace").decode("utf-8")  # a lone surrogate becomes "?"
-    return html.escape(_NOT_XML.sub("\ufffd", text), quote=True)
+    """``value`` as escaped text for an element or an attribute, on one line (issue 13: no line of the
+    page may start with a workflow command, and no control character reaches it)."""
+    return html.escape(_NOT_XML.sub("\ufffd", visible(clean_str(str(value)))), quote=True)
 
 
 def _class(value: object) -> str:

@@ -6,10 +6,11 @@ inside the sandbox and renders the result it reads back in every other format.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from physverify.text import dumps
 
 if TYPE_CHECKING:
     from physverify.replay import ClaimRun, ReplayResult
@@ -52,7 +53,7 @@ def to_dict(result: ReplayResult) -> dict[str, Any]:
 
 def render(result: ReplayResult) -> str:
     """The replay as one indented JSON document."""
-    return json.dumps(to_dict(result), indent=2, ensure_ascii=False, default=str)
+    return dumps(to_dict(result), indent=2)
 
 
 # The fields claim_object adds to each ledger object; the rest is the ledger object itself.

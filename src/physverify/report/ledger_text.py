@@ -1,8 +1,13 @@
-"""Plain-text output of ``physverify ledger log`` and ``physverify ledger merge``."""
+"""Plain-text output of ``physverify ledger log`` and ``physverify ledger merge``.
+
+A ledger is a file of the repository: every value read from it is shown through
+``visible``, so a control character in it cannot reach the terminal (issue 13).
+"""
 
 from __future__ import annotations
 
 from physverify.ledger import LogResult, LogRow, MergeResult
+from physverify.text import visible
 
 REASON_WIDTH = 90  # a terminal line; the full reason stays in the ledger
 COMMIT_WIDTH = 12  # as `git log --oneline` abbreviates, plus "-dirty"
@@ -11,7 +16,7 @@ COMMIT_WIDTH = 12  # as `git log --oneline` abbreviates, plus "-dirty"
 def render_log(result: LogResult) -> str:
     """A table of the claim's history: date, verdict, commit, (claim,) reason; oldest first."""
     if not result.rows:
-        about = f" for {result.claim}" if result.claim else ""
+        about = f" for {visible(result.claim)}" if result.claim else ""
         return f"no ledger lines{about}"
     show_claim = result.claim is None
     header = ("date", "verdict", "commit", *(("claim",) if show_claim else ()), "reason")
@@ -22,7 +27,8 @@ def render_log(result: LogResult) -> str:
 
 
 def _cells(row: LogRow, show_claim: bool) -> tuple[str, ...]:
-    return (row.date, row.verdict, _commit(row.repo_commit), *((row.claim,) if show_claim else ()), _trim(row.reason))
+    cells = (row.date, row.verdict, _commit(row.repo_commit), *((row.claim,) if show_claim else ()), _trim(row.reason))
+    return tuple(visible(cell) for cell in cells)
 
 
 def _commit(commit: str) -> str:
@@ -40,5 +46,5 @@ def render_merge(result: MergeResult) -> str:
     dropped = f", {result.duplicates} exact duplicate{'s' if result.duplicates != 1 else ''} dropped"
     return (
         f"merged {result.inputs} ledger{'s' if result.inputs != 1 else ''} ({result.lines_in} lines) "
-        f"into {result.output}: {result.lines_out} lines{dropped}"
+        f"into {visible(result.output)}: {result.lines_out} lines{dropped}"
     )

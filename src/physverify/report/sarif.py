@@ -10,11 +10,11 @@ follow the OASIS SARIF 2.1.0 specification (sarifLog > runs > tool.driver.rules,
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from physverify import __version__
-from physverify.config import TRANSITIONS, UNCHANGED
+from physverify.gate import TRANSITIONS, UNCHANGED
+from physverify.text import dumps
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
@@ -94,4 +94,4 @@ def to_dict(result: ReplayResult) -> dict[str, Any]:
 
 def render(result: ReplayResult) -> str:
     """The replay as a SARIF 2.1.0 JSON document."""
-    return json.dumps(to_dict(result), indent=2, ensure_ascii=False)
+    return dumps(to_dict(result), indent=2)

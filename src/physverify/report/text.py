@@ -1,35 +1,41 @@
-"""Plain-text output for a terminal: the confirm verdict (spec section 2) and run results."""
+"""Plain-text output for a terminal: the confirm verdict (spec section 2) and run results.
+
+Every field that comes from a claim, a check, a ledger or a file name is shown through
+``visible``, so a newline or an escape in it cannot start a line of its own ("gate
+passed", "::warning::") or reach the terminal (issue 13).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from physverify.checks import STATUSES
+from physverify.text import visible
+
 if TYPE_CHECKING:
     from physverify.run_specs import RunOutcome
 
-
 def _outcome_line(role: str, outcome: Mapping[str, Any]) -> str:
-    message = outcome.get("message") or ""
-    line = f"  {role} {outcome['status']} {outcome['label']}"
+    message = visible(outcome.get("message") or "")
+    line = f"  {role} {visible(outcome.get('status'))} {visible(outcome.get('label'))}"
     return f"{line}: {message}" if message else line
 
 
 def render_confirm(record: Mapping[str, Any]) -> str:
     """The verdict line, one line for the control and one per check, then the claim and its reference."""
-    impact = f" (impact: {record['impact']})" if record.get("impact") else ""
-    lines = [f"{record['verdict']}{impact}: {record['reason']}"]
+    impact = f" (impact: {visible(record['impact'])})" if record.get("impact") else ""
+    lines = [f"{record['verdict']}{impact}: {visible(record['reason'])}"]
     if record.get("control") is not None:
         lines.append(_outcome_line("control", record["control"]))
     lines.extend(_outcome_line("check", check) for check in record.get("checks") or [])
     if record.get("text") is not None:
-        lines.append(
-            f"  claim: {record['text']} ({record.get('file')}:{record.get('line')}, from {record.get('source')})"
-        )
-        lines.append(f"  reference: {record.get('reference')}")
+        place = f"{record.get('file')}:{record.get('line')}"
+        lines.append(f"  claim: {visible(record['text'])} ({visible(place)}, from {visible(record.get('source'))})")
+        lines.append(f"  reference: {visible(record.get('reference'))}")
     if record.get("allow_dependent_reference"):
         allowed = record["allow_dependent_reference"]
-        lines.append(f"  dependent reference allowed: {allowed['reason']}")
+        lines.append(f"  dependent reference allowed: {visible(allowed['reason'])}")
     return "\n".join(lines)
 
 
@@ -38,12 +44,19 @@ def render_run(outcome: RunOutcome) -> str:
     lines: list[str] = []
     for spec in outcome.specs:
         if spec.load_error is not None:
-            lines.append(f"LOAD-ERROR {spec.load_error}")
+            lines.append(f"LOAD-ERROR {visible(spec.load_error)}")
             continue
         for check in spec.checks:
-            lines.append(f"{check['status']:<12} {check['family']:<10} {check['label']}: {check['message']}")
-    lines.append(outcome.summary())
+            label, message = visible(check.get("label")), visible(check.get("message"))
+            lines.append(f"{_status(check.get('status')):<12} {visible(check.get('family')):<10} {label}: {message}")
+    lines.append(visible(outcome.summary()))
     return "\n".join(lines)
+
+
+def _status(status: object) -> str:
+    # The status starts the line: one the child made up is quoted, so it cannot pass for
+    # physverify's own word or a workflow command.
+    return str(status) if status in STATUSES else repr(visible(status))
 
 
 # --- physverify replay ------------------------------------------------------------------
@@ -53,20 +66,20 @@ if TYPE_CHECKING:
 
 def replay_line(run: ClaimRun) -> str:
     """One claim of a replay: verdict, transition, claim path, file:line (and the baseline when it moved)."""
-    was = f" (was {run.baseline_verdict})" if run.transition not in ("new", "unchanged") else ""
-    line = f"{run.verdict or '(removed)':<13}  {run.transition:<11}  {run.key}  {run.location}{was}"
+    was = f" (was {visible(run.baseline_verdict)})" if run.transition not in ("new", "unchanged") else ""
+    line = f"{run.verdict or '(removed)':<13}  {run.transition:<11}  {visible(run.key)}  {visible(run.location)}{was}"
     if run.verdict == "not decidable":  # a load error or an untrusted test: say why, it needs action
-        line += f"\n  why: {run.reason}"
+        line += f"\n  why: {visible(run.reason)}"
     if run.evidence:  # the check that decided it, for every claim that moved or fails (issue 10)
-        line += f"\n  {run.evidence}"
-    return line + "".join(f"\n  gate: {failure}" for failure in run.failures)
+        line += f"\n  {visible(run.evidence)}"
+    return line + "".join(f"\n  gate: {visible(failure)}" for failure in run.failures)
 
 
 def render(result: ReplayResult) -> str:
     """A replay: one line per claim, warnings, the counts, the gate's outcome, what to do next."""
     lines = [replay_line(run) for run in result.claims]
-    lines += [f"warning: {warning}" for warning in result.warnings]
-    lines.append(result.summary())
+    lines += [f"warning: {visible(warning)}" for warning in result.warnings]
+    lines.append(visible(result.summary()))
     if result.gate_failed:
         failing = sum(bool(run.failures) for run in result.claims)
         lines.append(f"gate failed: {failing} claim(s) (fail_on: {', '.join(sorted(result.fail_on)) or 'nothing'})")
@@ -74,5 +87,5 @@ def render(result: ReplayResult) -> str:
         lines.append("stopped: no verdict fails the gate, but the ledger changed")
     else:
         lines.append("gate passed")
-    lines += result.notes
+    lines += [visible(note) for note in result.notes]
     return "\n".join(lines)
