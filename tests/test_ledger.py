@@ -103,6 +103,42 @@ def test_a_torn_last_line_is_reported_and_the_next_append_starts_a_fresh_line(tm
     assert len(read.problems) == 1 and read.problems[0].startswith(f"{ledger}:2: not valid JSON")
 
 
+# A child whose files may not grow past LIMIT bytes: the kernel refuses the rest of a write
+# with EFBIG, as a full disk refuses it with ENOSPC (SIGXFSZ ignored, so the write fails
+# instead of killing the process).
+_FULL_DISK_CHILD = """
+import resource, signal, sys
+from pathlib import Path
+from physverify.errors import PhysverifyError
+from physverify.ledger import append_record
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    append_record(Path(sys.argv[1]), {"verdict": "confirmed", "reason": "x" * 4000})
+except PhysverifyError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("room", [0, 1, 100])
+def test_an_append_the_disk_cannot_take_leaves_the_ledger_as_it_was(tmp_path: Path, room: int) -> None:
+    """Issue 13, item 13: a full disk left a partial line that the next append buried mid-ledger."""
+    ledger = tmp_path / "l.jsonl"
+    append_record(ledger, record(verdict="rejected"))
+    with ledger.open("ab") as handle:  # also when the fix-up newline of a torn line is part of the write
+        handle.write(b'{"verdict": "confi')
+    before = ledger.read_bytes()
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, str(ledger), str(len(before) + room)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{ledger}: cannot append to the ledger: File too large"), done.stdout
+    assert done.stdout.rstrip().endswith("; the ledger is as it was"), done.stdout
+    assert ledger.read_bytes() == before
+    append_record(ledger, record(verdict="confirmed"))
+    assert [r["verdict"] for r in read_ledger(ledger).records] == ["rejected", "confirmed"]
+
+
 def test_a_complete_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
     ledger = tmp_path / "l.jsonl"
     ledger.write_text(json.dumps(record(verdict="rejected")))  # a hand edit
@@ -164,16 +200,36 @@ garbage_lines = (st.text().map(lambda s: s.encode("utf-8")) | st.binary()).map(l
 
 
 @FUZZ
-@given(st.lists(st.one_of(json_records.map(lambda r: ("good", r)), garbage_lines.map(lambda g: ("bad", g))), max_size=10))
+@given(
+    st.lists(st.one_of(json_records.map(lambda r: ("good", r)), garbage_lines.map(lambda g: ("bad", g))), max_size=10),
+    st.booleans(),
+    st.one_of(st.none(), st.tuples(json_records, st.floats(min_value=0, max_value=1, exclude_max=True))),
+)
 def test_garbage_lines_leave_the_good_lines_in_order_and_are_reported_by_number(
-    tmp_path: Path, lines: list[tuple[str, Any]]
+    tmp_path: Path, lines: list[tuple[str, Any]], bom: bool, torn: tuple[dict[str, Any], float] | None
 ) -> None:
+    """Also with an editor's byte order mark in front and a last line cut off mid-write (issue 13, item 12)."""
     ledger = tmp_path / "mixed.jsonl"
-    ledger.write_bytes(b"".join(json.dumps(v).encode() + b"\n" if k == "good" else v + b"\n" for k, v in lines))
-    read = read_ledger(ledger)
-    assert read.records == [v for k, v in lines if k == "good"]
-    bad_numbers = [n for n, (k, _) in enumerate(lines, start=1) if k == "bad"]
-    assert [int(p.removeprefix(f"{ledger}:").split(":")[0]) for p in read.problems] == bad_numbers
+    data = b"".join(json.dumps(v).encode() + b"\n" if k == "good" else v + b"\n" for k, v in lines)
+    if torn is not None:  # a proper, non-empty prefix of a JSON object is never complete JSON
+        whole = json.dumps(torn[0]).encode()
+        data += whole[: 1 + int(torn[1] * (len(whole) - 1))]
+    ledger.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
+    for read in (read_ledger(ledger), parse_ledger(ledger.read_bytes(), str(ledger))):
+        assert read.records == [v for k, v in lines if k == "good"]
+        bad_numbers = [n for n, (k, _) in enumerate(lines, start=1) if k == "bad"]
+        bad_numbers += [len(lines) + 1] if torn is not None else []
+        assert [int(p.removeprefix(f"{ledger}:").split(":")[0]) for p in read.problems] == bad_numbers
+
+
+def test_a_byte_order_mark_in_front_of_the_ledger_keeps_the_first_line(tmp_path: Path) -> None:
+    """Issue 13, item 12: an editor's BOM made the first line unreadable, so its claim lost its baseline."""
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_bytes(b"\xef\xbb\xbf" + json.dumps(record(verdict="rejected")).encode() + b"\n")
+    assert read_ledger(ledger) == parse_ledger(ledger.read_bytes(), str(ledger))
+    assert [r["verdict"] for r in read_ledger(ledger).records] == ["rejected"] and read_ledger(ledger).problems == []
+    append_record(ledger, record(verdict="confirmed"))
+    assert [r["verdict"] for r in read_ledger(ledger).records] == ["rejected", "confirmed"]
 
 
 # --- the repository: root, commit, key ----------------------------------------------------

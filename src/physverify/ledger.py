@@ -10,6 +10,7 @@ not make the history unreadable.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -57,23 +58,44 @@ def _locked_append(path: Path, fd: int, line: bytes) -> None:
         # writer can append in between, so the check below stays true, lines never
         # interleave, and a reader with the lock (none needs one) would see whole lines.
         fcntl.flock(fd, fcntl.LOCK_EX)
+    size = -1
     try:
+        size = os.fstat(fd).st_size
         # A writer killed mid-line (or a hand edit) may have left the file without a final
         # newline; the new line must not be glued onto that torn line. The fix-up newline
         # goes into the SAME write as the line, so a crash cannot separate them.
-        data = (b"\n" if _ends_torn(fd) else b"") + line
+        data = (b"\n" if _ends_torn(fd, size) else b"") + line
         _write_all(path, fd, data)
         os.fsync(fd)  # the line is on disk before the verdict is reported
     except OSError as exc:
-        raise PhysverifyError(f"{path}: cannot append to the ledger: {exc.strerror or exc}") from None
+        problem = f"{path}: cannot append to the ledger: {exc.strerror or exc}"
+        raise PhysverifyError(problem + _restore(fd, size)) from None
+    except PhysverifyError as exc:
+        raise PhysverifyError(str(exc) + _restore(fd, size)) from None
     finally:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def _ends_torn(fd: int) -> bool:
-    size = os.fstat(fd).st_size
+def _ends_torn(fd: int, size: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _restore(fd: int, size: int) -> str:
+    """Cut the file back to ``size`` after a failed append; return what to add to the message.
+
+    A full disk (or a file size limit) takes part of the line and refuses the rest; left
+    there, the part would sit in the middle of the ledger for good once the next append
+    succeeds (issue 13, item 13). We still hold the lock, so no other writer's line lies
+    beyond ``size``.
+    """
+    if size < 0:  # the size could not be read: nothing was written
+        return ""
+    try:
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        return f"; the part written could not be removed ({exc.strerror or exc}), so the ledger ends in a torn line"
+    return "; the ledger is as it was"
 
 
 def _write_all(path: Path, fd: int, data: bytes) -> None:
@@ -164,6 +186,9 @@ def _read_lines(path: Path) -> list[_Line]:
 
 
 def _split_lines(data: bytes) -> list[_Line]:
+    # An editor may save the file with a UTF-8 byte order mark; json.loads refuses it, which
+    # dropped the first line and so the first claim's baseline (issue 13, item 12).
+    data = data.removeprefix(codecs.BOM_UTF8)
     # Split on b"\n" only: str.splitlines would also split on U+2028 and friends, which
     # ensure_ascii=False leaves raw inside JSON strings.
     chunks = data.split(b"\n")
