@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import string
 from pathlib import Path
 from typing import Any
@@ -10,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from physverify import affected, specscan
 from physverify.claim import (
     FILL_IN,
+    MAX_CLAIM_BYTES,
     REQUIRED_KEYS,
     ClaimFile,
     ClaimLoadError,
@@ -129,6 +133,37 @@ def test_an_unknown_coding_line_is_a_load_error(tmp_path: Path) -> None:
     assert "cannot be decoded" in str(load_error(write(tmp_path, "# coding: klingon\n" + claim_source())))
 
 
+def test_a_claim_file_over_one_mebibyte_is_a_load_error_naming_its_size(tmp_path: Path) -> None:
+    """Issue 13, item 26: a 50 MB list literal took 98 s and 6.2 GB to read; the file is refused unparsed."""
+    data = claim_source(functions=FUNCTIONS + "\nTABLE = [" + "0, " * MAX_CLAIM_BYTES + "]\n").encode()
+    path = write(tmp_path, data)
+    error = load_error(path)
+    assert f"is {len(data):,} bytes; a claim file may hold at most {MAX_CLAIM_BYTES:,} bytes (1 MiB)" in str(error)
+    assert error.sha256 == hashlib.sha256(data).hexdigest()
+    assert binds_claim(path)  # still found, so replay records its load error
+    assert not binds_claim(write(tmp_path, b"# a large table, no claim\n" + b"0,\n" * MAX_CLAIM_BYTES, "table.py"))
+
+
+def test_a_claim_file_is_parsed_once_for_all_its_static_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13, item 26: discovery, the load check, the reference scan and the import closure share one parse."""
+    parses: list[str] = []
+    real_parse = ast.parse
+
+    def counting_parse(source: str | bytes, *args: Any, **kwargs: Any) -> ast.AST:
+        parses.append(str(kwargs.get("filename", args[0] if args else "")))
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    path = write(tmp_path, claim_source() + f"# {tmp_path}\n")  # content no other test has parsed
+    assert binds_claim(path)
+    claim_file = read_claim(path)
+    assert specscan.reference_notes(path, claim_file.claim) == []
+    assert affected.target_of(path) == "solver.py"
+    assert affected.import_closure(path, tmp_path) == {path.resolve()}
+    assert binds_claim(path) and read_claim(path) == claim_file
+    assert len(parses) == 1, parses
+
+
 def test_a_syntax_error_is_a_load_error_naming_the_line(tmp_path: Path) -> None:
     assert "is not valid Python" in str(load_error(write(tmp_path, claim_source() + "\ndef (:\n")))
 
@@ -232,11 +267,36 @@ def loads_or_load_error(path: Path) -> ClaimFile | ClaimLoadError:
         return error
 
 
+# Constructs Python nests without brackets, so the tokenizer's limit of 200 open brackets
+# does not stop them: thousands of levels parse, and a recursive walk of the tree fails
+# (issue 13, item 7). Each goes into a function the reference scan reads.
+NESTINGS = {
+    "attribute chain": lambda n: "a" + ".b" * n,
+    "additions": lambda n: "+".join(["1"] * (n + 1)),
+    "unary minus": lambda n: "-" * n + "1",
+    "calls": lambda n: "f" + "()" * n,
+    "subscripts": lambda n: "a" + "[0]" * n,
+    "not": lambda n: "not " * n + "x",
+    "conditionals": lambda n: "1 if c else " * n + "0",
+    "lambdas": lambda n: "lambda: " * n + "0",
+    "brackets": lambda n: "(" * n + "0" + ")" * n,
+}
+deep_files = st.builds(
+    lambda name, depth: (claim_source(functions=FUNCTIONS + f"\n\ndef reference_x():\n    return {NESTINGS[name](depth)}\n")).encode(),
+    st.sampled_from(sorted(NESTINGS)),
+    st.integers(min_value=0, max_value=6000),
+)
+
+
 @FUZZ
-@given(st.binary(max_size=300))
+@given(st.one_of(st.binary(max_size=300), deep_files))
 def test_any_bytes_give_a_claim_or_a_load_error(tmp_path: Path, data: bytes) -> None:
-    loads_or_load_error(write(tmp_path, data))
+    """Also a tree thousands of levels deep: every static reader gives a value, never an exception."""
+    outcome = loads_or_load_error(write(tmp_path, data))
     assert isinstance(binds_claim(tmp_path / "claim_x.py"), bool)
+    if isinstance(outcome, ClaimFile):
+        assert isinstance(specscan.reference_notes(outcome.path, outcome.claim), list)
+    assert affected.import_closure(tmp_path / "claim_x.py", tmp_path) >= {(tmp_path / "claim_x.py").resolve()}
 
 
 @FUZZ
