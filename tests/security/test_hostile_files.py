@@ -1,0 +1,121 @@
+"""Hostile files in a repository under test: claim files, imports, physverify.yaml, the ledger (issue 13).
+
+Each test runs the real command line in a real git repository and checks what a user sees:
+an exit code the docs promise, no traceback, and one ledger line for every claim run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
+from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo  # noqa: E402
+
+from physverify.claim import MAX_CLAIM_BYTES  # noqa: E402
+from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK  # noqa: E402
+
+# Valid Python (the child imports it), but 1500 levels deep for any recursive walk of the tree.
+DEEP_REFERENCE = "\n\ndef reference_unused():\n    return math" + ".e" * 1500 + "\n"
+
+
+def physverify(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
+    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def lines(ledger: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in ledger.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> git.Repo:
+    """A repository with the decay solver and its claim, committed with no ledger yet."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
+    repo = init_repo(root)
+    repo.index.add(["decay.py", "claims/claim_decay.py"])
+    repo.index.commit("a solver and a claim")
+    return repo
+
+
+def root_of(repo: git.Repo) -> Path:
+    return Path(repo.working_tree_dir or ".")
+
+
+def test_confirm_records_a_claim_whose_reference_is_1500_levels_deep(project: git.Repo) -> None:
+    """Item 7: the reference scan raised RecursionError; confirm exited 1 with a traceback and no ledger line."""
+    root = root_of(project)
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM + DEEP_REFERENCE)
+    done = physverify("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
+    assert done.returncode == EXIT_OK and "Traceback" not in done.stderr, done.stderr
+    assert [line["verdict"] for line in lines(root / "ledger.jsonl")] == ["rejected"]
+
+
+def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo) -> None:
+    """Items 7 and 26: one bad claim file stopped replay from writing a line for any claim."""
+    root = root_of(project)
+    claims = root / "claims"
+    (claims / "claim_deep.py").write_text(DECAY_CLAIM + DEEP_REFERENCE)
+    (claims / "claim_unparseable.py").write_text(DECAY_CLAIM + "\nX = " + "-" * 100_000 + "1\n")
+    (claims / "claim_huge.py").write_text(DECAY_CLAIM + "\nTABLE = [" + "0, " * MAX_CLAIM_BYTES + "]\n")
+    done = physverify("replay", "claims", "--trusted", "--jobs", "2", "--format", "json", cwd=root)
+    assert done.returncode == EXIT_OK and "Traceback" not in done.stderr, done.stderr
+    recorded = {line["claim_key"]: line for line in lines(claims / "confirm_ledger.jsonl")}
+    assert sorted(recorded) == [f"claims/{name}.py" for name in ("claim_decay", "claim_deep", "claim_huge", "claim_unparseable")]
+    assert recorded["claims/claim_decay.py"]["verdict"] == recorded["claims/claim_deep.py"]["verdict"] == "rejected"
+    assert recorded["claims/claim_unparseable.py"]["verdict"] == "not decidable"
+    assert "is not valid Python" in str(recorded["claims/claim_unparseable.py"]["reason"])
+    assert recorded["claims/claim_huge.py"]["verdict"] == "not decidable"
+    assert "a claim file may hold at most 1,048,576 bytes (1 MiB)" in str(recorded["claims/claim_huge.py"]["reason"])
+
+
+@pytest.mark.parametrize("how", ["--changed-since", "--pre-commit"])
+def test_a_relative_import_above_the_root_does_not_stop_the_gate(project: git.Repo, how: str) -> None:
+    """Item 8: `from ............ import x`, even in a function never called, raised IndexError in every commit's hook."""
+    root = root_of(project)
+    (root / "claims" / "helpers.py").write_text("def never_called():\n    from ............ import x\n")
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace("import decay\n", "import decay\nimport helpers\n"))
+    assert physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root).returncode == EXIT_OK
+    project.index.add(["claims/helpers.py", "claims/claim_decay.py", "claims/confirm_ledger.jsonl"])
+    project.index.commit("the claim is rejected")
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    project.index.add(["decay.py"])
+    if how == "--changed-since":
+        done = physverify("replay", "claims", "--trusted", "--jobs", "1", "--changed-since", "HEAD", cwd=root)
+    else:
+        done = physverify("replay", "--pre-commit", "decay.py", cwd=root)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == EXIT_FINDING and "regressed" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_byte_order_mark_on_the_ledger_keeps_the_baseline_so_a_regression_fails_the_gate(project: git.Repo) -> None:
+    """Item 12: with a BOM the first line was skipped, the regression was reported as new and the gate passed."""
+    root = root_of(project)
+    assert physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root).returncode == EXIT_OK
+    ledger = root / "claims" / "confirm_ledger.jsonl"
+    ledger.write_bytes(b"\xef\xbb\xbf" + ledger.read_bytes())  # an editor saved it
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    done = physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root)
+    assert done.returncode == EXIT_FINDING and "regressed" in done.stdout, done.stdout + done.stderr
+    assert "line skipped" not in done.stdout + done.stderr
+
+
+def test_a_yaml_alias_bomb_is_a_config_error_not_a_hang(project: git.Repo) -> None:
+    """Item 9: 334 bytes of nested aliases in physverify.yaml cost 52 s and 3.2 GB before any claim ran."""
+    root = root_of(project)
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
+    (root / "claims" / "physverify.yaml").write_text("\n".join([*bomb, "timeout: *i"]) + "\n")
+    done = physverify("replay", "claims", "--trusted", cwd=root)
+    assert done.returncode == EXIT_ERROR
+    assert done.stderr == "physverify: claims/physverify.yaml: line 1: anchors and aliases (&a) are not allowed\n"
