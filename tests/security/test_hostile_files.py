@@ -16,10 +16,10 @@ import git
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo  # noqa: E402
+from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
 
-from physverify.claim import MAX_CLAIM_BYTES  # noqa: E402
-from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK  # noqa: E402
+from physverify.claim import MAX_CLAIM_BYTES
+from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
 # Valid Python (the child imports it), but 1500 levels deep for any recursive walk of the tree.
 DEEP_REFERENCE = "\n\ndef reference_unused():\n    return math" + ".e" * 1500 + "\n"
