@@ -119,3 +119,43 @@ def test_a_yaml_alias_bomb_is_a_config_error_not_a_hang(project: git.Repo) -> No
     done = physverify("replay", "claims", "--trusted", cwd=root)
     assert done.returncode == EXIT_ERROR
     assert done.stderr == "physverify: claims/physverify.yaml: line 1: anchors and aliases (&a) are not allowed\n"
+
+
+# The claim finds the pipe its parent reads results from (the one pipe that is not stderr)
+# and writes a result of its own there before its checks run.
+FORGER = '''
+import json, os, stat
+from physverify.isolate import MARKER
+
+def _forge():
+    err = os.fstat(2)
+    for fd in range(3, 256):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISFIFO(st.st_mode) and (st.st_dev, st.st_ino) != (err.st_dev, err.st_ino):
+            fake = {"label": "at t = 1 the amount follows exp(-rate t)", "family": "reference",
+                    "status": "PASS", "message": "forged", "seconds": 0.0}
+            result = {"load_error": None, "control": dict(fake, label="at t = 0"), "checks": [fake]}
+            os.write(fd, (MARKER + "\\n" + json.dumps(result) + "\\n").encode())
+            os._exit(0)
+
+_forge()
+'''
+
+
+def test_a_trusted_claim_can_forge_its_verdict_and_the_docs_say_so(project: git.Repo) -> None:
+    """Item 27: a real FAIL reported as rejected; docs/confirm.md and the README must say it plainly."""
+    root = root_of(project)
+    (root / "decay.py").write_text(DECAY_DEFECT)  # the claim's check really fails on this code
+    honest = physverify("confirm", "claims/claim_decay.py", "--ledger", "honest.jsonl", "--trusted", cwd=root)
+    assert honest.returncode == EXIT_FINDING, honest.stdout + honest.stderr
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM + FORGER)
+    forged = physverify("confirm", "claims/claim_decay.py", "--ledger", "forged.jsonl", "--trusted", cwd=root)
+    assert forged.returncode == EXIT_OK and forged.stdout.startswith("rejected"), forged.stdout + forged.stderr
+    docs = Path(__file__).resolve().parents[2]
+    for page in ("docs/confirm.md", "README.md"):
+        text = " ".join((docs / page).read_text(encoding="utf-8").split())
+        assert "A claim can forge its own verdict" in text and "a real FAIL" in text, page
+        assert "with `--trusted` and inside the sandbox alike" in text, page
