@@ -133,6 +133,15 @@ def test_an_unknown_coding_line_is_a_load_error(tmp_path: Path) -> None:
     assert "cannot be decoded" in str(load_error(write(tmp_path, "# coding: klingon\n" + claim_source())))
 
 
+@pytest.mark.parametrize(("name", "depth"), [("unary minus", 100_000), ("lambdas", 3000), ("attribute chain", 5000)])
+def test_a_file_nested_too_deeply_to_parse_is_a_load_error_saying_so(tmp_path: Path, name: str, depth: int) -> None:
+    """Issue 13, item 7: whatever ast raises on absurd nesting is a load error with a message."""
+    source = claim_source(functions=FUNCTIONS + f"\n\ndef reference_x():\n    return {NESTINGS[name](depth)}\n")
+    error = load_error(write(tmp_path, source))
+    assert "is nested too deeply to be read (" in str(error) and error.sha256 is not None
+    assert binds_claim(tmp_path / "claim_x.py")  # its CLAIM line still makes it a claim
+
+
 def test_a_claim_file_over_one_mebibyte_is_a_load_error_naming_its_size(tmp_path: Path) -> None:
     """Issue 13, item 26: a 50 MB list literal took 98 s and 6.2 GB to read; the file is refused unparsed."""
     data = claim_source(functions=FUNCTIONS + "\nTABLE = [" + "0, " * MAX_CLAIM_BYTES + "]\n").encode()

@@ -245,8 +245,10 @@ def _parse(data: bytes) -> ast.Module:
         return ast.parse(source, filename="<claim>")  # the caller holds _PARSE_LOCK
     except SyntaxError as exc:
         raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; absurd nesting
+    except ValueError as exc:  # null bytes
         raise _Problem(f"is not valid Python: {_clip(str(exc))}") from None
+    except (RecursionError, MemoryError) as exc:  # thousands of levels: the parser's stack ran out
+        raise _Problem(f"is nested too deeply to be read ({_clip(str(exc)) or type(exc).__name__})") from None
 
 
 def imports_in(tree: ast.AST) -> list[Import]:

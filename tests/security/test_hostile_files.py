@@ -74,7 +74,7 @@ def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo) -> No
     assert sorted(recorded) == [f"claims/{name}.py" for name in ("claim_decay", "claim_deep", "claim_huge", "claim_unparseable")]
     assert recorded["claims/claim_decay.py"]["verdict"] == recorded["claims/claim_deep.py"]["verdict"] == "rejected"
     assert recorded["claims/claim_unparseable.py"]["verdict"] == "not decidable"
-    assert "is not valid Python" in str(recorded["claims/claim_unparseable.py"]["reason"])
+    assert "is nested too deeply to be read" in str(recorded["claims/claim_unparseable.py"]["reason"])
     assert recorded["claims/claim_huge.py"]["verdict"] == "not decidable"
     assert "a claim file may hold at most 1,048,576 bytes (1 MiB)" in str(recorded["claims/claim_huge.py"]["reason"])
 
