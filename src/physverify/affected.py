@@ -120,7 +120,7 @@ def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...],
     parts = [p for p in module.split(".") if p]
     if level > 0:  # relative: from the importing file's package, one folder up per extra dot
         folders = [module_file.parent, *module_file.parent.parents]
-        if level > len(folders):  # above the file system's root: Python refuses it too (issue 13, item 8)
+        if level > len(folders):  # more dots than folders above the file: nothing to find (issue 13, item 8)
             return []
         bases = [folders[level - 1]]
     else:

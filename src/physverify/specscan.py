@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Union
 
-from physverify import claim as claim_file
+from physverify import claim as claim_module
 
 _REFERENCE_NAME = re.compile(r"^_*(reference|ref_|exact|analytic|expected)|_ref$", re.IGNORECASE)
 
@@ -33,7 +33,7 @@ def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
     if not _module_names(file):
         return []
     # confirm asks about the file's own CLAIM, which claim.py scanned in its one parse
-    own = claim_file.own_reference_notes(path, file)
+    own = claim_module.own_reference_notes(path, file)
     if own is not None:
         return own
     tree = _parse(path)
@@ -62,10 +62,10 @@ def _clip(name: str) -> str:
 def _parse(path: Path) -> ast.Module | None:
     try:
         with path.open("rb") as handle:
-            data = handle.read(claim_file.MAX_CLAIM_BYTES + 1)
-        if len(data) > claim_file.MAX_CLAIM_BYTES:  # claim.read_claim refuses it, naming the size
+            data = handle.read(claim_module.MAX_CLAIM_BYTES + 1)
+        if len(data) > claim_module.MAX_CLAIM_BYTES:  # claim.read_claim refuses it, naming the size
             return None
-        return claim_file.parse_module(data, str(path))
+        return claim_module.parse_module(data, str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # claim.py reports these
         return None
 
