@@ -273,6 +273,7 @@ def loads_or_load_error(path: Path) -> ClaimFile | ClaimLoadError:
         return read_claim(path)
     except ClaimLoadError as error:
         assert str(error).startswith(f"{path}: ") and "\n" not in str(error)
+        assert str(error)[len(f"{path}: "):].strip(), "a load error says what is wrong"
         return error
 
 
