@@ -142,6 +142,14 @@ def test_a_file_nested_too_deeply_to_parse_is_a_load_error_saying_so(tmp_path: P
     assert binds_claim(tmp_path / "claim_x.py")  # its CLAIM line still makes it a claim
 
 
+@pytest.mark.parametrize("key", ["file", "repo"])
+def test_a_path_holding_a_nul_is_a_load_error_and_is_left_out_of_the_readable_part(tmp_path: Path, key: str) -> None:
+    """Issue 13, item 7: CLAIM['repo'] = '\\x00' made confirm raise ValueError after the load check."""
+    error = load_error(write(tmp_path, claim_source({**GOOD_CLAIM, key: "de\x00cay.py"})))
+    assert f"CLAIM[{key!r}] holds a NUL character, so it cannot be a path" in str(error)
+    assert error.claim is not None and key not in error.claim and error.claim["text"] == GOOD_CLAIM["text"]
+
+
 def test_a_claim_file_over_one_mebibyte_is_a_load_error_naming_its_size(tmp_path: Path) -> None:
     """Issue 13, item 26: a 50 MB list literal took 98 s and 6.2 GB to read; the file is refused unparsed."""
     data = claim_source(functions=FUNCTIONS + "\nTABLE = [" + "0, " * MAX_CLAIM_BYTES + "]\n").encode()

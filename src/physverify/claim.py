@@ -319,8 +319,9 @@ def _claim_literal(bindings: dict[str, ast.stmt]) -> dict[str, Any]:
         raise _Problem(
             "CLAIM is not a literal dict (strings and numbers only, so it can be read without running the file)"
         )
-    readable = {k: v for k, v in value.items() if isinstance(k, str) and _is_scalar(v)}
-    problem = next((_item_problem(key, item) for key, item in value.items() if _item_problem(key, item)), None)
+    problems = {key: _item_problem(key, item) for key, item in value.items()}
+    readable = {k: v for k, v in value.items() if problems[k] is None}
+    problem = next((text for text in problems.values() if text is not None), None)
     if problem is not None:  # the readable part still goes to the ledger (section 3)
         raise _Problem(problem, claim=readable)
     return readable
@@ -331,6 +332,9 @@ def _item_problem(key: object, item: object) -> str | None:
         return f"CLAIM keys must be strings; {_clip(repr(key))} is not"
     if not _is_scalar(item):
         return f"CLAIM[{_clip(repr(key))}] must be a string or a number, not {type(item).__name__}"
+    if key in ("file", "repo") and isinstance(item, str) and "\x00" in item:
+        # no path holds a NUL, and every file system call on one raises (issue 13, item 7)
+        return f"CLAIM[{key!r}] holds a NUL character, so it cannot be a path"
     return None
 
 

@@ -61,6 +61,20 @@ def test_confirm_records_a_claim_whose_reference_is_1500_levels_deep(project: gi
     assert [line["verdict"] for line in lines(root / "ledger.jsonl")] == ["rejected"]
 
 
+@pytest.mark.parametrize(("old", "new"), [
+    ('"file": "decay.py"', '"file": "de\\x00cay.py"'),
+    ('"file": "decay.py"', '"file": "decay.py", "repo": "\\x00"'),
+])
+def test_confirm_records_a_claim_whose_paths_hold_a_nul(project: git.Repo, old: str, new: str) -> None:
+    """Item 7: CLAIM['repo'] = '\\x00' raised ValueError in confirm: exit 1, a traceback, no ledger line."""
+    root = root_of(project)
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace(old, new))
+    done = physverify("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
+    assert done.returncode == EXIT_ERROR and "Traceback" not in done.stderr, done.stderr
+    (line,) = lines(root / "ledger.jsonl")
+    assert line["verdict"] == "not decidable" and "holds a NUL character" in str(line["reason"])
+
+
 def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo) -> None:
     """Items 7 and 26: one bad claim file stopped replay from writing a line for any claim."""
     root = root_of(project)
