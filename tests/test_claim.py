@@ -143,10 +143,17 @@ def test_a_file_nested_too_deeply_to_parse_is_a_load_error_saying_so(tmp_path: P
 
 
 @pytest.mark.parametrize("key", ["file", "repo"])
-def test_a_path_holding_a_nul_is_a_load_error_and_is_left_out_of_the_readable_part(tmp_path: Path, key: str) -> None:
-    """Issue 13, item 7: CLAIM['repo'] = '\\x00' made confirm raise ValueError after the load check."""
-    error = load_error(write(tmp_path, claim_source({**GOOD_CLAIM, key: "de\x00cay.py"})))
-    assert f"CLAIM[{key!r}] holds a NUL character, so it cannot be a path" in str(error)
+@pytest.mark.parametrize(("path", "problem"), [
+    ("de\x00cay.py", "holds a NUL character, so it cannot be a path"),
+    ("x" * 300 + ".py", "has a part longer than 255 bytes, which no file system allows"),
+    ("a/" * 3000 + "x.py", "is 6,004 characters long; a path here has at most 1,024"),
+])
+def test_a_path_no_file_system_allows_is_a_load_error_left_out_of_the_readable_part(
+    tmp_path: Path, key: str, path: str, problem: str
+) -> None:
+    """Issue 13, item 7: such a CLAIM['file'] or ['repo'] passed the load check, then confirm raised on it."""
+    error = load_error(write(tmp_path, claim_source({**GOOD_CLAIM, key: path})))
+    assert f"CLAIM[{key!r}] {problem}" in str(error)
     assert error.claim is not None and key not in error.claim and error.claim["text"] == GOOD_CLAIM["text"]
 
 

@@ -332,9 +332,26 @@ def _item_problem(key: object, item: object) -> str | None:
         return f"CLAIM keys must be strings; {_clip(repr(key))} is not"
     if not _is_scalar(item):
         return f"CLAIM[{_clip(repr(key))}] must be a string or a number, not {type(item).__name__}"
-    if key in ("file", "repo") and isinstance(item, str) and "\x00" in item:
-        # no path holds a NUL, and every file system call on one raises (issue 13, item 7)
+    if key in ("file", "repo") and isinstance(item, str):
+        return _path_problem(key, item)
+    return None
+
+
+# File systems refuse a name over 255 bytes and a path over 4096 (Linux), with an error
+# where the claim's file is looked up (issue 13, item 7); the root goes in front of it.
+_MAX_NAME_BYTES = 255
+_MAX_PATH_CHARS = 1024
+
+
+def _path_problem(key: str, path: str) -> str | None:
+    """Return why CLAIM's ``file`` or ``repo`` cannot name a file on any file system, or None."""
+    if "\x00" in path:  # every file system call on it raises ValueError
         return f"CLAIM[{key!r}] holds a NUL character, so it cannot be a path"
+    if len(path) > _MAX_PATH_CHARS:
+        return f"CLAIM[{key!r}] is {len(path):,} characters long; a path here has at most {_MAX_PATH_CHARS:,}"
+    parts = path.replace("\\", "/").split("/")
+    if any(len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES for part in parts):
+        return f"CLAIM[{key!r}] has a part longer than {_MAX_NAME_BYTES} bytes, which no file system allows"
     return None
 
 

@@ -64,15 +64,17 @@ def test_confirm_records_a_claim_whose_reference_is_1500_levels_deep(project: gi
 @pytest.mark.parametrize(("old", "new"), [
     ('"file": "decay.py"', '"file": "de\\x00cay.py"'),
     ('"file": "decay.py"', '"file": "decay.py", "repo": "\\x00"'),
+    ('"file": "decay.py"', '"file": "' + "x" * 300 + '.py"'),
+    ('"file": "decay.py"', '"file": "decay.py", "repo": "' + "a/" * 3000 + '"'),
 ])
-def test_confirm_records_a_claim_whose_paths_hold_a_nul(project: git.Repo, old: str, new: str) -> None:
-    """Item 7: CLAIM['repo'] = '\\x00' raised ValueError in confirm: exit 1, a traceback, no ledger line."""
+def test_confirm_records_a_claim_whose_paths_no_file_system_allows(project: git.Repo, old: str, new: str) -> None:
+    """Item 7: a NUL or an overlong name in CLAIM's file or repo raised in confirm: exit 1, a traceback, no line."""
     root = root_of(project)
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace(old, new))
     done = physverify("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
     assert done.returncode == EXIT_ERROR and "Traceback" not in done.stderr, done.stderr
     (line,) = lines(root / "ledger.jsonl")
-    assert line["verdict"] == "not decidable" and "holds a NUL character" in str(line["reason"])
+    assert line["verdict"] == "not decidable" and "CLAIM[" in str(line["reason"])
 
 
 def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo) -> None:
