@@ -71,6 +71,9 @@ def test_an_empty_file_means_the_defaults(tmp_path: Path) -> None:
         ("1: a\nb: 2\n", "unknown keys 'b', 1 (known: timeout"),
         ("timeout: &t 30\njobs: *t\n", "line 1: anchors and aliases (&t) are not allowed"),
         pytest.param("[" * 5000 + "\n", "nested too deeply", id="5000 nested lists"),
+        # issue 13, item 7: a key or path no file system allows raised OSError or ValueError later
+        pytest.param("expect:\n  " + "x" * 300 + ".py: rejected\n", "is not a file in", id="over-long expect key"),
+        ('ledger: "a\\0b"\n', "ledger must be a file path (relative to the claims folder), not 'a\\x00b'"),
     ],
 )
 def test_each_mistake_is_a_config_error_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -184,7 +184,7 @@ def _jobs(path: Path, value: object) -> int | None:
 def _ledger(path: Path, folder: Path, value: object) -> Path | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:  # no path holds a NUL
         raise _type_error(path, "ledger", "a file path (relative to the claims folder)", value)
     return folder / value
 
@@ -219,7 +219,14 @@ def _expect(path: Path, folder: Path, value: object) -> dict[Path, str]:
                 f"{path}: expect: {_short(claim)}: {_short(verdict)} is not a verdict (known: {', '.join(VERDICTS)})"
             )
         target = folder / claim
-        if not target.is_file():  # a typo here would make the expectation never apply
+        if not _is_file(target):  # a typo here would make the expectation never apply
             raise ConfigError(f"{path}: expect: {_short(claim)} is not a file in {folder}")
         expect[target.resolve()] = verdict
     return expect
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system names no file either
+        return False
