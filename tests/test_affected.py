@@ -112,3 +112,11 @@ def test_a_module_nested_too_deeply_to_parse_imports_nothing(tmp_path: Path) -> 
     tree(tmp_path, {"claims/c.py": "import deep\n", "claims/deep.py": "import solver\nx = " + "-" * 100000 + "1\n"})
     closure = keys(affected.import_closure(tmp_path / "claims" / "c.py", tmp_path), tmp_path)
     assert closure == {"claims/c.py", "claims/deep.py"}
+
+
+def test_an_import_of_a_name_too_long_for_the_file_system_is_ignored(tmp_path: Path) -> None:
+    """Issue 13: `import xxx...` with a 300-letter name raised 'File name too long' in the closure."""
+    tree(tmp_path, {"claims/c.py": "import solver\nimport " + "x" * 300 + "\nfrom " + "y" * 300 + " import z\n"
+                    "import " + ".".join(["a"] * 3000) + "\n", "claims/solver.py": ""})
+    closure = keys(affected.import_closure(tmp_path / "claims" / "c.py", tmp_path), tmp_path)
+    assert closure == {"claims/c.py", "claims/solver.py"}

@@ -13,7 +13,7 @@ Imports by string (``importlib.import_module(name)``) and files opened by path a
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +107,21 @@ def _module_files(base: Path, dotted: Sequence[str]) -> list[Path]:
     for depth in range(1, len(dotted) + 1):
         stem = base.joinpath(*dotted[:depth])
         last = depth == len(dotted)
-        if (stem / "__init__.py").is_file():
+        if _exists(stem / "__init__.py", Path.is_file):
             files.append(stem / "__init__.py")
-        elif last and stem.with_suffix(".py").is_file():
+        elif last and _exists(stem.with_suffix(".py"), Path.is_file):
             files.append(stem.with_suffix(".py"))
-        elif last or not stem.is_dir():  # a folder without __init__.py is a namespace package (PEP 420)
+        elif last or not _exists(stem, Path.is_dir):  # a folder without __init__.py is a namespace package (PEP 420)
             break
     return files
+
+
+def _exists(path: Path, kind: Callable[[Path], bool]) -> bool:
+    """``kind(path)``, False for a name no file system allows (`import` of a 300-letter name, issue 13)."""
+    try:
+        return kind(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...], roots: Sequence[Path]) -> list[Path]:
