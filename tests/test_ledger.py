@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
@@ -103,40 +104,69 @@ def test_a_torn_last_line_is_reported_and_the_next_append_starts_a_fresh_line(tm
     assert len(read.problems) == 1 and read.problems[0].startswith(f"{ledger}:2: not valid JSON")
 
 
-# A child whose files may not grow past LIMIT bytes: the kernel refuses the rest of a write
-# with EFBIG, as a full disk refuses it with ENOSPC (SIGXFSZ ignored, so the write fails
-# instead of killing the process).
+# A child that fills the disk for real under a ledger with a torn last line (so the fix-up
+# newline is part of the write), leaves ROOM bytes, appends a 20 kB line, reports what the
+# append said and whether the ledger kept its bytes, then frees the disk and appends again.
+# "size limit": RLIMIT_FSIZE, the kernel refuses the rest of a write with EFBIG (SIGXFSZ
+# ignored so the write fails instead of killing the process). "full tmpfs": a 64 KiB tmpfs
+# from bubblewrap, filled until ENOSPC.
 _FULL_DISK_CHILD = """
-import resource, signal, sys
+import json, os, resource, signal, sys
 from pathlib import Path
 from physverify.errors import PhysverifyError
-from physverify.ledger import append_record
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-limit = int(sys.argv[2])
-resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from physverify.ledger import append_record, read_ledger
+ledger, how, room = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+append_record(ledger, {"verdict": "rejected"})
+with ledger.open("ab") as handle:
+    handle.write(b'{"verdict": "confi')
+before = ledger.read_bytes()
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+if how == "size limit":
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + room, hard))
+else:
+    fd = os.open(ledger.parent / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, bytes(4096))
+    except OSError:
+        os.ftruncate(fd, os.fstat(fd).st_size - room)
+    os.close(fd)
 try:
-    append_record(Path(sys.argv[1]), {"verdict": "confirmed", "reason": "x" * 4000})
+    append_record(ledger, {"verdict": "confirmed", "reason": "x" * 20000})
+    message = "appended"
 except PhysverifyError as exc:
-    print(exc)
+    message = str(exc)
+unchanged = ledger.read_bytes() == before
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+(ledger.parent / "filler").unlink(missing_ok=True)
+append_record(ledger, {"verdict": "confirmed"})
+verdicts = [r["verdict"] for r in read_ledger(ledger).records]
+print(json.dumps({"message": message, "unchanged": unchanged, "verdicts": verdicts}))
 """
 
 
-@pytest.mark.parametrize("room", [0, 1, 100])
-def test_an_append_the_disk_cannot_take_leaves_the_ledger_as_it_was(tmp_path: Path, room: int) -> None:
+@pytest.mark.parametrize(("how", "room"), [
+    ("size limit", 0), ("size limit", 1), ("size limit", 100), ("full tmpfs", 0), ("full tmpfs", 8192),
+])
+def test_an_append_the_disk_cannot_take_leaves_the_ledger_as_it_was(tmp_path: Path, how: str, room: int) -> None:
     """Issue 13, item 13: a full disk left a partial line that the next append buried mid-ledger."""
-    ledger = tmp_path / "l.jsonl"
-    append_record(ledger, record(verdict="rejected"))
-    with ledger.open("ab") as handle:  # also when the fix-up newline of a torn line is part of the write
-        handle.write(b'{"verdict": "confi')
-    before = ledger.read_bytes()
-    done = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, str(ledger), str(len(before) + room)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    child = [sys.executable, "-c", _FULL_DISK_CHILD, str(disk / "l.jsonl"), how, str(room)]
+    if how == "full tmpfs":
+        if shutil.which("bwrap") is None:
+            pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+        child = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--size", str(64 * 1024), "--tmpfs", str(disk), "--", *child]
+    done = subprocess.run(child, capture_output=True, text=True, timeout=120, check=False)
+    if how == "full tmpfs" and done.returncode != 0 and done.stderr.startswith("bwrap:"):
+        pytest.skip(f"bubblewrap cannot mount a tmpfs here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{ledger}: cannot append to the ledger: File too large"), done.stdout
-    assert done.stdout.rstrip().endswith("; the ledger is as it was"), done.stdout
-    assert ledger.read_bytes() == before
-    append_record(ledger, record(verdict="confirmed"))
-    assert [r["verdict"] for r in read_ledger(ledger).records] == ["rejected", "confirmed"]
+    outcome = json.loads(done.stdout)
+    error = "File too large" if how == "size limit" else "No space left on device"
+    assert outcome["message"] == f"{disk / 'l.jsonl'}: cannot append to the ledger: {error}; the ledger is as it was"
+    assert outcome["unchanged"] and outcome["verdicts"] == ["rejected", "confirmed"]
 
 
 def test_a_complete_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
