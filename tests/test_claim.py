@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import string
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +125,31 @@ def test_a_missing_file_is_a_load_error_without_hash(tmp_path: Path) -> None:
 def test_a_folder_named_like_a_claim_is_a_load_error(tmp_path: Path) -> None:
     (tmp_path / "folder.py").mkdir()
     assert "cannot be read" in str(load_error(tmp_path / "folder.py"))
+
+
+def _within_a_minute(work: Callable[[], object]) -> object:
+    """Run ``work`` in a thread and return its result; fail (not hang) when it blocks."""
+    box: list[object] = []
+    thread = threading.Thread(target=lambda: box.append(work()), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "blocked: the reader waits on a file that never ends or never opens"
+    return box[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("kind", ["FIFO", "device"])
+def test_a_fifo_or_a_device_named_like_a_claim_is_a_load_error_at_once(tmp_path: Path, kind: str) -> None:
+    """Issue 13: opening a FIFO waited for a writer for ever; a symlink to /dev/zero was read for ever."""
+    path = tmp_path / "claim_x.py"
+    if kind == "FIFO":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    error = _within_a_minute(lambda: pytest.raises(ClaimLoadError, read_claim, path).value)
+    assert str(error) == f"{path}: cannot be read: it is {'a FIFO' if kind == 'FIFO' else 'a device or socket'}, not a regular file"
+    assert _within_a_minute(lambda: binds_claim(path)) is False  # discovery skips it
+    assert _within_a_minute(lambda: specscan.reference_notes(path, GOOD_CLAIM)) == []
 
 
 def test_bytes_that_are_not_utf8_are_a_load_error_with_the_hash(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -201,6 +202,27 @@ def test_a_folder_in_place_of_the_ledger_is_an_error_for_writer_and_reader(tmp_p
         append_record(tmp_path, record())
     with pytest.raises(PhysverifyError, match="cannot read the ledger"):
         read_ledger(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "device"])
+def test_a_fifo_or_a_device_in_place_of_the_ledger_is_an_error_at_once(tmp_path: Path, kind: str) -> None:
+    """Issue 13: a repository's ledger that is a FIFO waited for a writer for ever; /dev/zero never ended."""
+    ledger = tmp_path / "l.jsonl"
+    if kind == "FIFO":
+        os.mkfifo(ledger)
+    else:
+        ledger.symlink_to("/dev/zero")
+    what = "a FIFO" if kind == "FIFO" else "a device or socket"
+    code = ("import sys; from pathlib import Path; from physverify.errors import PhysverifyError\n"
+            "from physverify.ledger import append_record, read_ledger\n"
+            "for act in (lambda: read_ledger(Path(sys.argv[1])), lambda: append_record(Path(sys.argv[1]), {})):\n"
+            "    try:\n        act()\n    except PhysverifyError as exc:\n        print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(ledger)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.stdout.splitlines() == [
+        f"{ledger}: cannot read the ledger: it is {what}, not a regular file",
+        f"{ledger}: cannot append to the ledger: it is {what}, not a regular file",
+    ], done.stderr
 
 
 @FUZZ

@@ -17,11 +17,14 @@ and 6.2 GB).
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import io
 import json
 import mmap
+import os
 import re
+import stat
 import threading
 import tokenize
 from collections import OrderedDict
@@ -101,7 +104,8 @@ def binds_claim(path: Path) -> bool:
 
     A file that cannot be read, decoded or parsed counts as a claim when a line starts
     with ``CLAIM =`` or ``CLAIM:`` (an unreadable file always does), so its load error is
-    reported rather than the file being skipped as a helper.
+    reported rather than the file being skipped as a helper. A FIFO or a device is not a
+    file at all and never counts: reading it would wait or never end.
     """
     try:
         _, reading = _read(path)
@@ -138,7 +142,7 @@ def _copy(claim: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _sha256_or_none(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             return _sha256_of(handle)
     except OSError:
         return None
@@ -155,7 +159,7 @@ def _sha256_of(handle: BinaryIO) -> str:
 def _read(path: Path) -> tuple[str, _Reading]:
     """Return the file's SHA-256 and its reading; raise ClaimLoadError when it cannot be read or is too large."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             data = handle.read(MAX_CLAIM_BYTES + 1)
             if len(data) > MAX_CLAIM_BYTES:  # hash the whole file for the ledger, a block at a time
                 handle.seek(0)
@@ -172,12 +176,37 @@ def _read(path: Path) -> tuple[str, _Reading]:
     return digest, _reading(data, digest)
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading when it is a regular file; raise OSError for anything else.
+
+    A repository can hold a FIFO named like a claim (opening it waits for a writer forever)
+    or a symlink to /dev/zero (reading it never ends), so the file is opened without
+    waiting (O_NONBLOCK) and refused unless it is a regular file (issue 13).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+            raise _NotRegularFile(errno.EINVAL, f"it is {what}, not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:  # close the descriptor, then re-raise
+        os.close(fd)
+        raise
+
+
+class _NotRegularFile(OSError):
+    """A folder, FIFO, device or socket where a file was expected."""
+
+
 def _has_claim_line(path: Path) -> bool:
     """Return whether a line of the file starts with a CLAIM binding, without loading it whole."""
     try:
-        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
             return _CLAIM_LINE.search(view) is not None  # type: ignore[call-overload]
-    except (OSError, ValueError):  # unreadable, or empty (mmap refuses 0 bytes): report it as a claim
+    except _NotRegularFile:  # a FIFO or a device named *.py is no claim file; discovery skips it
+        return False
+    except (OSError, ValueError):  # unreadable, or empty (mmap refuses 0 bytes): a claim to report
         return True
 
 

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import posixpath
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,10 +44,11 @@ def append_record(path: Path, record: Mapping[str, Any]) -> None:
         # writer can overwrite another's line through a stale offset. O_CREAT without
         # O_TRUNC or O_EXCL: two first writers racing to create the ledger share one file
         # and neither empties it. O_RDWR only so the last byte can be read below.
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NO_WAIT, 0o644)
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot open the ledger for appending: {exc.strerror or exc}") from None
     try:
+        _require_regular(path, fd, "append to")
         _locked_append(path, fd, line)
     finally:
         os.close(fd)  # closing also releases the lock if anything above failed
@@ -173,11 +175,34 @@ def parse_ledger(data: bytes, name: str) -> LedgerRead:
 def _read_bytes(path: Path) -> bytes:
     """The ledger file's bytes; a missing ledger is empty."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | _NO_WAIT)
     except FileNotFoundError:
         return b""
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    try:
+        _require_regular(path, fd, "read")
+    except BaseException:  # close, then re-raise
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+
+
+# A ledger named by a repository may be a FIFO (opening it would wait for a writer for
+# ever) or a symlink to /dev/zero (reading it never ends): open without waiting, then
+# refuse anything but a regular file (issue 13).
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _require_regular(path: Path, fd: int, doing: str) -> None:
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+        raise PhysverifyError(f"{path}: cannot {doing} the ledger: it is {what}, not a regular file")
 
 
 def _read_lines(path: Path) -> list[_Line]:

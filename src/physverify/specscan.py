@@ -61,7 +61,7 @@ def _clip(name: str) -> str:
 
 def _parse(path: Path) -> ast.Module | None:
     try:
-        with path.open("rb") as handle:
+        with claim_module.open_regular(path) as handle:
             data = handle.read(claim_module.MAX_CLAIM_BYTES + 1)
         if len(data) > claim_module.MAX_CLAIM_BYTES:  # claim.read_claim refuses it, naming the size
             return None

@@ -95,6 +95,16 @@ def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo) -> No
     assert "a claim file may hold at most 1,048,576 bytes (1 MiB)" in str(recorded["claims/claim_huge.py"]["reason"])
 
 
+def test_replay_skips_a_fifo_and_a_device_named_like_claims(project: git.Repo) -> None:
+    """Issue 13 (item 20's discovery part): reading a FIFO named *.py waited for a writer for ever."""
+    root = root_of(project)
+    os.mkfifo(root / "claims" / "claim_fifo.py")
+    (root / "claims" / "claim_zero.py").symlink_to("/dev/zero")
+    done = physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root)
+    assert done.returncode == EXIT_OK and "Traceback" not in done.stderr, done.stderr
+    assert [line["claim_key"] for line in lines(root / "claims" / "confirm_ledger.jsonl")] == ["claims/claim_decay.py"]
+
+
 @pytest.mark.parametrize("how", ["--changed-since", "--pre-commit"])
 def test_a_relative_import_above_the_root_does_not_stop_the_gate(project: git.Repo, how: str) -> None:
     """Item 8: `from ............ import x`, even in a function never called, raised IndexError in every commit's hook."""
