@@ -216,6 +216,7 @@ _READINGS_KEPT = 512
 
 
 def _reading(data: bytes, digest: str) -> _Reading:
+    """Return the reading of ``data``, parsed only the first time this content is seen."""
     with _PARSE_LOCK:  # one parse per content even when several threads ask at once
         reading = _READINGS.get(digest)
         if reading is None:
