@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from physverify.config import DEFAULT_FAIL_ON, FIXED, REGRESSED, load_config
+from physverify.config import DEFAULT_FAIL_ON, FIXED, KNOWN_KEYS, REGRESSED, load_config
 from physverify.errors import ConfigError
 from physverify.verdict import EXIT_ERROR
 
@@ -74,6 +76,10 @@ def test_an_empty_file_means_the_defaults(tmp_path: Path) -> None:
         # issue 13, item 7: a key or path no file system allows raised OSError or ValueError later
         pytest.param("expect:\n  " + "x" * 300 + ".py: rejected\n", "is not a file in", id="over-long expect key"),
         ('ledger: "a\\0b"\n', "ledger must be a file path (relative to the claims folder), not 'a\\x00b'"),
+        # PyYAML's constructors raise IndexError, AttributeError or ValueError on these
+        ("timeout: !!float\n", "line 1: tags ('tag:yaml.org,2002:float') are not allowed"),
+        ("timeout: !!timestamp x\n", "line 1: tags ('tag:yaml.org,2002:timestamp') are not allowed"),
+        ("timeout: 2001-13-45\n", "line 1: '2001-13-45' cannot be read (month must be in 1..12)"),
     ],
 )
 def test_each_mistake_is_a_config_error_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -112,6 +118,20 @@ def test_a_huge_wrong_value_is_shown_shortened(tmp_path: Path) -> None:
         load_config(write(tmp_path, "timeout: [" + ", ".join(["'" + "x" * 1000 + "'"] * 1000) + "]\n"))
     assert "timeout must be a positive number of seconds, not ['xxx" in str(raised.value)
     assert len(str(raised.value)) < len(str(tmp_path)) + 200
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from([
+    *KNOWN_KEYS, ": ", "\n", "  ", "- ", "[", "]", "{", "}", ", ", "? ", "!!float ", "!!set ", "&a ", "*a", "<<: ",
+    "1e3", "0x1F", ".nan", "~", "yes", "2001-13-45", "'x'", '"\\0"', "a.py", "regressed", "rejected", "|\n",
+    "#", "---\n", "\t", "é",
+]), max_size=25))
+def test_any_settings_text_gives_settings_or_a_config_error(tmp_path: Path, parts: list[str]) -> None:
+    """Issue 13: whatever physverify.yaml holds, the result is a Config or one ConfigError line naming the file."""
+    try:
+        load_config(write(tmp_path, "".join(parts)))
+    except ConfigError as error:
+        assert str(error).startswith(str(tmp_path / "physverify.yaml")) and "\n" not in str(error)
 
 
 def test_the_suggested_spelling_of_a_number_is_read_as_a_number(tmp_path: Path) -> None:

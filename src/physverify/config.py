@@ -81,11 +81,13 @@ class _Refused(yaml.MarkedYAMLError):
 
 
 class _SettingsLoader(yaml.SafeLoader):
-    """The safe loader without anchors and aliases, and with each key allowed once.
+    """The safe loader without anchors, aliases and explicit tags, and with each key allowed once.
 
     An alias shares one object, so nine nested aliases of nine items each make a value of
     9**9 items that is cheap to load and ruinous to print or walk (issue 13, item 9).
-    Settings have no use for them. A key given twice would silently keep the last value.
+    Settings have no use for them, nor for tags: PyYAML's constructors crash on a tag with
+    a value that does not fit it (`!!float` alone raises IndexError). A key given twice
+    would silently keep the last value.
     """
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
@@ -93,12 +95,21 @@ class _SettingsLoader(yaml.SafeLoader):
         anchor = event.anchor if isinstance(event, (yaml.AliasEvent, yaml.NodeEvent)) else None
         if anchor is not None:
             raise _Refused(problem=f"anchors and aliases (&{anchor}) are not allowed", problem_mark=event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise _Refused(problem=f"tags ({_short(tag)}) are not allowed", problem_mark=event.start_mark)
         return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)  # type: ignore[no-untyped-call]
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. the date 2001-13-45
+            raise _Refused(problem=f"{_short(node.value)} cannot be read ({exc})", problem_mark=node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         seen: set[object] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=True)
             if isinstance(key, Hashable) and key in seen:
                 raise _Refused(problem=f"the key {_short(key)} is given twice", problem_mark=key_node.start_mark)
             if isinstance(key, Hashable):
