@@ -151,6 +151,21 @@ def parse_github_output(text: str) -> dict[str, str]:
     return outputs
 
 
+def _python_shim(tmp_path: Path) -> Path:
+    """A folder whose `python` is the interpreter running the tests (issue 13, item 28).
+
+    The step runs `python -m physverify.action`, which on a runner is setup-python's. Here the
+    `python` first on PATH may be any other interpreter, with another physverify or none; a
+    script that execs sys.executable keeps its virtual environment, which a symlink would not.
+    """
+    folder = tmp_path / "python-shim"
+    folder.mkdir(exist_ok=True)
+    shim = folder / "python"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    shim.chmod(0o755)
+    return folder
+
+
 def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """Run the step's `run` line in bash with the runner's files pointing at temp files."""
     files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
@@ -158,6 +173,7 @@ def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict
     env = {**os.environ, **_step_env(inputs), **{k: str(v) for k, v in files.items()}}
     env.update(GITHUB_WORKSPACE=str(root), GITHUB_EVENT_PATH=str(tmp_path / "event.json"), GITHUB_EVENT_NAME="push")
     env.pop("PHYSVERIFY_REPO", None)
+    env["PATH"] = f"{_python_shim(tmp_path)}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(["bash", "-c", _run_step()["run"]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
     outputs = parse_github_output(files["GITHUB_OUTPUT"].read_text())
@@ -180,6 +196,20 @@ def test_the_run_step_fails_on_a_regressed_claim_and_says_where(workspace: tuple
     assert ran["outputs"]["ledger"] == "claims/confirm_ledger.jsonl"
     sarif = json.loads((root / "physverify.sarif").read_text())
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"][0]["ruleId"] == "regressed"
+
+
+def test_the_run_step_runs_the_interpreter_of_the_tests_not_the_first_python_on_path(
+    workspace: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13, item 28: the suite assumed that `python` on PATH is the venv's interpreter."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "python").write_text("#!/bin/sh\necho 'not the interpreter under test' >&2\nexit 99\n")
+    (decoy / "python").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{decoy}{os.pathsep}{os.environ.get('PATH', '')}")
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    assert ran["code"] == EXIT_FINDING and ran["outputs"]["gate"] == "fail", ran["stderr"]
 
 
 def test_fail_on_decides_which_transitions_fail_the_step(workspace: tuple[Path, str], tmp_path: Path) -> None:

@@ -95,3 +95,28 @@ def test_files_are_keys_relative_to_the_root_and_outside_files_are_dropped(tmp_p
 def test_changed_since_outside_git_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not in a git repository"):
         affected.changed_since(tmp_path, "HEAD")
+
+
+def test_a_relative_import_above_the_file_systems_root_is_ignored(tmp_path: Path) -> None:
+    """Issue 13, item 8: `from ............ import x` raised IndexError, so the pre-commit hook blocked every commit."""
+    tree(tmp_path, {
+        "claims/c.py": "import helper\n\ndef never_called():\n    from ............ import x\n",
+        "claims/helper.py": "from " + "." * 40 + "deep import y\n",
+    })
+    closure = keys(affected.import_closure(tmp_path / "claims" / "c.py", tmp_path), tmp_path)
+    assert closure == {"claims/c.py", "claims/helper.py"}
+
+
+def test_a_module_nested_too_deeply_to_parse_imports_nothing(tmp_path: Path) -> None:
+    """Issue 13, item 7: RecursionError from ast in an imported module escaped the closure."""
+    tree(tmp_path, {"claims/c.py": "import deep\n", "claims/deep.py": "import solver\nx = " + "-" * 100000 + "1\n"})
+    closure = keys(affected.import_closure(tmp_path / "claims" / "c.py", tmp_path), tmp_path)
+    assert closure == {"claims/c.py", "claims/deep.py"}
+
+
+def test_an_import_of_a_name_too_long_for_the_file_system_is_ignored(tmp_path: Path) -> None:
+    """Issue 13: `import xxx...` with a 300-letter name raised 'File name too long' in the closure."""
+    tree(tmp_path, {"claims/c.py": "import solver\nimport " + "x" * 300 + "\nfrom " + "y" * 300 + " import z\n"
+                    "import " + ".".join(["a"] * 3000) + "\n", "claims/solver.py": ""})
+    closure = keys(affected.import_closure(tmp_path / "claims" / "c.py", tmp_path), tmp_path)
+    assert closure == {"claims/c.py", "claims/solver.py"}

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import os
 import string
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from physverify import affected, specscan
 from physverify.claim import (
     FILL_IN,
+    MAX_CLAIM_BYTES,
     REQUIRED_KEYS,
     ClaimFile,
     ClaimLoadError,
@@ -120,6 +127,31 @@ def test_a_folder_named_like_a_claim_is_a_load_error(tmp_path: Path) -> None:
     assert "cannot be read" in str(load_error(tmp_path / "folder.py"))
 
 
+def _within_a_minute(work: Callable[[], object]) -> object:
+    """Run ``work`` in a thread and return its result; fail (not hang) when it blocks."""
+    box: list[object] = []
+    thread = threading.Thread(target=lambda: box.append(work()), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "blocked: the reader waits on a file that never ends or never opens"
+    return box[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("kind", ["FIFO", "device"])
+def test_a_fifo_or_a_device_named_like_a_claim_is_a_load_error_at_once(tmp_path: Path, kind: str) -> None:
+    """Issue 13: opening a FIFO waited for a writer for ever; a symlink to /dev/zero was read for ever."""
+    path = tmp_path / "claim_x.py"
+    if kind == "FIFO":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    error = _within_a_minute(lambda: pytest.raises(ClaimLoadError, read_claim, path).value)
+    assert str(error) == f"{path}: cannot be read: it is {'a FIFO' if kind == 'FIFO' else 'a device or socket'}, not a regular file"
+    assert _within_a_minute(lambda: binds_claim(path)) is False  # discovery skips it
+    assert _within_a_minute(lambda: specscan.reference_notes(path, GOOD_CLAIM)) == []
+
+
 def test_bytes_that_are_not_utf8_are_a_load_error_with_the_hash(tmp_path: Path) -> None:
     error = load_error(write(tmp_path, claim_source().encode() + b"\n# \xff\xfe\n"))
     assert "is not valid utf-8 text" in str(error) and error.sha256 is not None
@@ -127,6 +159,61 @@ def test_bytes_that_are_not_utf8_are_a_load_error_with_the_hash(tmp_path: Path) 
 
 def test_an_unknown_coding_line_is_a_load_error(tmp_path: Path) -> None:
     assert "cannot be decoded" in str(load_error(write(tmp_path, "# coding: klingon\n" + claim_source())))
+
+
+@pytest.mark.parametrize(("name", "depth"), [("unary minus", 100_000), ("lambdas", 3000), ("attribute chain", 5000)])
+def test_a_file_nested_too_deeply_to_parse_is_a_load_error_saying_so(tmp_path: Path, name: str, depth: int) -> None:
+    """Issue 13, item 7: whatever ast raises on absurd nesting is a load error with a message."""
+    source = claim_source(functions=FUNCTIONS + f"\n\ndef reference_x():\n    return {NESTINGS[name](depth)}\n")
+    error = load_error(write(tmp_path, source))
+    assert "is nested too deeply to be read (" in str(error) and error.sha256 is not None
+    assert binds_claim(tmp_path / "claim_x.py")  # its CLAIM line still makes it a claim
+
+
+@pytest.mark.parametrize("key", ["file", "repo"])
+@pytest.mark.parametrize(("path", "problem"), [
+    ("de\x00cay.py", "holds a NUL character, so it cannot be a path"),
+    ("x" * 300 + ".py", "has a part longer than 255 bytes, which no file system allows"),
+    ("a/" * 3000 + "x.py", "is 6,004 characters long; a path here has at most 1,024"),
+])
+def test_a_path_no_file_system_allows_is_a_load_error_left_out_of_the_readable_part(
+    tmp_path: Path, key: str, path: str, problem: str
+) -> None:
+    """Issue 13, item 7: such a CLAIM['file'] or ['repo'] passed the load check, then confirm raised on it."""
+    error = load_error(write(tmp_path, claim_source({**GOOD_CLAIM, key: path})))
+    assert f"CLAIM[{key!r}] {problem}" in str(error)
+    assert error.claim is not None and key not in error.claim and error.claim["text"] == GOOD_CLAIM["text"]
+
+
+def test_a_claim_file_over_one_mebibyte_is_a_load_error_naming_its_size(tmp_path: Path) -> None:
+    """Issue 13, item 26: a 50 MB list literal took 98 s and 6.2 GB to read; the file is refused unparsed."""
+    data = claim_source(functions=FUNCTIONS + "\nTABLE = [" + "0, " * MAX_CLAIM_BYTES + "]\n").encode()
+    path = write(tmp_path, data)
+    error = load_error(path)
+    assert f"is {len(data):,} bytes; a claim file may hold at most {MAX_CLAIM_BYTES:,} bytes (1 MiB)" in str(error)
+    assert error.sha256 == hashlib.sha256(data).hexdigest()
+    assert binds_claim(path)  # still found, so replay records its load error
+    assert not binds_claim(write(tmp_path, b"# a large table, no claim\n" + b"0,\n" * MAX_CLAIM_BYTES, "table.py"))
+
+
+def test_a_claim_file_is_parsed_once_for_all_its_static_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13, item 26: discovery, the load check, the reference scan and the import closure share one parse."""
+    parses: list[str] = []
+    real_parse = ast.parse
+
+    def counting_parse(source: str | bytes, *args: Any, **kwargs: Any) -> ast.AST:
+        parses.append(str(kwargs.get("filename", args[0] if args else "")))
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    path = write(tmp_path, claim_source() + f"# {tmp_path}\n")  # content no other test has parsed
+    assert binds_claim(path)
+    claim_file = read_claim(path)
+    assert specscan.reference_notes(path, claim_file.claim) == []
+    assert affected.target_of(path) == "solver.py"
+    assert affected.import_closure(path, tmp_path) == {path.resolve()}
+    assert binds_claim(path) and read_claim(path) == claim_file
+    assert len(parses) == 1, parses
 
 
 def test_a_syntax_error_is_a_load_error_naming_the_line(tmp_path: Path) -> None:
@@ -229,14 +316,40 @@ def loads_or_load_error(path: Path) -> ClaimFile | ClaimLoadError:
         return read_claim(path)
     except ClaimLoadError as error:
         assert str(error).startswith(f"{path}: ") and "\n" not in str(error)
+        assert str(error)[len(f"{path}: "):].strip(), "a load error says what is wrong"
         return error
 
 
+# Constructs Python nests without brackets, so the tokenizer's limit of 200 open brackets
+# does not stop them: thousands of levels parse, and a recursive walk of the tree fails
+# (issue 13, item 7). Each goes into a function the reference scan reads.
+NESTINGS = {
+    "attribute chain": lambda n: "a" + ".b" * n,
+    "additions": lambda n: "+".join(["1"] * (n + 1)),
+    "unary minus": lambda n: "-" * n + "1",
+    "calls": lambda n: "f" + "()" * n,
+    "subscripts": lambda n: "a" + "[0]" * n,
+    "not": lambda n: "not " * n + "x",
+    "conditionals": lambda n: "1 if c else " * n + "0",
+    "lambdas": lambda n: "lambda: " * n + "0",
+    "brackets": lambda n: "(" * n + "0" + ")" * n,
+}
+deep_files = st.builds(
+    lambda name, depth: (claim_source(functions=FUNCTIONS + f"\n\ndef reference_x():\n    return {NESTINGS[name](depth)}\n")).encode(),
+    st.sampled_from(sorted(NESTINGS)),
+    st.integers(min_value=0, max_value=6000),
+)
+
+
 @FUZZ
-@given(st.binary(max_size=300))
+@given(st.one_of(st.binary(max_size=300), deep_files))
 def test_any_bytes_give_a_claim_or_a_load_error(tmp_path: Path, data: bytes) -> None:
-    loads_or_load_error(write(tmp_path, data))
+    """Also a tree thousands of levels deep: every static reader gives a value, never an exception."""
+    outcome = loads_or_load_error(write(tmp_path, data))
     assert isinstance(binds_claim(tmp_path / "claim_x.py"), bool)
+    if isinstance(outcome, ClaimFile):
+        assert isinstance(specscan.reference_notes(outcome.path, outcome.claim), list)
+    assert affected.import_closure(tmp_path / "claim_x.py", tmp_path) >= {(tmp_path / "claim_x.py").resolve()}
 
 
 @FUZZ

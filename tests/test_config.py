@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from physverify.config import DEFAULT_FAIL_ON, FIXED, REGRESSED, load_config
+from physverify.config import DEFAULT_FAIL_ON, FIXED, KNOWN_KEYS, REGRESSED, load_config
 from physverify.errors import ConfigError
 from physverify.verdict import EXIT_ERROR
 
@@ -62,6 +64,22 @@ def test_an_empty_file_means_the_defaults(tmp_path: Path) -> None:
         ("expect:\n  missing.py: rejected\n", "expect: 'missing.py' is not a file"),
         ("- a\n- b\n", "must be a mapping of settings"),
         ("timeout: [\n", "is not valid YAML"),
+        # issue 13, item 25: YAML 1.1 reads an exponent without a dot and a sign as text
+        ("timeout: 1e3\n", "not '1e3' (YAML reads 1e3 as a string; write 1000 or 1.0e+3)"),
+        ("jobs: 1e1\n", "not '1e1' (YAML reads 1e1 as a string; write 10)"),
+        ("timeout: 30\njobs: 2\ntimeout: 60\n", "line 3: the key 'timeout' is given twice"),
+        ("expect:\n  a.py: rejected\n  a.py: confirmed\n", "line 3: the key 'a.py' is given twice"),
+        # issue 13, item 18: unknown keys of different types cannot be sorted together
+        ("1: a\nb: 2\n", "unknown keys 'b', 1 (known: timeout"),
+        ("timeout: &t 30\njobs: *t\n", "line 1: anchors and aliases (&t) are not allowed"),
+        pytest.param("[" * 5000 + "\n", "nested too deeply", id="5000 nested lists"),
+        # issue 13, item 7: a key or path no file system allows raised OSError or ValueError later
+        pytest.param("expect:\n  " + "x" * 300 + ".py: rejected\n", "is not a file in", id="over-long expect key"),
+        ('ledger: "a\\0b"\n', "ledger must be a file path (relative to the claims folder), not 'a\\x00b'"),
+        # PyYAML's constructors raise IndexError, AttributeError or ValueError on these
+        ("timeout: !!float\n", "line 1: tags ('tag:yaml.org,2002:float') are not allowed"),
+        ("timeout: !!timestamp x\n", "line 1: tags ('tag:yaml.org,2002:timestamp') are not allowed"),
+        ("timeout: 2001-13-45\n", "line 1: '2001-13-45' cannot be read (month must be in 1..12)"),
     ],
 )
 def test_each_mistake_is_a_config_error_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -80,3 +98,41 @@ def test_the_command_line_exits_two_on_a_config_typo(tmp_path: Path) -> None:
                          capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == EXIT_ERROR
     assert out.stderr.startswith("physverify: claims/physverify.yaml: fail_on: unknown transition 'regresed'")
+
+
+def test_a_yaml_alias_bomb_is_refused_before_anything_expands(tmp_path: Path) -> None:
+    """Issue 13, item 9: 334 bytes of nested aliases cost 52 s and 3.2 GB when the message repr()ed them."""
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(5)]
+    lines.append("timeout: *f")  # 9**6 strings once expanded (the issue's file had 9**9)
+    with pytest.raises(ConfigError) as raised:
+        load_config(write(tmp_path, "\n".join(lines) + "\n"))
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'physverify.yaml'}: line 1: anchors and aliases (&a) are not allowed")
+    assert len(message) < len(str(tmp_path)) + 200
+
+
+def test_a_huge_wrong_value_is_shown_shortened(tmp_path: Path) -> None:
+    """Issue 13, item 9: a message never holds a whole value, however large."""
+    with pytest.raises(ConfigError) as raised:
+        load_config(write(tmp_path, "timeout: [" + ", ".join(["'" + "x" * 1000 + "'"] * 1000) + "]\n"))
+    assert "timeout must be a positive number of seconds, not ['xxx" in str(raised.value)
+    assert len(str(raised.value)) < len(str(tmp_path)) + 200
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from([
+    *KNOWN_KEYS, ": ", "\n", "  ", "- ", "[", "]", "{", "}", ", ", "? ", "!!float ", "!!set ", "&a ", "*a", "<<: ",
+    "1e3", "0x1F", ".nan", "~", "yes", "2001-13-45", "'x'", '"\\0"', "a.py", "regressed", "rejected", "|\n",
+    "#", "---\n", "\t", "é",
+]), max_size=25))
+def test_any_settings_text_gives_settings_or_a_config_error(tmp_path: Path, parts: list[str]) -> None:
+    """Issue 13: whatever physverify.yaml holds, the result is a Config or one ConfigError line naming the file."""
+    try:
+        load_config(write(tmp_path, "".join(parts)))
+    except ConfigError as error:
+        assert str(error).startswith(str(tmp_path / "physverify.yaml")) and "\n" not in str(error)
+
+
+def test_the_suggested_spelling_of_a_number_is_read_as_a_number(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "timeout: 1.0e+3\n")).timeout == 1000.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -103,6 +105,71 @@ def test_a_torn_last_line_is_reported_and_the_next_append_starts_a_fresh_line(tm
     assert len(read.problems) == 1 and read.problems[0].startswith(f"{ledger}:2: not valid JSON")
 
 
+# A child that fills the disk for real under a ledger with a torn last line (so the fix-up
+# newline is part of the write), leaves ROOM bytes, appends a 20 kB line, reports what the
+# append said and whether the ledger kept its bytes, then frees the disk and appends again.
+# "size limit": RLIMIT_FSIZE, the kernel refuses the rest of a write with EFBIG (SIGXFSZ
+# ignored so the write fails instead of killing the process). "full tmpfs": a 64 KiB tmpfs
+# from bubblewrap, filled until ENOSPC.
+_FULL_DISK_CHILD = """
+import json, os, resource, signal, sys
+from pathlib import Path
+from physverify.errors import PhysverifyError
+from physverify.ledger import append_record, read_ledger
+ledger, how, room = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+append_record(ledger, {"verdict": "rejected"})
+with ledger.open("ab") as handle:
+    handle.write(b'{"verdict": "confi')
+before = ledger.read_bytes()
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+if how == "size limit":
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + room, hard))
+else:
+    fd = os.open(ledger.parent / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, bytes(4096))
+    except OSError:
+        os.ftruncate(fd, os.fstat(fd).st_size - room)
+    os.close(fd)
+try:
+    append_record(ledger, {"verdict": "confirmed", "reason": "x" * 20000})
+    message = "appended"
+except PhysverifyError as exc:
+    message = str(exc)
+unchanged = ledger.read_bytes() == before
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+(ledger.parent / "filler").unlink(missing_ok=True)
+append_record(ledger, {"verdict": "confirmed"})
+verdicts = [r["verdict"] for r in read_ledger(ledger).records]
+print(json.dumps({"message": message, "unchanged": unchanged, "verdicts": verdicts}))
+"""
+
+
+@pytest.mark.parametrize(("how", "room"), [
+    ("size limit", 0), ("size limit", 1), ("size limit", 100), ("full tmpfs", 0), ("full tmpfs", 8192),
+])
+def test_an_append_the_disk_cannot_take_leaves_the_ledger_as_it_was(tmp_path: Path, how: str, room: int) -> None:
+    """Issue 13, item 13: a full disk left a partial line that the next append buried mid-ledger."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    child = [sys.executable, "-c", _FULL_DISK_CHILD, str(disk / "l.jsonl"), how, str(room)]
+    if how == "full tmpfs":
+        if shutil.which("bwrap") is None:
+            pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+        child = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--size", str(64 * 1024), "--tmpfs", str(disk), "--", *child]
+    done = subprocess.run(child, capture_output=True, text=True, timeout=120, check=False)
+    if how == "full tmpfs" and done.returncode != 0 and done.stderr.startswith("bwrap:"):
+        pytest.skip(f"bubblewrap cannot mount a tmpfs here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    error = "File too large" if how == "size limit" else "No space left on device"
+    assert outcome["message"] == f"{disk / 'l.jsonl'}: cannot append to the ledger: {error}; the ledger is as it was"
+    assert outcome["unchanged"] and outcome["verdicts"] == ["rejected", "confirmed"]
+
+
 def test_a_complete_last_line_without_its_newline_is_kept(tmp_path: Path) -> None:
     ledger = tmp_path / "l.jsonl"
     ledger.write_text(json.dumps(record(verdict="rejected")))  # a hand edit
@@ -137,6 +204,27 @@ def test_a_folder_in_place_of_the_ledger_is_an_error_for_writer_and_reader(tmp_p
         read_ledger(tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["FIFO", "device"])
+def test_a_fifo_or_a_device_in_place_of_the_ledger_is_an_error_at_once(tmp_path: Path, kind: str) -> None:
+    """Issue 13: a repository's ledger that is a FIFO waited for a writer for ever; /dev/zero never ended."""
+    ledger = tmp_path / "l.jsonl"
+    if kind == "FIFO":
+        os.mkfifo(ledger)
+    else:
+        ledger.symlink_to("/dev/zero")
+    what = "a FIFO" if kind == "FIFO" else "a device or socket"
+    code = ("import sys; from pathlib import Path; from physverify.errors import PhysverifyError\n"
+            "from physverify.ledger import append_record, read_ledger\n"
+            "for act in (lambda: read_ledger(Path(sys.argv[1])), lambda: append_record(Path(sys.argv[1]), {})):\n"
+            "    try:\n        act()\n    except PhysverifyError as exc:\n        print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(ledger)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.stdout.splitlines() == [
+        f"{ledger}: cannot read the ledger: it is {what}, not a regular file",
+        f"{ledger}: cannot append to the ledger: it is {what}, not a regular file",
+    ], done.stderr
+
+
 @FUZZ
 @given(st.lists(json_records, max_size=6))
 def test_write_then_read_round_trips_any_records(tmp_path: Path, records: list[dict[str, Any]]) -> None:
@@ -164,16 +252,36 @@ garbage_lines = (st.text().map(lambda s: s.encode("utf-8")) | st.binary()).map(l
 
 
 @FUZZ
-@given(st.lists(st.one_of(json_records.map(lambda r: ("good", r)), garbage_lines.map(lambda g: ("bad", g))), max_size=10))
+@given(
+    st.lists(st.one_of(json_records.map(lambda r: ("good", r)), garbage_lines.map(lambda g: ("bad", g))), max_size=10),
+    st.booleans(),
+    st.one_of(st.none(), st.tuples(json_records, st.floats(min_value=0, max_value=1, exclude_max=True))),
+)
 def test_garbage_lines_leave_the_good_lines_in_order_and_are_reported_by_number(
-    tmp_path: Path, lines: list[tuple[str, Any]]
+    tmp_path: Path, lines: list[tuple[str, Any]], bom: bool, torn: tuple[dict[str, Any], float] | None
 ) -> None:
+    """Also with an editor's byte order mark in front and a last line cut off mid-write (issue 13, item 12)."""
     ledger = tmp_path / "mixed.jsonl"
-    ledger.write_bytes(b"".join(json.dumps(v).encode() + b"\n" if k == "good" else v + b"\n" for k, v in lines))
-    read = read_ledger(ledger)
-    assert read.records == [v for k, v in lines if k == "good"]
-    bad_numbers = [n for n, (k, _) in enumerate(lines, start=1) if k == "bad"]
-    assert [int(p.removeprefix(f"{ledger}:").split(":")[0]) for p in read.problems] == bad_numbers
+    data = b"".join(json.dumps(v).encode() + b"\n" if k == "good" else v + b"\n" for k, v in lines)
+    if torn is not None:  # a proper, non-empty prefix of a JSON object is never complete JSON
+        whole = json.dumps(torn[0]).encode()
+        data += whole[: 1 + int(torn[1] * (len(whole) - 1))]
+    ledger.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
+    for read in (read_ledger(ledger), parse_ledger(ledger.read_bytes(), str(ledger))):
+        assert read.records == [v for k, v in lines if k == "good"]
+        bad_numbers = [n for n, (k, _) in enumerate(lines, start=1) if k == "bad"]
+        bad_numbers += [len(lines) + 1] if torn is not None else []
+        assert [int(p.removeprefix(f"{ledger}:").split(":")[0]) for p in read.problems] == bad_numbers
+
+
+def test_a_byte_order_mark_in_front_of_the_ledger_keeps_the_first_line(tmp_path: Path) -> None:
+    """Issue 13, item 12: an editor's BOM made the first line unreadable, so its claim lost its baseline."""
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_bytes(b"\xef\xbb\xbf" + json.dumps(record(verdict="rejected")).encode() + b"\n")
+    assert read_ledger(ledger) == parse_ledger(ledger.read_bytes(), str(ledger))
+    assert [r["verdict"] for r in read_ledger(ledger).records] == ["rejected"] and read_ledger(ledger).problems == []
+    append_record(ledger, record(verdict="confirmed"))
+    assert [r["verdict"] for r in read_ledger(ledger).records] == ["rejected", "confirmed"]
 
 
 # --- keys ---------------------------------------------------------------------------------

@@ -92,6 +92,21 @@ def test_no_note_where_the_reference_does_not_use_the_code_under_test(tmp_path: 
 
 
 # --- odd input never raises ---------------------------------------------------------------
+def test_a_1500_deep_attribute_chain_in_a_reference_is_scanned(tmp_path: Path) -> None:
+    """Issue 13, item 7: the scan recursed along the chain and raised RecursionError; confirm wrote no line."""
+    source = "import numpy as np\nimport oscillator\n\n\ndef reference_rhs(t, y):\n"
+    source += "    return oscillator.rhs(t, y) + np" + ".linalg" * 1500 + "\n"
+    assert notes_for(tmp_path, source) == ["reference_rhs() (line 5) calls oscillator.rhs, the code under test"]
+
+
+def test_a_chain_of_1500_helpers_is_followed_to_the_code_under_test(tmp_path: Path) -> None:
+    """Issue 13, item 7: following helper calls recursed once per helper."""
+    helpers = "".join(f"def h{i}():\n    return h{i + 1}()\n\n\n" for i in range(1500))
+    source = f"import oscillator\n\n\ndef reference():\n    return h0()\n\n\n{helpers}def h1500():\n    return oscillator.rhs()\n"
+    assert notes_for(tmp_path, source) == ["reference() (line 4) calls oscillator.rhs, the code under test (through h1500())"]
+
+
+
 @pytest.mark.parametrize("file", [None, 3, "", "   "])
 def test_a_claim_without_a_usable_file_gives_no_notes(tmp_path: Path, file: object) -> None:
     path = tmp_path / "c.py"

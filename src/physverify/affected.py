@@ -12,9 +12,8 @@ Imports by string (``importlib.import_module(name)``) and files opened by path a
 
 from __future__ import annotations
 
-import ast
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +46,14 @@ def search_roots(claim_folder: Path, repo_root: Path) -> tuple[Path, ...]:
     return repo.import_roots(claim_folder, repo_root)
 
 
-def imported_names(source: str) -> list[tuple[int, str, tuple[str, ...]]]:
+def imported_names(source: str) -> list[claim.Import]:
     """Every import in ``source`` as (level, module, names); level > 0 is a relative import."""
     try:
         tree = claim.parse_module(source, "<imports>")
-    except (SyntaxError, ValueError):  # a broken file imports nothing we can see; its own change re-runs it
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # a broken or absurdly nested file imports nothing we can see; its own change re-runs it
         return []
-    found: list[tuple[int, str, tuple[str, ...]]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.extend((0, alias.name, ()) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
-    return found
+    return claim.imports_in(tree)
 
 
 def _module_files(base: Path, dotted: Sequence[str]) -> list[Path]:
@@ -68,19 +62,30 @@ def _module_files(base: Path, dotted: Sequence[str]) -> list[Path]:
     for depth in range(1, len(dotted) + 1):
         stem = base.joinpath(*dotted[:depth])
         last = depth == len(dotted)
-        if (stem / "__init__.py").is_file():
+        if _exists(stem / "__init__.py", Path.is_file):
             files.append(stem / "__init__.py")
-        elif last and stem.with_suffix(".py").is_file():
+        elif last and _exists(stem.with_suffix(".py"), Path.is_file):
             files.append(stem.with_suffix(".py"))
-        elif last or not stem.is_dir():  # a folder without __init__.py is a namespace package (PEP 420)
+        elif last or not _exists(stem, Path.is_dir):  # a folder without __init__.py is a namespace package (PEP 420)
             break
     return files
+
+
+def _exists(path: Path, kind: Callable[[Path], bool]) -> bool:
+    """``kind(path)``, False for a name no file system allows (`import` of a 300-letter name, issue 13)."""
+    try:
+        return kind(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...], roots: Sequence[Path]) -> list[Path]:
     parts = [p for p in module.split(".") if p]
     if level > 0:  # relative: from the importing file's package, one folder up per extra dot
-        bases = [module_file.parent.parents[level - 2] if level > 1 else module_file.parent]
+        folders = [module_file.parent, *module_file.parent.parents]
+        if level > len(folders):  # more dots than folders above the file: nothing to find (issue 13, item 8)
+            return []
+        bases = [folders[level - 1]]
     else:
         bases = list(roots)
     for base in bases:
@@ -96,19 +101,22 @@ def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
     """Every file inside the repository that importing ``claim_path`` can run, the claim included."""
     roots = search_roots(claim_path.parent, repo_root)
     root = repo_root.resolve()
+    start = claim_path.resolve()
     seen: set[Path] = set()
-    todo = [claim_path.resolve()]
+    todo = [start]
     while todo:
         current = todo.pop()
         if current in seen or not current.is_relative_to(root):
             continue  # numpy, the standard library: outside the repository, never our change
         seen.add(current)
-        for level, module, names in _imports_of(current):
+        # the claim's imports come from claim.py's one parse of it, which also bounds its size
+        imports = claim.static_imports(current) if current == start else _imports_of(current)
+        for level, module, names in imports:
             todo.extend(_resolve(current, level, module, names, roots))
     return frozenset(seen)
 
 
-def _imports_of(path: Path) -> list[tuple[int, str, tuple[str, ...]]]:
+def _imports_of(path: Path) -> list[claim.Import]:
     """The imports of the file at ``path``, parsed once per version of the file."""
     try:
         stat = path.stat()
@@ -118,7 +126,7 @@ def _imports_of(path: Path) -> list[tuple[int, str, tuple[str, ...]]]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parsed_imports(path: Path, mtime_ns: int, size: int) -> list[tuple[int, str, tuple[str, ...]]]:
+def _parsed_imports(path: Path, mtime_ns: int, size: int) -> list[claim.Import]:
     # Keyed by mtime and size too, so a long-lived process (the MCP server) sees edits;
     # 40 claims importing one package would otherwise parse its modules 40 times.
     try:

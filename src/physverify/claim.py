@@ -5,20 +5,32 @@ must be able to refuse a bad claim before any code under test runs (rule 0, sect
 and a long-running process must never import claim or solver code (STYLE.md, section 4).
 Every problem with the file, whatever its bytes, is a ClaimLoadError with one line
 "<path>: <problem>"; nothing else escapes ``read_claim`` (tests/test_claim.py fuzzes it).
+
+A claim file is parsed once per content: one parse gives what discovery, the load check,
+the reference scan (specscan.py) and the import closure (affected.py) need, and only
+that small summary is kept, keyed by the file's SHA-256. A syntax tree costs about 500
+times its source in memory, so trees are never kept, and a claim file may hold at most
+MAX_CLAIM_BYTES (issue 13, item 26: a 50 MB list literal, parsed five times, took 98 s
+and 6.2 GB).
 """
 
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import io
 import json
+import mmap
+import os
 import re
+import stat
 import threading
 import tokenize
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from physverify.errors import PhysverifyError
 
@@ -26,6 +38,7 @@ REQUIRED_KEYS = ("text", "source", "file", "line", "reference", "impact")
 OPTIONAL_KEYS = ("repo",)  # section 3: a claim kept outside the repository names it
 IMPACTS = ("used", "latent", "unknown")
 FILL_IN = "FILL IN"
+MAX_CLAIM_BYTES = 1 << 20  # 1 MiB: a claim file is a few kilobytes; data belongs in a file it reads
 
 # A file that cannot be parsed but starts a line with a CLAIM binding still counts as a
 # claim for discovery, so replay reports its load error instead of skipping it as a helper.
@@ -62,18 +75,28 @@ class ClaimFile:
 
 
 # --- reading --------------------------------------------------------------------------
+Import = tuple[int, str, tuple[str, ...]]  # (level, module, names); level > 0 is a relative import
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What the static readers need from one version of a file, taken from one parse."""
+
+    names: frozenset[str] | None  # bound at the top level; None when the file cannot be parsed
+    claim: dict[str, Any] | None  # the readable part of CLAIM, for the ledger
+    problem: str | None  # why it is not a loadable claim (the message after "<path>: ")
+    imports: tuple[Import, ...]
+    notes: tuple[str, ...]  # specscan's reference notes for the file's own CLAIM["file"]
+
+
 def read_claim(path: Path) -> ClaimFile:
     """Return the validated CLAIM of ``path``, read statically; raise ClaimLoadError otherwise."""
     if path.suffix != ".py":
-        raise ClaimLoadError(f"{path}: a claim file must end in .py", sha256=_sha256_or_none(path))
-    data = _read_bytes(path)
-    digest = hashlib.sha256(data).hexdigest()
-    bindings = _top_level_bindings(_parse(path, data, digest))
-    claim = _claim_literal(path, bindings, digest)
-    problem = _claim_problem(claim) or _missing_function(bindings)
-    if problem is not None:
-        raise ClaimLoadError(f"{path}: {problem}", claim=claim, sha256=digest)
-    return ClaimFile(path, digest, claim)
+        raise ClaimLoadError(f"{path}: a claim file must end in .py", sha256=sha256_or_none(path))
+    digest, reading = _read(path)
+    if reading.problem is not None:
+        raise ClaimLoadError(f"{path}: {reading.problem}", claim=_copy(reading.claim), sha256=digest)
+    return ClaimFile(path, digest, dict(reading.claim or {}))
 
 
 def binds_claim(path: Path) -> bool:
@@ -81,50 +104,198 @@ def binds_claim(path: Path) -> bool:
 
     A file that cannot be read, decoded or parsed counts as a claim when a line starts
     with ``CLAIM =`` or ``CLAIM:`` (an unreadable file always does), so its load error is
-    reported rather than the file being skipped as a helper.
+    reported rather than the file being skipped as a helper. A FIFO or a device is not a
+    file at all and never counts: reading it would wait or never end.
     """
     try:
-        data = path.read_bytes()
-    except OSError:
-        return True
+        _, reading = _read(path)
+    except ClaimLoadError:  # unreadable (counts), or too large to parse (its lines decide)
+        return _has_claim_line(path)
+    if reading.names is not None:
+        return "CLAIM" in reading.names
+    return _has_claim_line(path)
+
+
+def static_imports(path: Path) -> list[Import]:
+    """Every import in the file, from its one parse; none when it cannot be read, is too large or does not parse."""
     try:
-        return "CLAIM" in _top_level_bindings(_parse(path, data, ""))
+        _, reading = _read(path)
     except ClaimLoadError:
-        return _CLAIM_LINE.search(data) is not None
+        return []
+    return list(reading.imports)
 
 
-def _sha256_or_none(path: Path) -> str | None:
+def own_reference_notes(path: Path, file: object) -> list[str] | None:
+    """Return specscan's notes from the one parse when the file loads and its CLAIM names ``file``; else None."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        _, reading = _read(path)
+    except ClaimLoadError:
+        return None
+    if reading.problem is not None or reading.claim is None or reading.claim.get("file") != file:
+        return None
+    return list(reading.notes)
+
+
+def _copy(claim: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if claim is None else dict(claim)
+
+
+def sha256_or_none(path: Path) -> str | None:
+    """The SHA-256 of a regular file, read a block at a time; None for anything that is not one."""
+    try:
+        with open_regular(path) as handle:
+            return _sha256_of(handle)
+    except (OSError, ValueError):  # missing, a FIFO or device, a NUL byte or an unencodable name
         return None
 
 
-def _read_bytes(path: Path) -> bytes:
+def _sha256_of(handle: BinaryIO) -> str:
+    """Return the SHA-256 of the rest of ``handle``, read a block at a time (hashlib.file_digest is 3.11+)."""
+    digest = hashlib.sha256()
+    for block in iter(lambda: handle.read(1 << 16), b""):
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _read(path: Path) -> tuple[str, _Reading]:
+    """Return the file's SHA-256 and its reading; raise ClaimLoadError when it cannot be read or is too large."""
     try:
-        return path.read_bytes()
+        with open_regular(path) as handle:
+            data = handle.read(MAX_CLAIM_BYTES + 1)
+            if len(data) > MAX_CLAIM_BYTES:  # hash the whole file for the ledger, a block at a time
+                handle.seek(0)
+                digest = _sha256_of(handle)
+                size = handle.tell()
+                raise ClaimLoadError(
+                    f"{path}: is {size:,} bytes; a claim file may hold at most {MAX_CLAIM_BYTES:,} bytes (1 MiB), "
+                    "so keep large data in a file the claim reads",
+                    sha256=digest,
+                )
     except OSError as exc:
         raise ClaimLoadError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    return digest, _reading(data, digest)
 
 
-def _parse(path: Path, data: bytes, digest: str) -> ast.Module:
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading when it is a regular file; raise OSError for anything else.
+
+    A repository can hold a FIFO named like a claim (opening it waits for a writer forever)
+    or a symlink to /dev/zero (reading it never ends), so the file is opened without
+    waiting (O_NONBLOCK) and refused unless it is a regular file (issue 13).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+            raise _NotRegularFile(errno.EINVAL, f"it is {what}, not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:  # close the descriptor, then re-raise
+        os.close(fd)
+        raise
+
+
+class _NotRegularFile(OSError):
+    """A folder, FIFO, device or socket where a file was expected."""
+
+
+def _has_claim_line(path: Path) -> bool:
+    """Return whether a line of the file starts with a CLAIM binding, without loading it whole."""
+    try:
+        with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return _CLAIM_LINE.search(view) is not None
+    except _NotRegularFile:  # a FIFO or a device named *.py is no claim file; discovery skips it
+        return False
+    except (OSError, ValueError):  # unreadable, or empty (mmap refuses 0 bytes): a claim to report
+        return True
+
+
+# Readings by SHA-256; each is a few hundred bytes (the CLAIM values, the imports, the notes).
+_READINGS: OrderedDict[str, _Reading] = OrderedDict()
+_READINGS_KEPT = 512
+
+
+def _reading(data: bytes, digest: str) -> _Reading:
+    """Return the reading of ``data``, parsed only the first time this content is seen."""
+    with _PARSE_LOCK:  # one parse per content even when several threads ask at once
+        reading = _READINGS.get(digest)
+        if reading is None:
+            reading = _read_source(data)
+            _READINGS[digest] = reading
+            while len(_READINGS) > _READINGS_KEPT:
+                _READINGS.popitem(last=False)
+        _READINGS.move_to_end(digest)
+        return reading
+
+
+def _read_source(data: bytes) -> _Reading:
+    """Parse ``data`` once and take from the tree what every static reader needs (call with _PARSE_LOCK held)."""
+    try:
+        tree = _parse(data)
+    except _Problem as exc:
+        return _Reading(None, None, str(exc), (), ())
+    bindings = _top_level_bindings(tree)
+    imports = tuple(imports_in(tree))
+    try:
+        claim = _claim_literal(bindings)
+    except _Problem as exc:
+        return _Reading(frozenset(bindings), exc.claim, str(exc), imports, ())
+    problem = _claim_problem(claim) or _missing_function(bindings)
+    if problem is not None:
+        return _Reading(frozenset(bindings), claim, problem, imports, ())
+    from physverify import specscan  # here, not at the top: specscan reads trees through this module
+
+    try:
+        notes = tuple(specscan.notes_in(tree, claim.get("file")))
+    except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard
+        return _Reading(frozenset(bindings), claim, f"cannot be scanned for its reference: {_clip(str(exc))}", imports, ())
+    return _Reading(frozenset(bindings), claim, None, imports, notes)
+
+
+class _Problem(Exception):
+    """Why a file is not a loadable claim; ``claim`` is the part of CLAIM that could be read."""
+
+    def __init__(self, message: str, claim: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.claim = claim
+
+
+def _parse(data: bytes) -> ast.Module:
     """Return the module's syntax tree; decoding honours a PEP 263 coding line, else UTF-8."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         source = data.decode(encoding)
     except (SyntaxError, LookupError) as exc:  # a bad or unknown coding line
-        raise ClaimLoadError(f"{path}: cannot be decoded: {exc}", sha256=digest) from None
+        raise _Problem(f"cannot be decoded: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise ClaimLoadError(
-            f"{path}: is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})",
-            sha256=digest,
+        raise _Problem(
+            f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})"
         ) from None
     try:
-        return parse_module(source, str(path))
+        return ast.parse(source, filename="<claim>")  # the caller holds _PARSE_LOCK
     except SyntaxError as exc:
-        raise ClaimLoadError(f"{path}: is not valid Python: {exc.msg} (line {exc.lineno})", sha256=digest) from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; absurd nesting
-        raise ClaimLoadError(f"{path}: is not valid Python: {exc}", sha256=digest) from None
+        raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
+    except ValueError as exc:  # null bytes
+        raise _Problem(f"is not valid Python: {_clip(str(exc))}") from None
+    except (RecursionError, MemoryError) as exc:  # thousands of levels: the parser's stack ran out
+        raise _Problem(f"is nested too deeply to be read ({_clip(str(exc)) or type(exc).__name__})") from None
+
+
+def imports_in(tree: ast.AST) -> list[Import]:
+    """Every import statement in ``tree``, also inside functions and blocks, as (level, module, names)."""
+    found: list[Import] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((0, alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+    return found
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """Return ``text`` cut to ``limit`` characters: a message never holds a whole value from the file."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _top_level_bindings(tree: ast.Module) -> dict[str, ast.stmt]:
@@ -169,30 +340,49 @@ def _target_names(target: ast.expr) -> list[str]:
     return []
 
 
-def _claim_literal(path: Path, bindings: dict[str, ast.stmt], digest: str) -> dict[str, Any]:
-    """Return CLAIM as a dict of string keys and string or number values, or raise."""
+def _claim_literal(bindings: dict[str, ast.stmt]) -> dict[str, Any]:
+    """Return CLAIM as a dict of string keys and string or number values, or raise _Problem."""
     stmt = bindings.get("CLAIM")
     if stmt is None:
-        raise ClaimLoadError(f"{path}: CLAIM is not defined at the top level", sha256=digest)
+        raise _Problem("CLAIM is not defined at the top level")
     value = _literal(stmt.value) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
     if not isinstance(value, dict):
-        raise ClaimLoadError(
-            f"{path}: CLAIM is not a literal dict (strings and numbers only, so it can be read without running "
-            "the file)",
-            sha256=digest,
+        raise _Problem(
+            "CLAIM is not a literal dict (strings and numbers only, so it can be read without running the file)"
         )
-    readable = {k: v for k, v in value.items() if isinstance(k, str) and _is_scalar(v)}
-    problem = next((_item_problem(key, item) for key, item in value.items() if _item_problem(key, item)), None)
+    problems = {key: _item_problem(key, item) for key, item in value.items()}
+    readable = {k: v for k, v in value.items() if problems[k] is None}
+    problem = next((text for text in problems.values() if text is not None), None)
     if problem is not None:  # the readable part still goes to the ledger (section 3)
-        raise ClaimLoadError(f"{path}: {problem}", claim=readable, sha256=digest)
+        raise _Problem(problem, claim=readable)
     return readable
 
 
 def _item_problem(key: object, item: object) -> str | None:
     if not isinstance(key, str):
-        return f"CLAIM keys must be strings; {key!r} is not"
+        return f"CLAIM keys must be strings; {_clip(repr(key))} is not"
     if not _is_scalar(item):
-        return f"CLAIM[{key!r}] must be a string or a number, not {type(item).__name__}"
+        return f"CLAIM[{_clip(repr(key))}] must be a string or a number, not {type(item).__name__}"
+    if key in ("file", "repo") and isinstance(item, str):
+        return _path_problem(key, item)
+    return None
+
+
+# File systems refuse a name over 255 bytes and a path over 4096 (Linux), with an error
+# where the claim's file is looked up (issue 13, item 7); the root goes in front of it.
+_MAX_NAME_BYTES = 255
+_MAX_PATH_CHARS = 1024
+
+
+def _path_problem(key: str, path: str) -> str | None:
+    """Return why CLAIM's ``file`` or ``repo`` cannot name a file on any file system, or None."""
+    if "\x00" in path:  # every file system call on it raises ValueError
+        return f"CLAIM[{key!r}] holds a NUL character, so it cannot be a path"
+    if len(path) > _MAX_PATH_CHARS:
+        return f"CLAIM[{key!r}] is {len(path):,} characters long; a path here has at most {_MAX_PATH_CHARS:,}"
+    parts = path.replace("\\", "/").split("/")
+    if any(len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES for part in parts):
+        return f"CLAIM[{key!r}] has a part longer than {_MAX_NAME_BYTES} bytes, which no file system allows"
     return None
 
 
@@ -220,7 +410,7 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
     unknown = [key for key in claim if key not in REQUIRED_KEYS + OPTIONAL_KEYS]
     if unknown:
         return (
-            f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(k) for k in unknown)} "
+            f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {_clip(', '.join(repr(k) for k in unknown))} "
             f"(allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})"
         )
     for key in claim:
@@ -233,16 +423,16 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
 def _value_problem(key: str, value: object) -> str | None:
     if key == "line":
         if not isinstance(value, int):
-            return f"CLAIM['line'] must be an integer, not {value!r}"
+            return f"CLAIM['line'] must be an integer, not {_clip(repr(value))}"
         return None if value >= 1 else f"CLAIM['line'] is {value}; line numbers start at 1"
     if not isinstance(value, str):
-        return f"CLAIM[{key!r}] must be a string, not {value!r}"
+        return f"CLAIM[{key!r}] must be a string, not {_clip(repr(value))}"
     if value.strip() == "":
         return f"CLAIM[{key!r}] is empty"
     if value.strip() == FILL_IN:
         return f"CLAIM[{key!r}] is still {FILL_IN!r}; fill it in"
     if key == "impact" and value not in IMPACTS:
-        return f"CLAIM['impact'] is {value!r}; it must be one of {', '.join(IMPACTS)}"
+        return f"CLAIM['impact'] is {_clip(repr(value))}; it must be one of {', '.join(IMPACTS)}"
     return None
 
 

@@ -7,7 +7,6 @@ timeout check and the ledger write.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -140,7 +139,7 @@ _PATH_FIELDS = ("claim_file", "claim_key")
 def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     record = _ledger.new_record(str(claim_path), date, __version__, timeout_s)
-    record["claim_sha256"] = _sha256_or_none(claim_path)
+    record["claim_sha256"] = claim.sha256_or_none(claim_path)
     return record
 
 
@@ -155,7 +154,7 @@ def _claim_fields(
         if key in values:
             fields[key] = values[key]
     target = find_target(root, claim_path, values.get("file"))
-    fields["file_sha256"] = _sha256_or_none(target) if target is not None else None
+    fields["file_sha256"] = claim.sha256_or_none(target) if target is not None else None
     return fields
 
 
@@ -178,10 +177,3 @@ def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
         except (OSError, RuntimeError, ValueError):  # unreadable, a symlink loop, a NUL byte: not the target
             continue
     return None
-
-
-def _sha256_or_none(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None

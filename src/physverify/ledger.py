@@ -10,10 +10,12 @@ not make the history unreadable.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
 import posixpath
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,10 +82,11 @@ def append_record(path: Path, record: Mapping[str, Any]) -> None:
         # writer can overwrite another's line through a stale offset. O_CREAT without
         # O_TRUNC or O_EXCL: two first writers racing to create the ledger share one file
         # and neither empties it. O_RDWR only so the last byte can be read below.
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NO_WAIT, 0o644)
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot open the ledger for appending: {exc.strerror or exc}") from None
     try:
+        _require_regular(path, fd, "append to")
         _locked_append(path, fd, line)
     finally:
         os.close(fd)  # closing also releases the lock if anything above failed
@@ -95,23 +98,44 @@ def _locked_append(path: Path, fd: int, line: bytes) -> None:
         # writer can append in between, so the check below stays true, lines never
         # interleave, and a reader with the lock (none needs one) would see whole lines.
         fcntl.flock(fd, fcntl.LOCK_EX)
+    size = -1
     try:
+        size = os.fstat(fd).st_size
         # A writer killed mid-line (or a hand edit) may have left the file without a final
         # newline; the new line must not be glued onto that torn line. The fix-up newline
         # goes into the SAME write as the line, so a crash cannot separate them.
-        data = (b"\n" if _ends_torn(fd) else b"") + line
+        data = (b"\n" if _ends_torn(fd, size) else b"") + line
         _write_all(path, fd, data)
         os.fsync(fd)  # the line is on disk before the verdict is reported
     except OSError as exc:
-        raise PhysverifyError(f"{path}: cannot append to the ledger: {exc.strerror or exc}") from None
+        problem = f"{path}: cannot append to the ledger: {exc.strerror or exc}"
+        raise PhysverifyError(problem + _restore(fd, size)) from None
+    except PhysverifyError as exc:
+        raise PhysverifyError(str(exc) + _restore(fd, size)) from None
     finally:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def _ends_torn(fd: int) -> bool:
-    size = os.fstat(fd).st_size
+def _ends_torn(fd: int, size: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _restore(fd: int, size: int) -> str:
+    """Cut the file back to ``size`` after a failed append; return what to add to the message.
+
+    A full disk (or a file size limit) takes part of the line and refuses the rest; left
+    there, the part would sit in the middle of the ledger for good once the next append
+    succeeds (issue 13, item 13). We still hold the lock, so no other writer's line lies
+    beyond ``size``.
+    """
+    if size < 0:  # the size could not be read: nothing was written
+        return ""
+    try:
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        return f"; the part written could not be removed ({exc.strerror or exc}), so the ledger ends in a torn line"
+    return "; the ledger is as it was"
 
 
 def _write_all(path: Path, fd: int, data: bytes) -> None:
@@ -189,13 +213,36 @@ def parse_ledger(data: bytes, name: str) -> LedgerRead:
 def _read_bytes(path: Path) -> bytes:
     """The ledger file's bytes; a missing ledger is empty."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | _NO_WAIT)
     except FileNotFoundError:
         return b""
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
     except ValueError as exc:  # a NUL byte, or a name the file system cannot encode (a lone surrogate)
         raise PhysverifyError(f"{visible(str(path))}: cannot read the ledger: {exc}") from None
+    try:
+        _require_regular(path, fd, "read")
+    except BaseException:  # close, then re-raise
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+
+
+# A ledger named by a repository may be a FIFO (opening it would wait for a writer for
+# ever) or a symlink to /dev/zero (reading it never ends): open without waiting, then
+# refuse anything but a regular file (issue 13).
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _require_regular(path: Path, fd: int, doing: str) -> None:
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+        raise PhysverifyError(f"{path}: cannot {doing} the ledger: it is {what}, not a regular file")
 
 
 def _read_lines(path: Path) -> list[_Line]:
@@ -204,6 +251,9 @@ def _read_lines(path: Path) -> list[_Line]:
 
 
 def _split_lines(data: bytes) -> list[_Line]:
+    # An editor may save the file with a UTF-8 byte order mark; json.loads refuses it, which
+    # dropped the first line and so the first claim's baseline (issue 13, item 12).
+    data = data.removeprefix(codecs.BOM_UTF8)
     # Split on b"\n" only: str.splitlines would also split on U+2028 and friends, which
     # ensure_ascii=False leaves raw inside JSON strings.
     chunks = data.split(b"\n")

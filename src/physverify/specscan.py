@@ -6,6 +6,10 @@ runs) and reports each function whose name says it is a reference (reference*, *
 ref_*, exact*, analytic*, expected*) and whose body calls or uses the module of
 CLAIM["file"] or a name imported from it, directly or through a helper function defined
 in the same file. It is a heuristic: no note does not prove the reference independent.
+
+The file is hostile input: its syntax tree can be thousands of levels deep (a 1500-deep
+attribute chain is valid Python), so every walk here is a loop, never a recursion
+(issue 13, item 7).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Union
 
-from physverify.claim import parse_module
+from physverify import claim as claim_module
 
 _REFERENCE_NAME = re.compile(r"^_*(reference|ref_|exact|analytic|expected)|_ref$", re.IGNORECASE)
 
@@ -25,9 +29,21 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 
 def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
     """Return one sentence per reference function that uses the code under test (rule 1)."""
-    modules = _module_names(claim.get("file"))
+    file = claim.get("file")
+    if not _module_names(file):
+        return []
+    # confirm asks about the file's own CLAIM, which claim.py scanned in its one parse
+    own = claim_module.own_reference_notes(path, file)
+    if own is not None:
+        return own
     tree = _parse(path)
-    if not modules or tree is None:  # claim.read_claim reports an unreadable file or CLAIM
+    return [] if tree is None else notes_in(tree, file)  # claim.read_claim reports an unreadable file
+
+
+def notes_in(tree: ast.Module, file: object) -> list[str]:
+    """Return rule 1's notes for the syntax tree of a claim file whose CLAIM["file"] is ``file``."""
+    modules = _module_names(file)
+    if not modules:
         return []
     targets = _imported_targets(tree, modules)
     helpers = _named_functions(tree)
@@ -35,13 +51,21 @@ def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
     for name, node in _reference_functions(tree):
         for target, verb, via in _uses(node, targets, modules, helpers, seen={name}):
             through = f" (through {via}())" if via else ""
-            notes.append(f"{name}() (line {node.lineno}) {verb} {target}, the code under test{through}")
+            notes.append(f"{name}() (line {node.lineno}) {verb} {_clip(target)}, the code under test{through}")
     return notes
+
+
+def _clip(name: str) -> str:
+    return name if len(name) <= 120 else name[:117] + "..."
 
 
 def _parse(path: Path) -> ast.Module | None:
     try:
-        return parse_module(path.read_bytes(), str(path))
+        with claim_module.open_regular(path) as handle:
+            data = handle.read(claim_module.MAX_CLAIM_BYTES + 1)
+        if len(data) > claim_module.MAX_CLAIM_BYTES:  # claim.read_claim refuses it, naming the size
+            return None
+        return claim_module.parse_module(data, str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # claim.py reports these
         return None
 
@@ -121,20 +145,33 @@ def _walk_uses(
     helpers: dict[str, FunctionNode],
     seen: set[str],
 ) -> Iterator[tuple[str, str, str]]:
+    # Depth first through the helpers the function calls, with a stack instead of recursion:
+    # a chain of 1500 helpers calling each other is a valid claim file.
+    stack: list[tuple[Iterator[tuple[str, bool]], str]] = [(_free_loads(function), "")]
+    while stack:
+        loads, via = stack[-1]
+        found = next(loads, None)
+        if found is None:
+            stack.pop()
+            continue
+        dotted, called = found
+        root = dotted.split(".")[0]
+        qualified = _qualified(dotted, targets[root]) if root in targets else ""
+        if qualified and _under_test(qualified, modules):
+            yield qualified, "calls" if called else "uses", via
+        elif root == dotted and root in helpers and root not in seen and called:
+            seen.add(root)  # follow a call into a helper defined in this file, once
+            stack.append((_free_loads(helpers[root]), root))  # a note names the helper that uses it
+
+
+def _free_loads(function: FunctionNode) -> Iterator[tuple[str, bool]]:
+    """Yield (dotted name, whether it is called) for each outermost load not bound inside ``function``."""
     local = _local_names(function)
     called = {id(node.func) for node in ast.walk(function) if isinstance(node, ast.Call)}
     for node in _outermost_loads(function):
         dotted = _dotted(node)
-        root = dotted.split(".")[0]
-        if root in local:  # a parameter or local variable that shadows an import
-            continue
-        qualified = _qualified(dotted, targets[root]) if root in targets else ""
-        if qualified and _under_test(qualified, modules):
-            yield qualified, "calls" if id(node) in called else "uses", ""
-        elif root == dotted and root in helpers and root not in seen and id(node) in called:
-            seen.add(root)  # follow a call into a helper defined in this file, once
-            for target, verb, via in _walk_uses(helpers[root], targets, modules, helpers, seen):
-                yield target, verb, via or root
+        if dotted.split(".")[0] not in local:  # a parameter or local variable that shadows an import
+            yield dotted, id(node) in called
 
 
 def _under_test(qualified: str, modules: set[str]) -> bool:
@@ -151,27 +188,42 @@ def _qualified(dotted: str, module: str) -> str:
 
 def _outermost_loads(function: FunctionNode) -> Iterator[ast.expr]:
     """Yield each Name or attribute chain `a.b.c` that is read in the body, outermost only."""
+    chains: dict[int, bool] = {}  # id(Attribute) -> whether it is a chain on a name, each node decided once
     inner: set[int] = set()
     for node in ast.walk(function):
-        if isinstance(node, ast.Attribute) and _dotted(node):
+        if isinstance(node, ast.Attribute) and _is_chain(node, chains):
             inner.add(id(node.value))
     for node in ast.walk(function):
         if id(node) in inner:
             continue
-        if isinstance(node, ast.Attribute) and _dotted(node) and isinstance(node.ctx, ast.Load):
+        if isinstance(node, ast.Attribute) and _is_chain(node, chains) and isinstance(node.ctx, ast.Load):
             yield node
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             yield node
 
 
+def _is_chain(node: ast.Attribute, chains: dict[int, bool]) -> bool:
+    """Return whether ``node`` is `name.a.b...`; remembers the answer for every attribute under it."""
+    below: list[int] = []
+    current: ast.expr = node
+    while isinstance(current, ast.Attribute) and id(current) not in chains:
+        below.append(id(current))
+        current = current.value
+    answer = chains[id(current)] if isinstance(current, ast.Attribute) else isinstance(current, ast.Name)
+    chains.update(dict.fromkeys(below, answer))
+    return answer
+
+
 def _dotted(node: ast.expr) -> str:
     """Return "a.b.c" for a chain of attributes on a name, else ""."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else ""
-    return ""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _local_names(function: FunctionNode) -> set[str]:
