@@ -33,7 +33,8 @@ REMOVED = "removed"  # in the baseline, the claim file is gone
 TRANSITIONS = (NEW, UNCHANGED, FIXED, REGRESSED, UNDECIDABLE, DECIDED, REMOVED)
 DEFAULT_FAIL_ON = frozenset({REGRESSED, FIXED, UNDECIDABLE})
 
-KNOWN_KEYS = ("timeout", "jobs", "ledger", "fail_on", "exclude", "expect")
+KNOWN_KEYS = ("timeout", "jobs", "ledger", "fail_on", "exclude", "expect", "isolation", "preload")
+ISOLATION_MODES = ("fresh", "fork")  # isolate.py's two ways to start a claim's child
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Config:
     fail_on: frozenset[str] = DEFAULT_FAIL_ON
     exclude: tuple[str, ...] = ()
     expect: Mapping[Path, str] = field(default_factory=dict)  # resolved claim path -> verdict
+    isolation: str | None = None  # fresh | fork; None: isolate.py's default (fork on Linux)
+    preload: tuple[str, ...] = ()  # modules the fork server imports besides those it finds
 
 
 def load_config(folder: Path) -> Config:
@@ -68,6 +71,8 @@ def load_config(folder: Path) -> Config:
         fail_on=_fail_on(path, data.get("fail_on")),
         exclude=_string_list(path, "exclude", data.get("exclude")),
         expect=_expect(path, folder, data.get("expect")),
+        isolation=_isolation(path, data.get("isolation")),
+        preload=_string_list(path, "preload", data.get("preload")),
     )
 
 
@@ -106,6 +111,14 @@ def _jobs(path: Path, value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _type_error(path, "jobs", "a whole number of at least 1", value)
     return value
+
+
+def _isolation(path: Path, value: object) -> str | None:
+    if value is None:
+        return None
+    if value not in ISOLATION_MODES:
+        raise _type_error(path, "isolation", " or ".join(ISOLATION_MODES), value)
+    return str(value)
 
 
 def _ledger(path: Path, folder: Path, value: object) -> Path | None:

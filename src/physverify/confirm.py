@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 from physverify import __version__, claim, isolate, specscan
 from physverify.checks import ERROR
+from physverify.config import load_config
 from physverify.errors import RefusedError, UsageError
 from physverify.ledger import LEDGER_VERSION, append_record, claim_key, repo_commit, repo_root_for
 from physverify.verdict import Verdict, decide
@@ -62,13 +63,16 @@ def confirm(
     timeout_s: object = DEFAULT_TIMEOUT_S,
     trusted: bool = False,
     allow_dependent_reference: str | None = None,
+    isolation: str | None = None,
 ) -> Evaluation:
     """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
     require_trust(trusted)  # before anything is read, run or written
     seconds = parse_timeout(timeout_s)
     if not Path(ledger).parent.is_dir():  # found before the run, not after minutes of it
         raise UsageError(f"{ledger}: the ledger's folder does not exist")
-    evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference)
+    settings = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
+    evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference,
+                          isolation=isolation or settings.isolation, preload=settings.preload)
     append_record(Path(ledger), evaluation.record)
     return evaluation
 
@@ -80,11 +84,13 @@ def evaluate(
     allow_dependent_reference: str | None = None,
     repo_root: Path | None = None,
     commit_of: Callable[[Path], str | None] = repo_commit,
+    isolation: str | None = None,
+    preload: Sequence[str] = (),
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
     ``commit_of`` looks up ``repo_commit`` for the root; replay passes one that remembers
-    the answer for the whole run.
+    the answer for the whole run. ``isolation`` and ``preload`` go to isolate.run_child.
     """
     claim_path = Path(claim_path)
     record = _base_record(claim_path, timeout_s)
@@ -102,7 +108,8 @@ def evaluate(
         notes = []
     if notes:  # rule 1 is static: nothing runs
         return _finish(record, decide(dependent_notes=notes))
-    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=[root])
+    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=[root], isolation=isolation,
+                              preload=preload)
     return _finish(record, _decide_child(record, child, timeout_s, claim_path))
 
 

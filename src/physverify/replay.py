@@ -327,7 +327,7 @@ def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | 
 
 
 def _runner(timeout_s: float, before: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str], total: int,
-            progress: Progress | None) -> Callable[[_Planned], ClaimRun]:
+            progress: Progress | None, isolation: str | None = None) -> Callable[[_Planned], ClaimRun]:
     lock = threading.Lock()
     done = [0]
     # The commit (and its dirty flag) is looked up once per repository for the whole run,
@@ -335,7 +335,8 @@ def _runner(timeout_s: float, before: Mapping[str, Mapping[str, Any]], fail_on: 
     commit_of = functools.lru_cache(maxsize=None)(ledger.repo_commit)
 
     def run_one(item: _Planned) -> ClaimRun:
-        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, repo_root=item.root, commit_of=commit_of)
+        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, repo_root=item.root, commit_of=commit_of,
+                                      isolation=isolation or item.config.isolation, preload=item.config.preload)
         run = _judge(item, evaluation.record, before.get(item.key), fail_on)
         if progress is not None:
             with lock:  # one progress line at a time, numbered in the order claims finish
@@ -381,6 +382,7 @@ def replay(
     shard: str | None = None,
     record_all: bool = False,
     progress: Progress | None = None,
+    isolation: str | None = None,
 ) -> ReplayResult:
     """Replay the claims folders against their baseline, append the ledger lines, return the gate's result."""
     confirm.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
@@ -401,7 +403,7 @@ def replay(
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before, changed)
-    run_one = _runner(seconds, before, first.fail_on, len(planned), progress)
+    run_one = _runner(seconds, before, first.fail_on, len(planned), progress, isolation)
     with _mapper(min(workers, max(len(planned), 1))) as mapper:
         runs = list(mapper(run_one, planned))
     runs = _write(runs, target, record_all)
