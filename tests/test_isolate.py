@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from physverify import isolate
+from physverify import isolate, warm
 
 SPEC_HEADER = "from physverify import Check, Result, PASS, FAIL\n"
+
+
+@pytest.fixture(params=isolate.ISOLATION_MODES)
+def isolation(request: pytest.FixtureRequest) -> str:
+    """Every isolation property holds for the fresh child and for the forked one (issue 11)."""
+    return str(request.param)
 
 
 def write_spec(folder: Path, body: str, name: str = "verify_case.py") -> Path:
@@ -51,7 +59,7 @@ def assert_ends_soon(pidfile: Path) -> None:
     assert not pid_alive(pid)
 
 
-def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Path) -> None:
+def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Path, isolation: str) -> None:
     spec = write_spec(
         tmp_path,
         """
@@ -64,7 +72,7 @@ def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Pa
             return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
         """,
     )
-    outcome = isolate.run_child("spec", spec, timeout_s=60)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is not None
     assert [c["status"] for c in outcome.payload["checks"]] == ["PASS"]
     assert "{not json from print" in outcome.stderr_tail
@@ -78,7 +86,7 @@ def test_only_the_first_json_value_after_the_marker_is_read() -> None:
     assert isolate.parse_payload((isolate.MARKER + "\n{truncated").encode()) is None
 
 
-def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path) -> None:
+def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path, isolation: str) -> None:
     pidfile = tmp_path / "grandchild.pid"
     spec = write_spec(tmp_path, start_sleeper(pidfile) + """
         def checks():
@@ -86,25 +94,25 @@ def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path)
             return []
     """)
     started = time.monotonic()
-    outcome = isolate.run_child("spec", spec, timeout_s=2)
+    outcome = isolate.run_child("spec", spec, timeout_s=2, isolation=isolation)
     assert outcome.timed_out and outcome.payload is None
     assert time.monotonic() - started < 30
     assert_ends_soon(pidfile)
 
 
-def test_a_grandchild_left_running_after_a_normal_exit_is_ended_too(tmp_path: Path) -> None:
+def test_a_grandchild_left_running_after_a_normal_exit_is_ended_too(tmp_path: Path, isolation: str) -> None:
     pidfile = tmp_path / "daemon.pid"
     spec = write_spec(tmp_path, start_sleeper(pidfile) + """
         def checks():
             return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
     """)
     started = time.monotonic()
-    outcome = isolate.run_child("spec", spec, timeout_s=60)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is not None and time.monotonic() - started < 30
     assert_ends_soon(pidfile)
 
 
-def test_os_exit_gives_no_result_and_names_the_exit_code(tmp_path: Path) -> None:
+def test_os_exit_gives_no_result_and_names_the_exit_code(tmp_path: Path, isolation: str) -> None:
     spec = write_spec(
         tmp_path,
         """
@@ -114,30 +122,31 @@ def test_os_exit_gives_no_result_and_names_the_exit_code(tmp_path: Path) -> None
             os._exit(3)
         """,
     )
-    outcome = isolate.run_child("spec", spec, timeout_s=60)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is None and not outcome.timed_out
     assert outcome.failure() == "the claim's process exited with code 3 before it reported a result"
     assert "about to leave" in outcome.stderr_tail
 
 
-def test_a_segfault_is_reported_as_the_signal(tmp_path: Path) -> None:
+def test_a_segfault_is_reported_as_the_signal(tmp_path: Path, isolation: str) -> None:
     spec = write_spec(
         tmp_path,
         """
-        import ctypes
+        import ctypes, sys
         def checks():
+            sys.stderr.write("about to crash\\n")
             ctypes.string_at(0)
         """,
     )
-    outcome = isolate.run_child("spec", spec, timeout_s=60)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is None
     assert "SIGSEGV" in (outcome.failure() or "")
-    assert "Fatal Python error" in outcome.stderr_tail or outcome.stderr_tail == "" or "Segmentation" in outcome.stderr_tail
+    assert "about to crash" in outcome.stderr_tail
 
 
-def test_an_exception_at_import_is_a_load_error_with_the_traceback_on_stderr(tmp_path: Path) -> None:
+def test_an_exception_at_import_is_a_load_error_with_the_traceback_on_stderr(tmp_path: Path, isolation: str) -> None:
     spec = write_spec(tmp_path, "import solver_that_does_not_exist\n")
-    outcome = isolate.run_child("spec", spec, timeout_s=60)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is not None
     assert outcome.payload["load_error"] == (
         "importing it raised ModuleNotFoundError: No module named 'solver_that_does_not_exist'"
@@ -155,12 +164,14 @@ def test_an_exception_at_import_is_a_load_error_with_the_traceback_on_stderr(tmp
         ("def checks():\n    return None\n", "checks() returned None, not a non-empty list of physverify Check"),
     ],
 )
-def test_checks_that_are_missing_or_not_checks_are_load_errors(tmp_path: Path, body: str, problem: str) -> None:
-    outcome = isolate.run_child("spec", write_spec(tmp_path, body), timeout_s=60)
+def test_checks_that_are_missing_or_not_checks_are_load_errors(
+    tmp_path: Path, isolation: str, body: str, problem: str
+) -> None:
+    outcome = isolate.run_child("spec", write_spec(tmp_path, body), timeout_s=60, isolation=isolation)
     assert outcome.payload is not None and outcome.payload["load_error"] == problem
 
 
-def test_the_child_runs_in_the_files_folder_with_that_folder_first_on_sys_path(tmp_path: Path) -> None:
+def test_the_child_runs_in_the_files_folder_with_that_folder_first_on_sys_path(tmp_path: Path, isolation: str) -> None:
     (tmp_path / "local_solver.py").write_text("SHADOW = True\n")
     spec = write_spec(
         tmp_path,
@@ -172,7 +183,179 @@ def test_the_child_runs_in_the_files_folder_with_that_folder_first_on_sys_path(t
             return [Check("demo", "folder first", lambda: Result(PASS if ok else FAIL, sys.path[0]))]
         """,
     )
-    outcome = isolate.run_child("spec", spec, timeout_s=60)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is not None, outcome.stderr_tail
     assert outcome.payload["checks"][0]["status"] == "PASS"
     assert not list(tmp_path.rglob("*.pyc")), "the child must not write bytecode next to the code"
+
+
+def test_fork_is_the_default_on_linux_and_fresh_can_be_asked_for() -> None:
+    assert isolate.resolve_isolation(None) == (isolate.FORK if sys.platform.startswith("linux") else isolate.FRESH)
+    assert isolate.resolve_isolation("fresh") == isolate.FRESH
+    with pytest.raises(ValueError, match="isolation must be one of fresh, fork"):
+        isolate.resolve_isolation("thread")
+
+
+def test_importing_physverify_does_not_import_numpy() -> None:
+    code = "import sys, physverify; assert physverify.__version__; print('numpy' in sys.modules)"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "False"
+
+
+def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(tmp_path: Path, isolation: str) -> None:
+    pidfile = tmp_path / "escaped.pid"
+    spec = write_spec(tmp_path, f"""
+        import subprocess, sys
+        escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+        open({str(pidfile)!r}, "w").write(str(escaped.pid))
+        def checks():
+            return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
+    """)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
+    assert outcome.payload is not None, outcome.stderr_tail
+    assert_ends_soon(pidfile)
+
+
+def test_an_edit_to_the_solver_between_two_runs_is_seen(tmp_path: Path, isolation: str) -> None:
+    solver = tmp_path / "solver_under_edit.py"
+    solver.write_text("RATE = 1.0\n")
+    spec = write_spec(tmp_path, """
+        import solver_under_edit
+        def checks():
+            ok = solver_under_edit.RATE == 1.0
+            return [Check("demo", "rate", lambda: Result(PASS if ok else FAIL, str(solver_under_edit.RATE)))]
+    """)
+    first = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
+    solver.write_text("RATE = 2.0\n")
+    second = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
+    assert first.payload is not None and second.payload is not None
+    assert [first.payload["checks"][0]["status"], second.payload["checks"][0]["status"]] == ["PASS", "FAIL"]
+
+
+def test_a_claim_that_changes_numpy_or_physverify_does_not_change_the_next_claim(tmp_path: Path, isolation: str) -> None:
+    polluter = write_spec(tmp_path, """
+        import numpy as np
+        import physverify.checks
+        np.seterr(all="raise")
+        np.pi = 3.0
+        np.linalg.norm = lambda *args, **kwargs: 0.0
+        physverify.checks.OVERRUN_FACTOR = 99.0
+        np.random.seed(0)
+        def checks():
+            return [Check("demo", "pollutes", lambda: Result(PASS, repr(np.random.random())))]
+    """, name="verify_polluter.py")
+    observer = write_spec(tmp_path, """
+        import numpy as np
+        import physverify.checks
+        def checks():
+            clean = (np.geterr()["divide"] == "warn" and np.pi != 3.0 and np.linalg.norm([3.0, 4.0]) == 5.0
+                     and physverify.checks.OVERRUN_FACTOR == 2.0)
+            return [Check("demo", "clean", lambda: Result(PASS if clean else FAIL, repr(np.random.random())))]
+    """, name="verify_observer.py")
+    polluted = isolate.run_child("spec", polluter, timeout_s=60, isolation=isolation)
+    observed = [isolate.run_child("spec", observer, timeout_s=60, isolation=isolation) for _ in range(2)]
+    assert polluted.payload is not None and all(o.payload is not None for o in observed)
+    assert [o.payload["checks"][0]["status"] for o in observed] == ["PASS", "PASS"]  # type: ignore[index]
+    draws = {polluted.payload["checks"][0]["message"]} | {o.payload["checks"][0]["message"] for o in observed}  # type: ignore[index]
+    assert len(draws) == 3, "each child's global numpy generator starts from fresh entropy"
+
+
+@pytest.mark.parametrize(
+    ("body", "load_error", "check_message"),
+    [
+        ("raise KeyboardInterrupt\n", "importing it raised KeyboardInterrupt (at verify_case.py:2 in <module>)", None),
+        ("import sys\ndef checks():\n    sys.exit(0)\n", "checks() raised SystemExit: 0 (at verify_case.py:4 in checks)", None),
+        ("def checks():\n    return [Check('x', 1.5, lambda: Result(PASS))]\n",
+         "checks() returned a Check whose label is a float, not a string", None),
+        ("import sys\ndef checks():\n    return [Check('x', 'y', lambda: sys.exit(4))]\n", None,
+         "SystemExit: 4 (at verify_case.py:4 in <lambda>): a check must return a Result, not end the process"),
+        ("def checks():\n    return [Check('x', 'y', lambda: Result(PASS), budget_s='soon')]\n", None,
+         "budget_s must be a positive number of seconds, not 'soon'; the check was not run"),
+        ("def checks():\n    return [Check('x', 'y', lambda: Result(PASS, object()))]\n", None,
+         "the check's Result has a message that is a object, not a string"),
+    ],
+)
+def test_the_claims_own_exits_and_miswritten_checks_are_named(
+    tmp_path: Path, isolation: str, body: str, load_error: str | None, check_message: str | None
+) -> None:
+    """Issue 13, item 22: these used to read 'exited with code N' or 'ended without reporting a result'."""
+    outcome = isolate.run_child("spec", write_spec(tmp_path, body), timeout_s=60, isolation=isolation)
+    assert outcome.payload is not None, outcome.failure()
+    assert outcome.payload["load_error"] == load_error
+    if check_message is not None:
+        assert [(c["status"], c["message"]) for c in outcome.payload["checks"]] == [("ERROR", check_message)]
+
+
+def test_a_result_over_the_limit_is_a_load_error_that_says_so(tmp_path: Path, isolation: str) -> None:
+    """Issue 13, item 14: it used to read 'ended without reporting a result'."""
+    spec = write_spec(tmp_path, f"""
+        def checks():
+            return [Check("demo", "huge", lambda: Result(PASS, "x" * {isolate.RESULT_LIMIT + 10}))]
+    """)
+    outcome = isolate.run_child("spec", spec, timeout_s=120, isolation=isolation)
+    assert outcome.payload is not None
+    assert outcome.payload["load_error"].startswith("its result is 32 MiB of JSON, over the 32 MiB a claim may report")
+
+
+def test_a_result_stream_that_overflows_the_parents_buffer_is_named() -> None:
+    outcome = isolate.ChildOutcome(0, None, "", False, 1.0, overflowed=True)
+    assert "wrote more than 33 MiB to its result stream" in (outcome.failure() or "")
+
+
+def test_the_claim_dies_with_the_process_that_started_it(tmp_path: Path, isolation: str) -> None:
+    """Issue 13, item 6: a killed confirm (CI cancel, OOM killer) leaves no claim running."""
+    pidfile = tmp_path / "claim.pid"
+    grandfile = tmp_path / "grandchild.pid"
+    spec = write_spec(tmp_path, start_sleeper(grandfile) + f"""
+        import os
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        def checks():
+            time.sleep(300)
+            return []
+    """)
+    runner = f"from physverify import isolate; isolate.run_child('spec', {str(spec)!r}, timeout_s=600, isolation={isolation!r})"
+    parent = subprocess.Popen([sys.executable, "-c", runner])
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and grandfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    parent.kill()
+    parent.wait()
+    assert_ends_soon(pidfile)
+    assert_ends_soon(grandfile)
+
+
+def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCP server keeps one fork server; an edit to what it preloaded must still be seen."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "pv_preloaded_lib.py").write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(lib))
+    monkeypatch.setattr(warm, "_STAMP_EVERY_S", 0.0)
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    spec = write_spec(folder, """
+        import pv_preloaded_lib
+        def checks():
+            return [Check("demo", "value", lambda: Result(PASS, str(pv_preloaded_lib.VALUE)))]
+    """)
+    warm.shutdown()
+    try:
+        first = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
+        server = warm._current
+        assert server is not None and "pv_preloaded_lib" in server.preload
+        (lib / "pv_preloaded_lib.py").write_text("VALUE = 22\n")
+        second = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
+        assert warm._current is not server
+    finally:
+        warm.shutdown()
+    assert [o.payload["checks"][0]["message"] for o in (first, second)] == ["1", "22"]  # type: ignore[index]
+
+
+def test_a_missing_module_gives_the_same_load_error_in_both_modes(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "import solver_nobody_installed\n")
+    errors = {mode: isolate.run_child("spec", spec, timeout_s=60, isolation=mode).payload for mode in isolate.ISOLATION_MODES}
+    assert errors["fresh"] == errors["fork"]
+    assert errors["fork"] == {"load_error": "importing it raised ModuleNotFoundError: No module named "
+                              f"'solver_nobody_installed' (at {spec.name}:2 in <module>)"}

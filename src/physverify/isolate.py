@@ -155,16 +155,34 @@ def _run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str,
     command = [sys.executable, "-B", "-m", "physverify.isolate", mode, str(path), "--parent", str(os.getpid())]
     for entry in extra:
         command += ["--sys-path", entry]
+    # The child's watchdog waits for EOF on this pipe: only this process holds the write end,
+    # so EOF means it died, and the watchdog kills the child's whole group (issue 13, item 6).
+    watch_r, watch_w = os.pipe() if os.name == "posix" else (-1, -1)
+    if watch_r >= 0:
+        command += ["--watch", str(watch_r)]
     start = time.monotonic()
-    proc = subprocess.Popen(
-        command,
-        cwd=path.parent,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=child_env,
-        **_new_group_kwargs(),
-    )
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=path.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env,
+            pass_fds=(watch_r,) if watch_r >= 0 else (),
+            **_new_group_kwargs(),
+        )
+    finally:
+        if watch_r >= 0:
+            os.close(watch_r)
+    try:
+        return _collect_fresh(proc, timeout_s, start, child_env[TOKEN_ENV])
+    finally:
+        if watch_w >= 0:
+            os.close(watch_w)
+
+
+def _collect_fresh(proc: subprocess.Popen[bytes], timeout_s: float, start: float, token: str) -> ChildOutcome:
     assert proc.stdout is not None and proc.stderr is not None
     streams = Streams(proc.stdout, proc.stderr)
     timed_out = False
@@ -177,7 +195,7 @@ def _run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str,
         # and keep burning CPU after the verdict.
         kill_group(proc.pid)
         proc.wait()
-    kill_leftovers(child_env[TOKEN_ENV])
+    kill_leftovers(token)
     return streams.outcome(proc.returncode, timed_out, start)
 
 
@@ -307,8 +325,8 @@ def parse_payload(stdout: bytes) -> dict[str, Any] | None:
 # --- the child ------------------------------------------------------------------------
 def main(argv: Sequence[str]) -> int:
     """Entry of the fresh child: die with the parent, redirect fd 1, run the file, send the result."""
-    mode, path, extra, parent = _parse_child_args(argv)
-    die_with_parent(parent)
+    mode, path, extra, parent, watch = _parse_child_args(argv)
+    die_with_parent(parent, watch)
     child_main(mode, path, extra, _divert_stdout())
     return 0
 
@@ -338,8 +356,15 @@ def encode_result(payload: dict[str, Any]) -> bytes:
     return (MARKER + "\n" + text + "\n").encode("utf-8")
 
 
-def die_with_parent(parent: int | None) -> None:
-    """On Linux, have the kernel SIGKILL this process when ``parent`` dies (issue 13, item 6)."""
+def die_with_parent(parent: int | None, watch: int | None) -> None:
+    """End this process and its group when ``parent`` dies (issue 13, item 6).
+
+    A watchdog process in the group waits for EOF on ``watch`` (the parent holds the only
+    write end) and then kills the group, grandchildren included; on Linux the kernel also
+    SIGKILLs this process itself at once (PR_SET_PDEATHSIG).
+    """
+    if watch is not None:
+        _start_watchdog(watch)
     if parent is None or not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -353,12 +378,27 @@ def die_with_parent(parent: int | None) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _parse_child_args(argv: Sequence[str]) -> tuple[str, Path, list[str], int | None]:
+def _start_watchdog(watch: int) -> None:
+    """Fork the watchdog before any code under test runs; it holds no pipe of the result or stderr."""
+    if os.fork() == 0:
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            while os.read(watch, 1):
+                pass
+            os.killpg(0, signal.SIGKILL)  # the parent is gone: so is everything the claim started
+        finally:
+            os._exit(0)
+    os.close(watch)
+
+
+def _parse_child_args(argv: Sequence[str]) -> tuple[str, Path, list[str], int | None, int | None]:
     mode, path, rest = argv[0], Path(argv[1]), list(argv[2:])
     pairs = [(rest[i], rest[i + 1]) for i in range(0, len(rest) - 1, 2)]
     extra = [value for flag, value in pairs if flag == "--sys-path"]
-    parents = [int(value) for flag, value in pairs if flag == "--parent"]
-    return mode, path, extra, parents[0] if parents else None
+    numbers = {flag: int(value) for flag, value in pairs if flag in ("--parent", "--watch")}
+    return mode, path, extra, numbers.get("--parent"), numbers.get("--watch")
 
 
 def _divert_stdout() -> int:
