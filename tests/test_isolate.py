@@ -359,3 +359,62 @@ def test_a_missing_module_gives_the_same_load_error_in_both_modes(tmp_path: Path
     assert errors["fresh"] == errors["fork"]
     assert errors["fork"] == {"load_error": "importing it raised ModuleNotFoundError: No module named "
                               f"'solver_nobody_installed' (at {spec.name}:2 in <module>)"}
+
+
+# --- the same verdicts in both modes ---------------------------------------------------
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _without_timings(record: dict[str, object]) -> dict[str, object]:
+    """A ledger line minus its date and every check's seconds: what must not differ between modes."""
+    kept = {k: v for k, v in record.items() if k != "date"}
+    for key in ("control", "checks"):
+        value = kept.get(key)
+        if isinstance(value, dict):
+            kept[key] = {k: v for k, v in value.items() if k != "seconds"}
+        elif isinstance(value, list):
+            kept[key] = [{k: v for k, v in item.items() if k != "seconds"} for item in value]
+    return kept
+
+
+@pytest.mark.parametrize(
+    "claim_path",
+    sorted((REPO / "claims").glob("*.py")) + sorted((REPO / "docs" / "examples" / "confirm").glob("claim_*.py")),
+    ids=lambda p: p.name,
+)
+def test_this_projects_claims_and_the_worked_examples_get_the_same_verdict_in_both_modes(claim_path: Path) -> None:
+    from physverify import confirm
+
+    records = {mode: confirm.evaluate(claim_path, timeout_s=300, isolation=mode).record for mode in isolate.ISOLATION_MODES}
+    assert records["fresh"]["verdict"] is not None
+    assert _without_timings(records["fresh"]) == _without_timings(records["fork"])
+
+
+def test_a_40_claim_replay_writes_the_same_lines_and_exit_code_in_both_modes(tmp_path: Path) -> None:
+    import json
+
+    from fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+
+    from physverify import replay
+
+    repo_root = tmp_path / "repo"
+    (repo_root / "claims").mkdir(parents=True)
+    (repo_root / "decay.py").write_text(DECAY_SOLVER)
+    for i in range(40):
+        text = DECAY_CLAIM.replace("_compare(1.0)", f"_compare({1.0 + i / 10})")
+        if i % 10 == 3:  # some not decidable: a control that fails
+            text = text.replace("_compare(0.0)", "Result(FAIL, 'control fails on purpose')")
+        if i % 10 == 7:  # and some that cannot load
+            text = text.replace("import decay\n", "import decay\nimport module_nobody_installed\n")
+        (repo_root / "claims" / f"claim_{i:02d}.py").write_text(text)
+    repo = init_repo(repo_root)
+    repo.index.add(["decay.py", *[f"claims/claim_{i:02d}.py" for i in range(40)]])
+    repo.index.commit("claims")
+    results = {}
+    for mode in isolate.ISOLATION_MODES:
+        ledger_path = tmp_path / f"{mode}.jsonl"
+        result = replay.replay([repo_root / "claims"], ledger=ledger_path, trusted=True, jobs=2, isolation=mode)
+        lines = [_without_timings(json.loads(line)) for line in ledger_path.read_text().splitlines()]
+        results[mode] = (result.exit_code, [run.verdict for run in result.claims], lines)
+    assert results["fresh"] == results["fork"]
+    assert len(results["fork"][2]) == 40 and {"rejected", "not decidable"} <= set(results["fork"][1])
