@@ -418,3 +418,39 @@ def test_a_40_claim_replay_writes_the_same_lines_and_exit_code_in_both_modes(tmp
         results[mode] = (result.exit_code, [run.verdict for run in result.claims], lines)
     assert results["fresh"] == results["fork"]
     assert len(results["fork"][2]) == 40 and {"rejected", "not decidable"} <= set(results["fork"][1])
+
+
+def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Path) -> None:
+    import json
+
+    from fixtures import DECAY_CLAIM, DECAY_SOLVER
+
+    from physverify import replay
+
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (claims / "decay.py").write_text(DECAY_SOLVER)
+    # the check's message names the program that started the child: the fork server, or physverify itself
+    (claims / "claim_parent.py").write_text(DECAY_CLAIM.replace(
+        'f"{got:.6g} against {want:.6g}"', 'open(f"/proc/{os.getppid()}/cmdline").read().replace("\\\\0", " ")'
+    ).replace("import math\n", "import math\nimport os\n", 1))
+    (claims / "physverify.yaml").write_text("isolation: fresh\n")
+    parents = {}
+    for flag in (None, "fork"):
+        ledger_path = tmp_path / f"{flag}.jsonl"
+        replay.replay([claims], ledger=ledger_path, trusted=True, isolation=flag)
+        parents[flag] = json.loads(ledger_path.read_text())["checks"][0]["message"]
+    assert "physverify.warm" not in parents[None] and "physverify.warm" in parents["fork"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("isolation: thread\n", "isolation must be fresh or fork, not 'thread'"), ("preload: scipy\n", "preload must be a list")],
+)
+def test_a_bad_isolation_or_preload_in_physverify_yaml_is_a_config_error(tmp_path: Path, text: str, message: str) -> None:
+    from physverify.config import load_config
+    from physverify.errors import ConfigError
+
+    (tmp_path / "physverify.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path)
