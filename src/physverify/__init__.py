@@ -41,7 +41,7 @@ _LAZY: dict[str, str] = {
     "reference_study": "physverify.studies",
 }
 
-__all__ = ["__version__", *sorted(_LAZY)]
+__all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - _LAZY is the one list of the public names
 
 
 def __getattr__(name: str) -> Any:
@@ -58,11 +58,28 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly
-    from physverify.checks import (
-        ERROR, EXACT, FAIL, INCONCLUSIVE, PASS, SKIP, STATUSES, Check, CheckOutcome, OrderResult, Result,
-        SkipCheck, requires, run_check,
-    )
-    from physverify.mms import ManufacturedODE, mms_order_study, mms_trajectory_study
-    from physverify.order import check_exact, check_order, fit_order, pairwise_orders
-    from physverify.studies import invariant_study, patch_study, reference_study
+if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X as X`` re-exports them)
+    from physverify.checks import ERROR as ERROR
+    from physverify.checks import EXACT as EXACT
+    from physverify.checks import FAIL as FAIL
+    from physverify.checks import INCONCLUSIVE as INCONCLUSIVE
+    from physverify.checks import PASS as PASS
+    from physverify.checks import SKIP as SKIP
+    from physverify.checks import STATUSES as STATUSES
+    from physverify.checks import Check as Check
+    from physverify.checks import CheckOutcome as CheckOutcome
+    from physverify.checks import OrderResult as OrderResult
+    from physverify.checks import Result as Result
+    from physverify.checks import SkipCheck as SkipCheck
+    from physverify.checks import requires as requires
+    from physverify.checks import run_check as run_check
+    from physverify.mms import ManufacturedODE as ManufacturedODE
+    from physverify.mms import mms_order_study as mms_order_study
+    from physverify.mms import mms_trajectory_study as mms_trajectory_study
+    from physverify.order import check_exact as check_exact
+    from physverify.order import check_order as check_order
+    from physverify.order import fit_order as fit_order
+    from physverify.order import pairwise_orders as pairwise_orders
+    from physverify.studies import invariant_study as invariant_study
+    from physverify.studies import patch_study as patch_study
+    from physverify.studies import reference_study as reference_study

@@ -287,7 +287,7 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     for name in preload:
         try:
             importlib.import_module(name)
-        except BaseException:  # recorded by its absence: the child imports it itself and meets the same error
+        except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
             continue
     _send_files(sock)
     _set_prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -297,11 +297,11 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     children: dict[int, socket.socket] = {}
     while True:
-        ready, _, _ = select.select([sock, wake_r], [], [])
+        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
             _reap(children)
-        if sock in ready:
+        if sock.fileno() in ready:
             message, fds, _, _ = socket.recv_fds(sock, _MESSAGE, 3)
             if not message:
                 break
@@ -385,7 +385,7 @@ def _fork_child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, 
         return pid
     try:
         code = _child(request, fds, server_fds)
-    except BaseException:  # cleaned up and reported as exit code 70: the child could not be set up
+    except BaseException:  # noqa: BLE001 - reported as exit code 70: the child could not be set up
         code = 70
     os._exit(code)
 
@@ -411,7 +411,7 @@ def _child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...])
         code = 0
     except SystemExit as exc:  # as the interpreter would end a fresh child
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:  # as the interpreter would: the traceback on stderr, exit code 1
+    except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback on stderr, exit code 1
         import traceback
 
         traceback.print_exc()
@@ -457,7 +457,7 @@ def _exit_like_interpreter(code: int) -> int:
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
-    except BaseException:  # recorded as the exit code, as the interpreter would
+    except BaseException:  # noqa: BLE001 - recorded as the exit code, as the interpreter would
         return code or 1
     return code
 
