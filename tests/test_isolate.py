@@ -454,3 +454,41 @@ def test_a_bad_isolation_or_preload_in_physverify_yaml_is_a_config_error(tmp_pat
     (tmp_path / "physverify.yaml").write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(tmp_path)
+
+
+def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the_client(tmp_path: Path) -> None:
+    """Issue 11, item 3, with the SDK's real client; the edit between the calls is still seen."""
+    import re
+
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    (tmp_path / "rate.py").write_text("RATE = 1\n")
+    (tmp_path / "verify_parent.py").write_text(SPEC_HEADER + textwrap.dedent("""
+        import os
+        import rate
+        def checks():
+            return [Check("demo", "who forked me", lambda: Result(PASS, f"ppid={os.getppid()} rate={rate.RATE}"))]
+    """))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
+
+    async def two_calls() -> list[str]:
+        texts = []
+        async with Client(params, read_timeout_seconds=120) as client:
+            for rate in (1, 2):
+                (tmp_path / "rate.py").write_text(f"RATE = {rate}\n")
+                result = await client.call_tool("run_checks", {"specs": ["verify_parent.py"], "trusted": True})
+                texts.append("".join(p.text for p in result.content if p.type == "text"))
+        return texts
+
+    texts = anyio.run(two_calls)
+    seen = [re.search(r"ppid=(\d+) rate=(\d+)", text) for text in texts]
+    assert all(seen), texts
+    (first_parent, first_rate), (second_parent, second_rate) = [m.groups() for m in seen]  # type: ignore[union-attr]
+    assert first_parent == second_parent and (first_rate, second_rate) == ("1", "2")
+    pidfile = tmp_path / "server.pid"
+    pidfile.write_text(first_parent)
+    assert_ends_soon(pidfile)
