@@ -492,3 +492,27 @@ def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the
     pidfile = tmp_path / "server.pid"
     pidfile.write_text(first_parent)
     assert_ends_soon(pidfile)
+
+
+def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml_asks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from fixtures import DECAY_CLAIM, DECAY_SOLVER
+
+    from physverify import replay
+
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    log = tmp_path / "imports.log"
+    # decay.py notes every process that imports it; only the claim's own child may
+    (claims / "decay.py").write_text(f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + DECAY_SOLVER)
+    (claims / "claim_decay.py").write_text(DECAY_CLAIM.replace(
+        'f"{got:.6g} against {want:.6g}"', 'str(os.getpid())').replace("import math\n", "import math\nimport os\n", 1))
+    (claims / "physverify.yaml").write_text("preload: [decay]\nisolation: fork\n")
+    monkeypatch.setenv("PYTHONPATH", str(claims))  # so the server could import it, if it were asked to
+    ledger_path = tmp_path / "ledger.jsonl"
+    replay.replay([claims], ledger=ledger_path, trusted=True)
+    child = json.loads(ledger_path.read_text())["checks"][0]["message"]
+    assert log.read_text().split() == [child]

@@ -72,7 +72,9 @@ def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = ()) 
         for level, module, names in affected._imports_of(file):
             if level == 0 and module and not affected._resolve(file, 0, module, names, roots):
                 found.update(_candidates(module, names))
-    return frozenset(BASE_PRELOAD) | {m for m in found if _preloadable(m, root)} | frozenset(explicit)
+    # physverify.yaml is repository content too: what it names must also live outside the repository
+    asked = {m for m in explicit if _preloadable(m, root, allow_any=True)}
+    return frozenset(BASE_PRELOAD) | {m for m in found if _preloadable(m, root)} | asked
 
 
 def _candidates(module: str, names: tuple[str, ...]) -> set[str]:
@@ -83,12 +85,14 @@ def _candidates(module: str, names: tuple[str, ...]) -> set[str]:
     return found
 
 
-def _preloadable(module: str, root: Path) -> bool:
-    """Installed outside the repository, not the standard library, not a thread or GPU starter."""
+def _preloadable(module: str, root: Path, *, allow_any: bool = False) -> bool:
+    """Installed outside the repository, and (unless ``allow_any``) not the standard library nor NEVER_PRELOAD."""
     import importlib.util
 
     top = module.split(".")[0]
-    if top in NEVER_PRELOAD or top in sys.stdlib_module_names or top == "__future__":
+    if not allow_any and (top in NEVER_PRELOAD or top in sys.stdlib_module_names or top == "__future__"):
+        return False
+    if not all(part.isidentifier() for part in module.split(".")):
         return False
     try:
         spec = importlib.util.find_spec(top)
