@@ -367,8 +367,12 @@ def _kill_orphans(live: set[int]) -> None:
 
 def _children_of(parent: int) -> list[tuple[int, int]]:
     """(pid, pgid) of every process whose parent is ``parent``, from /proc/PID/stat."""
-    found = []
-    for entry in os.scandir("/proc"):
+    found: list[tuple[int, int]] = []
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:  # no /proc: the group kills still hold
+        return found
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
@@ -431,11 +435,14 @@ def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> int:
     os.dup2(err_fd, 2)
     os.dup2(err_fd, 1)
     result_fd = os.dup(out_fd)  # not inheritable (PEP 446), as the fresh child's saved stdout
-    keep = {0, 1, 2, result_fd}
-    for name in os.listdir("/proc/self/fd"):  # the server's socket and other children's pipes
-        if int(name) not in keep:
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every descriptor number up to the limit
+        open_fds = list(range(3, os.sysconf("SC_OPEN_MAX")))
+    for fd in open_fds:  # the server's socket and other children's pipes
+        if fd not in (0, 1, 2, result_fd):
             try:
-                os.close(int(name))
+                os.close(fd)
             except OSError:
                 pass
     del reply, server_fds  # closed with the rest
