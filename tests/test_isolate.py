@@ -516,3 +516,25 @@ def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml
     replay.replay([claims], ledger=ledger_path, trusted=True)
     child = json.loads(ledger_path.read_text())["checks"][0]["message"]
     assert log.read_text().split() == [child]
+
+
+def test_pipes_held_open_by_a_detached_process_cost_one_bounded_wait_not_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13, item 23: the two readers used to wait _DRAIN_S each, one after the other."""
+    monkeypatch.setattr(isolate, "_DRAIN_S", 0.3)
+    waits: list[float] = []
+    join = isolate._Reader.join
+
+    def recording_join(self: isolate._Reader, timeout: float) -> None:
+        waits.append(timeout)
+        join(self, timeout)
+
+    monkeypatch.setattr(isolate._Reader, "join", recording_join)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()  # both write ends stay open, as a process that left the group would hold them
+    try:
+        outcome = isolate.Streams(os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")).outcome(0, False, time.monotonic())
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    assert outcome.payload is None and len(waits) == 2
+    assert sum(waits) <= 0.3
