@@ -331,7 +331,8 @@ def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(tmp_path: Pa
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "pv_preloaded_lib.py").write_text("VALUE = 1\n")
-    monkeypatch.setenv("PYTHONPATH", str(lib))
+    monkeypatch.setenv("PYTHONPATH", str(lib))  # as a process started with it: the server and physverify see it
+    monkeypatch.syspath_prepend(str(lib))
     monkeypatch.setattr(warm, "_STAMP_EVERY_S", 0.0)
     folder = tmp_path / "specs"
     folder.mkdir()

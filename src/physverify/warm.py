@@ -23,6 +23,7 @@ left behind is re-parented to it and killed when that claim's child is reaped.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -177,6 +178,8 @@ class ForkServer:
         if forked is None:  # stopped (a claim can SIGSTOP its parent) or dead: no new claim goes to it
             self.broken = True
             return streams.outcome(None, True, start)
+        if "pid" not in forked:  # the server could not fork (a process limit); the caller tries a fresh child
+            raise ForkUnavailable(str(forked.get("error")))
         pid = int(forked["pid"])
         done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
         timed_out = done is None
@@ -207,6 +210,7 @@ class ForkServer:
 
 _registry_lock = threading.Lock()
 _current: ForkServer | None = None
+_exit_hook: list[object] = []
 
 
 def _acquire(preload: frozenset[str]) -> ForkServer:
@@ -220,6 +224,8 @@ def _acquire(preload: frozenset[str]) -> ForkServer:
                 _retire(server)
             _current = None
             server = ForkServer(preload | keep)  # the union: a run's claims rarely differ much
+            if not _exit_hook:
+                _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
             _current = server
         server.users += 1
         return server
@@ -309,8 +315,15 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
             message, fds, _, _ = socket.recv_fds(sock, _MESSAGE, 3)
             if not message:
                 break
-            pid = _fork_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
             reply = socket.socket(fileno=fds[0])
+            try:
+                pid = _fork_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
+            except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
+                _send(reply, {"error": str(exc)})
+                reply.close()
+                for fd in fds[1:]:
+                    os.close(fd)
+                continue
             _send(reply, {"pid": pid})
             children[pid] = reply
     for pid in children:  # the client is gone: so is everything it started (issue 13, item 6)
