@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from physverify.errors import ConfigError
 from physverify.verdict import VERDICTS
 
@@ -77,6 +75,8 @@ def load_config(folder: Path) -> Config:
 
 
 def _read_yaml(path: Path) -> Mapping[str, Any]:
+    import yaml  # here, not at the top: the report modules import this one, and --version must start fast (issue 11)
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
