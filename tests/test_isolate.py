@@ -539,3 +539,31 @@ def test_pipes_held_open_by_a_detached_process_cost_one_bounded_wait_not_two(mon
         os.close(err_w)
     assert outcome.payload is None and len(waits) == 2
     assert sum(waits) <= 0.3
+
+
+def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_descriptors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11, item 1: the forked child does exactly what the fresh child does."""
+    import json
+
+    spec = write_spec(tmp_path, """
+        import json, os, sys
+        def seen():
+            return json.dumps({
+                "cwd": os.getcwd(), "path": sys.path, "repo": os.environ.get("PHYSVERIFY_REPO"),
+                "stdin": os.read(0, 10).decode(), "fd1_is_fd2": os.path.samestat(os.fstat(1), os.fstat(2)),
+                "leader": os.getsid(0) == os.getpid() == os.getpgid(0), "bytecode": sys.dont_write_bytecode,
+                "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
+            })
+        def checks():
+            return [Check("demo", "what the child sees", lambda: Result(PASS, seen()))]
+    """)
+    monkeypatch.setenv("PHYSVERIFY_REPO", str(tmp_path))  # set after any fork server started: still seen
+    extra = tmp_path / "root"
+    extra.mkdir()
+    seen = {mode: json.loads(isolate.run_child("spec", spec, timeout_s=60, sys_path=[extra], isolation=mode)
+                             .payload["checks"][0]["message"]) for mode in isolate.ISOLATION_MODES}  # type: ignore[index]
+    assert seen["fresh"] == seen["fork"]
+    assert seen["fork"]["path"][:2] == [str(tmp_path), str(extra)] and seen["fork"]["repo"] == str(tmp_path)
+    assert seen["fork"]["stdin"] == "" and seen["fork"]["fd1_is_fd2"] and seen["fork"]["leader"]
