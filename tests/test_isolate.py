@@ -567,3 +567,20 @@ def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_desc
     assert seen["fresh"] == seen["fork"]
     assert seen["fork"]["path"][:2] == [str(tmp_path), str(extra)] and seen["fork"]["repo"] == str(tmp_path)
     assert seen["fork"]["stdin"] == "" and seen["fork"]["fd1_is_fd2"] and seen["fork"]["leader"]
+
+
+def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "local_solver.py").write_text("import scipy.linalg\n")  # in the closure: its imports count too
+    claim_path = tmp_path / "claim_x.py"
+    claim_path.write_text(textwrap.dedent("""
+        import json
+        import numba
+        import local_solver
+        from scipy import integrate
+        from physverify import reference_study
+        def later():
+            import torch
+    """))
+    preload = warm.preload_for(claim_path, [str(tmp_path)], explicit=["json"])
+    assert {"numpy", "physverify", "scipy.integrate", "scipy.linalg", "json"} <= preload
+    assert not {"numba", "torch", "local_solver"} & preload  # a thread or GPU starter; repository code
