@@ -584,3 +584,21 @@ def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_noth
     preload = warm.preload_for(claim_path, [str(tmp_path)], explicit=["json"])
     assert {"numpy", "physverify", "scipy.integrate", "scipy.linalg", "json"} <= preload
     assert not {"numba", "torch", "local_solver"} & preload  # a thread or GPU starter; repository code
+
+
+def test_a_claim_that_stops_the_fork_server_times_out_and_the_next_claim_still_runs(tmp_path: Path) -> None:
+    """A claim can SIGSTOP its parent; in fork mode that is the server, which is then replaced."""
+    stopper = write_spec(tmp_path, """
+        import os, signal
+        def checks():
+            os.kill(os.getppid(), signal.SIGSTOP)
+            return [Check("demo", "stopped its parent", lambda: Result(PASS, "done"))]
+    """, name="verify_stopper.py")
+    plain = write_spec(tmp_path, """
+        def checks():
+            return [Check("demo", "runs", lambda: Result(PASS, "fine"))]
+    """, name="verify_plain.py")
+    stopped = isolate.run_child("spec", stopper, timeout_s=3, isolation="fork")
+    after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
+    assert stopped.timed_out  # its status never came: the stopped server could not report it
+    assert after.payload is not None and after.payload["checks"][0]["status"] == "PASS"

@@ -175,14 +175,15 @@ class ForkServer:
 
     def _wait(self, reply: socket.socket, streams: isolate.Streams, start: float, timeout_s: float) -> isolate.ChildOutcome:
         forked = _recv(reply, _REPLY_S)
-        if forked is None:  # stopped (a claim can SIGSTOP its parent) or dead: no new claim goes to it
+        if forked is None:  # stopped (a claim can SIGSTOP its parent) or dead: nothing ran; no claim goes to it
             self.broken = True
-            return streams.outcome(None, True, start)
+            self._wake()
+            raise ForkUnavailable("the fork server did not answer")
         if "pid" not in forked:  # the server could not fork (a process limit); the caller tries a fresh child
             raise ForkUnavailable(str(forked.get("error")))
         pid = int(forked["pid"])
         done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
-        timed_out = done is None
+        timed_out = done is None and time.monotonic() - start >= timeout_s  # not when the server died
         if done is None:
             isolate.kill_group(pid)
             done = _recv(reply, isolate._DRAIN_S)  # the server reaps it and reports
