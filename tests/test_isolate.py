@@ -202,17 +202,20 @@ def test_importing_physverify_does_not_import_numpy() -> None:
     assert shown.strip() == "False"
 
 
-def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(tmp_path: Path, isolation: str) -> None:
+@pytest.mark.parametrize("times_out", [False, True], ids=["after-a-normal-exit", "after-a-timeout"])
+def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(tmp_path: Path, isolation: str, times_out: bool) -> None:
     pidfile = tmp_path / "escaped.pid"
     spec = write_spec(tmp_path, f"""
-        import subprocess, sys
+        import subprocess, sys, time
         escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
         open({str(pidfile)!r}, "w").write(str(escaped.pid))
         def checks():
+            if {times_out}:
+                time.sleep(300)
             return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
     """)
-    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
-    assert outcome.payload is not None, outcome.stderr_tail
+    outcome = isolate.run_child("spec", spec, timeout_s=3 if times_out else 60, isolation=isolation)
+    assert outcome.timed_out == times_out and (outcome.payload is not None) != times_out, outcome.stderr_tail
     assert_ends_soon(pidfile)
 
 
