@@ -474,7 +474,7 @@ def _run(check: Check) -> dict[str, Any]:
 def _guarded(path: Path, body: Callable[[ModuleType], dict[str, Any]]) -> dict[str, Any]:
     try:
         module = _load(path)
-    except BaseException as exc:  # recorded: an import that fails (or exits) is a load error, traceback on stderr
+    except BaseException as exc:  # noqa: BLE001 - recorded: an import that fails (or exits) is a load error
         traceback.print_exc()
         return {"load_error": f"importing it raised {describe_exception(exc)}"}
     try:
