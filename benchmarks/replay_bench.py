@@ -84,7 +84,7 @@ def checks():
 '''
 
 
-SCIPY_CHECKS = '''
+SCIPY_CHECKS = """
 
 def checks():
     from physverify import reference_study
@@ -93,7 +93,7 @@ def checks():
     run = lambda source, y0, t_end, n: solver.integrate(source, y0, t_end, n, OMEGA)
     return [Check("reference", "second order against solve_ivp", lambda: reference_study(
         run, rhs, [1.0, 0.0], 1.0, (25, 50, 100, 200), expected_order=2))]
-'''
+"""
 
 
 def claim_text(i: int, scipy: bool) -> str:
@@ -178,8 +178,10 @@ def main() -> None:
             import_cpu.append(CPU[-1])
         fresh = timed([*replay_cmd, "fresh", "--ledger", "fresh.jsonl"], root)
         fresh_cpu = CPU[-1]
-        serial = sum(timed([*cli, "confirm", f"claims/claim_{i:03d}.py", "--trusted", "--ledger", "serial.jsonl"], root)
-                     for i in range(args.n))
+        serial = sum(
+            timed([*cli, "confirm", f"claims/claim_{i:03d}.py", "--trusted", "--ledger", "serial.jsonl"], root)
+            for i in range(args.n)
+        )
         (root / "fork0.jsonl").rename(root / "claims" / "confirm_ledger.jsonl")
         repo = git.Repo(root)
         repo.index.add(["claims/confirm_ledger.jsonl"])
@@ -190,18 +192,28 @@ def main() -> None:
     floor = median(imports) + compute / args.jobs
     kind = "scipy (reference_study)" if args.scipy else "numpy (mms_order_study)"
     print(f"{args.n} {kind} claims, {args.jobs} jobs, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"  fork replays {', '.join(f'{t:.2f}' for t in forks)} s; floor imports {', '.join(f'{t:.2f}' for t in imports)} s")
-    print(f"  replay, fork      {replay['fork']:7.2f} s   {serial / replay['fork']:5.2f}x faster than serial; "
-          f"{replay['fork'] / floor:4.2f}x the warm floor (target <= 2.0)")
-    print(f"  replay, fresh     {replay['fresh']:7.2f} s   {serial / replay['fresh']:5.2f}x faster than serial; "
-          f"{replay['fresh'] / floor:4.2f}x the warm floor")
+    print(
+        f"  fork replays {', '.join(f'{t:.2f}' for t in forks)} s; floor imports {', '.join(f'{t:.2f}' for t in imports)} s"
+    )
+    print(
+        f"  replay, fork      {replay['fork']:7.2f} s   {serial / replay['fork']:5.2f}x faster than serial; "
+        f"{replay['fork'] / floor:4.2f}x the warm floor (target <= 2.0)"
+    )
+    print(
+        f"  replay, fresh     {replay['fresh']:7.2f} s   {serial / replay['fresh']:5.2f}x faster than serial; "
+        f"{replay['fresh'] / floor:4.2f}x the warm floor"
+    )
     print(f"  serial confirm    {serial:7.2f} s")
-    print(f"  warm floor        {floor:7.2f} s   (one import {floor - compute / args.jobs:.2f} s + compute "
-          f"{compute:.2f} s / {args.jobs})")
+    print(
+        f"  warm floor        {floor:7.2f} s   (one import {floor - compute / args.jobs:.2f} s + compute "
+        f"{compute:.2f} s / {args.jobs})"
+    )
     print(f"  no-change replay  {no_change:7.2f} s   (--changed-since HEAD; target < 1 s)")
     floor_cpu = median(import_cpu) + compute
-    print(f"  CPU seconds (all processes): fork replay {median(fork_cpu):.2f}, fresh replay {fresh_cpu:.2f}, "
-          f"warm floor {floor_cpu:.2f} (fork / floor = {median(fork_cpu) / floor_cpu:.2f})")
+    print(
+        f"  CPU seconds (all processes): fork replay {median(fork_cpu):.2f}, fresh replay {fresh_cpu:.2f}, "
+        f"warm floor {floor_cpu:.2f} (fork / floor = {median(fork_cpu) / floor_cpu:.2f})"
+    )
 
 
 if __name__ == "__main__":

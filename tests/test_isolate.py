@@ -88,11 +88,15 @@ def test_only_the_first_json_value_after_the_marker_is_read() -> None:
 
 def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path, isolation: str) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    spec = write_spec(tmp_path, start_sleeper(pidfile) + """
+    spec = write_spec(
+        tmp_path,
+        start_sleeper(pidfile)
+        + """
         def checks():
             time.sleep(300)
             return []
-    """)
+    """,
+    )
     started = time.monotonic()
     outcome = isolate.run_child("spec", spec, timeout_s=2, isolation=isolation)
     assert outcome.timed_out and outcome.payload is None
@@ -102,10 +106,14 @@ def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path,
 
 def test_a_grandchild_left_running_after_a_normal_exit_is_ended_too(tmp_path: Path, isolation: str) -> None:
     pidfile = tmp_path / "daemon.pid"
-    spec = write_spec(tmp_path, start_sleeper(pidfile) + """
+    spec = write_spec(
+        tmp_path,
+        start_sleeper(pidfile)
+        + """
         def checks():
             return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
-    """)
+    """,
+    )
     started = time.monotonic()
     outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     assert outcome.payload is not None and time.monotonic() - started < 30
@@ -203,9 +211,13 @@ def test_importing_physverify_does_not_import_numpy() -> None:
 
 
 @pytest.mark.parametrize("times_out", [False, True], ids=["after-a-normal-exit", "after-a-timeout"])
-def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(tmp_path: Path, isolation: str, times_out: bool) -> None:
+def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(
+    tmp_path: Path, isolation: str, times_out: bool
+) -> None:
     pidfile = tmp_path / "escaped.pid"
-    spec = write_spec(tmp_path, f"""
+    spec = write_spec(
+        tmp_path,
+        f"""
         import subprocess, sys, time
         escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
         open({str(pidfile)!r}, "w").write(str(escaped.pid))
@@ -213,7 +225,8 @@ def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(tmp_path: Path
             if {times_out}:
                 time.sleep(300)
             return [Check("demo", "passes", lambda: Result(PASS, "fine"))]
-    """)
+    """,
+    )
     outcome = isolate.run_child("spec", spec, timeout_s=3 if times_out else 60, isolation=isolation)
     assert outcome.timed_out == times_out and (outcome.payload is not None) != times_out, outcome.stderr_tail
     assert_ends_soon(pidfile)
@@ -222,12 +235,15 @@ def test_a_process_that_leaves_the_group_with_setsid_is_ended_too(tmp_path: Path
 def test_an_edit_to_the_solver_between_two_runs_is_seen(tmp_path: Path, isolation: str) -> None:
     solver = tmp_path / "solver_under_edit.py"
     solver.write_text("RATE = 1.0\n")
-    spec = write_spec(tmp_path, """
+    spec = write_spec(
+        tmp_path,
+        """
         import solver_under_edit
         def checks():
             ok = solver_under_edit.RATE == 1.0
             return [Check("demo", "rate", lambda: Result(PASS if ok else FAIL, str(solver_under_edit.RATE)))]
-    """)
+    """,
+    )
     first = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
     solver.write_text("RATE = 2.0\n")
     second = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
@@ -235,8 +251,12 @@ def test_an_edit_to_the_solver_between_two_runs_is_seen(tmp_path: Path, isolatio
     assert [first.payload["checks"][0]["status"], second.payload["checks"][0]["status"]] == ["PASS", "FAIL"]
 
 
-def test_a_claim_that_changes_numpy_or_physverify_does_not_change_the_next_claim(tmp_path: Path, isolation: str) -> None:
-    polluter = write_spec(tmp_path, """
+def test_a_claim_that_changes_numpy_or_physverify_does_not_change_the_next_claim(
+    tmp_path: Path, isolation: str
+) -> None:
+    polluter = write_spec(
+        tmp_path,
+        """
         import numpy as np
         import physverify.checks
         np.seterr(all="raise")
@@ -246,15 +266,21 @@ def test_a_claim_that_changes_numpy_or_physverify_does_not_change_the_next_claim
         np.random.seed(0)
         def checks():
             return [Check("demo", "pollutes", lambda: Result(PASS, repr(np.random.random())))]
-    """, name="verify_polluter.py")
-    observer = write_spec(tmp_path, """
+    """,
+        name="verify_polluter.py",
+    )
+    observer = write_spec(
+        tmp_path,
+        """
         import numpy as np
         import physverify.checks
         def checks():
             clean = (np.geterr()["divide"] == "warn" and np.pi != 3.0 and np.linalg.norm([3.0, 4.0]) == 5.0
                      and physverify.checks.OVERRUN_FACTOR == 2.0)
             return [Check("demo", "clean", lambda: Result(PASS if clean else FAIL, repr(np.random.random())))]
-    """, name="verify_observer.py")
+    """,
+        name="verify_observer.py",
+    )
     polluted = isolate.run_child("spec", polluter, timeout_s=60, isolation=isolation)
     observed = [isolate.run_child("spec", observer, timeout_s=60, isolation=isolation) for _ in range(2)]
     assert polluted.payload is not None and all(o.payload is not None for o in observed)
@@ -267,15 +293,31 @@ def test_a_claim_that_changes_numpy_or_physverify_does_not_change_the_next_claim
     ("body", "load_error", "check_message"),
     [
         ("raise KeyboardInterrupt\n", "importing it raised KeyboardInterrupt (at verify_case.py:2 in <module>)", None),
-        ("import sys\ndef checks():\n    sys.exit(0)\n", "checks() raised SystemExit: 0 (at verify_case.py:4 in checks)", None),
-        ("def checks():\n    return [Check('x', 1.5, lambda: Result(PASS))]\n",
-         "checks() returned a Check whose label is a float, not a string", None),
-        ("import sys\ndef checks():\n    return [Check('x', 'y', lambda: sys.exit(4))]\n", None,
-         "SystemExit: 4 (at verify_case.py:4 in <lambda>): a check must return a Result, not end the process"),
-        ("def checks():\n    return [Check('x', 'y', lambda: Result(PASS), budget_s='soon')]\n", None,
-         "budget_s must be a positive number of seconds, not 'soon'; the check was not run"),
-        ("def checks():\n    return [Check('x', 'y', lambda: Result(PASS, object()))]\n", None,
-         "the check's Result has a message that is a object, not a string"),
+        (
+            "import sys\ndef checks():\n    sys.exit(0)\n",
+            "checks() raised SystemExit: 0 (at verify_case.py:4 in checks)",
+            None,
+        ),
+        (
+            "def checks():\n    return [Check('x', 1.5, lambda: Result(PASS))]\n",
+            "checks() returned a Check whose label is a float, not a string",
+            None,
+        ),
+        (
+            "import sys\ndef checks():\n    return [Check('x', 'y', lambda: sys.exit(4))]\n",
+            None,
+            "SystemExit: 4 (at verify_case.py:4 in <lambda>): a check must return a Result, not end the process",
+        ),
+        (
+            "def checks():\n    return [Check('x', 'y', lambda: Result(PASS), budget_s='soon')]\n",
+            None,
+            "budget_s must be a positive number of seconds, not 'soon'; the check was not run",
+        ),
+        (
+            "def checks():\n    return [Check('x', 'y', lambda: Result(PASS, object()))]\n",
+            None,
+            "the check's Result has a message that is a object, not a string",
+        ),
     ],
 )
 def test_the_claims_own_exits_and_miswritten_checks_are_named(
@@ -291,10 +333,13 @@ def test_the_claims_own_exits_and_miswritten_checks_are_named(
 
 def test_a_result_over_the_limit_is_a_load_error_that_says_so(tmp_path: Path, isolation: str) -> None:
     """Issue 13, item 14: it used to read 'ended without reporting a result'."""
-    spec = write_spec(tmp_path, f"""
+    spec = write_spec(
+        tmp_path,
+        f"""
         def checks():
             return [Check("demo", "huge", lambda: Result(PASS, "x" * {isolate.RESULT_LIMIT + 10}))]
-    """)
+    """,
+    )
     outcome = isolate.run_child("spec", spec, timeout_s=120, isolation=isolation)
     assert outcome.payload is not None
     assert outcome.payload["load_error"].startswith("its result is 32 MiB of JSON, over the 32 MiB a claim may report")
@@ -309,13 +354,17 @@ def test_the_claim_dies_with_the_process_that_started_it(tmp_path: Path, isolati
     """Issue 13, item 6: a killed confirm (CI cancel, OOM killer) leaves no claim running."""
     pidfile = tmp_path / "claim.pid"
     grandfile = tmp_path / "grandchild.pid"
-    spec = write_spec(tmp_path, start_sleeper(grandfile) + f"""
+    spec = write_spec(
+        tmp_path,
+        start_sleeper(grandfile)
+        + f"""
         import os
         open({str(pidfile)!r}, "w").write(str(os.getpid()))
         def checks():
             time.sleep(300)
             return []
-    """)
+    """,
+    )
     runner = f"from physverify import isolate; isolate.run_child('spec', {str(spec)!r}, timeout_s=600, isolation={isolation!r})"
     parent = subprocess.Popen([sys.executable, "-c", runner])
     deadline = time.monotonic() + 60
@@ -327,7 +376,9 @@ def test_the_claim_dies_with_the_process_that_started_it(tmp_path: Path, isolati
     assert_ends_soon(grandfile)
 
 
-def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The MCP server keeps one fork server; an edit to what it preloaded must still be seen."""
     if not isolate.fork_supported():
         pytest.skip("fork mode is Linux only")
@@ -339,11 +390,14 @@ def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(tmp_path: Pa
     monkeypatch.setattr(warm, "_STAMP_EVERY_S", 0.0)
     folder = tmp_path / "specs"
     folder.mkdir()
-    spec = write_spec(folder, """
+    spec = write_spec(
+        folder,
+        """
         import pv_preloaded_lib
         def checks():
             return [Check("demo", "value", lambda: Result(PASS, str(pv_preloaded_lib.VALUE)))]
-    """)
+    """,
+    )
     warm.shutdown()
     try:
         first = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
@@ -359,10 +413,14 @@ def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(tmp_path: Pa
 
 def test_a_missing_module_gives_the_same_load_error_in_both_modes(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, "import solver_nobody_installed\n")
-    errors = {mode: isolate.run_child("spec", spec, timeout_s=60, isolation=mode).payload for mode in isolate.ISOLATION_MODES}
+    errors = {
+        mode: isolate.run_child("spec", spec, timeout_s=60, isolation=mode).payload for mode in isolate.ISOLATION_MODES
+    }
     assert errors["fresh"] == errors["fork"]
-    assert errors["fork"] == {"load_error": "importing it raised ModuleNotFoundError: No module named "
-                              f"'solver_nobody_installed' (at {spec.name}:2 in <module>)"}
+    assert errors["fork"] == {
+        "load_error": "importing it raised ModuleNotFoundError: No module named "
+        f"'solver_nobody_installed' (at {spec.name}:2 in <module>)"
+    }
 
 
 # --- the same verdicts in both modes ---------------------------------------------------
@@ -389,7 +447,9 @@ def _without_timings(record: dict[str, object]) -> dict[str, object]:
 def test_this_projects_claims_and_the_worked_examples_get_the_same_verdict_in_both_modes(claim_path: Path) -> None:
     from physverify import confirm
 
-    records = {mode: confirm.evaluate(claim_path, timeout_s=300, isolation=mode).record for mode in isolate.ISOLATION_MODES}
+    records = {
+        mode: confirm.evaluate(claim_path, timeout_s=300, isolation=mode).record for mode in isolate.ISOLATION_MODES
+    }
     assert records["fresh"]["verdict"] is not None
     assert _without_timings(records["fresh"]) == _without_timings(records["fork"])
 
@@ -435,9 +495,11 @@ def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Pa
     claims.mkdir()
     (claims / "decay.py").write_text(DECAY_SOLVER)
     # the check's message names the program that started the child: the fork server, or physverify itself
-    (claims / "claim_parent.py").write_text(DECAY_CLAIM.replace(
-        'f"{got:.6g} against {want:.6g}"', 'open(f"/proc/{os.getppid()}/cmdline").read().replace("\\\\0", " ")'
-    ).replace("import math\n", "import math\nimport os\n", 1))
+    (claims / "claim_parent.py").write_text(
+        DECAY_CLAIM.replace(
+            'f"{got:.6g} against {want:.6g}"', 'open(f"/proc/{os.getppid()}/cmdline").read().replace("\\\\0", " ")'
+        ).replace("import math\n", "import math\nimport os\n", 1)
+    )
     (claims / "physverify.yaml").write_text("isolation: fresh\n")
     parents = {}
     for flag in (None, "fork"):
@@ -449,9 +511,14 @@ def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Pa
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("isolation: thread\n", "isolation must be fresh or fork, not 'thread'"), ("preload: scipy\n", "preload must be a list")],
+    [
+        ("isolation: thread\n", "isolation must be fresh or fork, not 'thread'"),
+        ("preload: scipy\n", "preload must be a list"),
+    ],
 )
-def test_a_bad_isolation_or_preload_in_physverify_yaml_is_a_config_error(tmp_path: Path, text: str, message: str) -> None:
+def test_a_bad_isolation_or_preload_in_physverify_yaml_is_a_config_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
     from physverify.config import load_config
     from physverify.errors import ConfigError
 
@@ -471,12 +538,15 @@ def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the
     if not isolate.fork_supported():
         pytest.skip("fork mode is Linux only")
     (tmp_path / "rate.py").write_text("RATE = 1\n")
-    (tmp_path / "verify_parent.py").write_text(SPEC_HEADER + textwrap.dedent("""
+    (tmp_path / "verify_parent.py").write_text(
+        SPEC_HEADER
+        + textwrap.dedent("""
         import os
         import rate
         def checks():
             return [Check("demo", "who forked me", lambda: Result(PASS, f"ppid={os.getppid()} rate={rate.RATE}"))]
-    """))
+    """)
+    )
     params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
 
     async def two_calls() -> list[str]:
@@ -511,9 +581,14 @@ def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml
     claims.mkdir()
     log = tmp_path / "imports.log"
     # decay.py notes every process that imports it; only the claim's own child may
-    (claims / "decay.py").write_text(f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + DECAY_SOLVER)
-    (claims / "claim_decay.py").write_text(DECAY_CLAIM.replace(
-        'f"{got:.6g} against {want:.6g}"', 'str(os.getpid())').replace("import math\n", "import math\nimport os\n", 1))
+    (claims / "decay.py").write_text(
+        f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + DECAY_SOLVER
+    )
+    (claims / "claim_decay.py").write_text(
+        DECAY_CLAIM.replace('f"{got:.6g} against {want:.6g}"', "str(os.getpid())").replace(
+            "import math\n", "import math\nimport os\n", 1
+        )
+    )
     (claims / "physverify.yaml").write_text("preload: [decay]\nisolation: fork\n")
     monkeypatch.setenv("PYTHONPATH", str(claims))  # so the server could import it, if it were asked to
     ledger_path = tmp_path / "ledger.jsonl"
@@ -550,7 +625,9 @@ def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_desc
     """Issue 11, item 1: the forked child does exactly what the fresh child does."""
     import json
 
-    spec = write_spec(tmp_path, """
+    spec = write_spec(
+        tmp_path,
+        """
         import json, os, sys
         def seen():
             return json.dumps({
@@ -561,12 +638,19 @@ def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_desc
             })
         def checks():
             return [Check("demo", "what the child sees", lambda: Result(PASS, seen()))]
-    """)
+    """,
+    )
     monkeypatch.setenv("PHYSVERIFY_REPO", str(tmp_path))  # set after any fork server started: still seen
     extra = tmp_path / "root"
     extra.mkdir()
-    seen = {mode: json.loads(isolate.run_child("spec", spec, timeout_s=60, sys_path=[extra], isolation=mode)
-                             .payload["checks"][0]["message"]) for mode in isolate.ISOLATION_MODES}  # type: ignore[index]
+    seen = {
+        mode: json.loads(
+            isolate.run_child("spec", spec, timeout_s=60, sys_path=[extra], isolation=mode).payload["checks"][0][
+                "message"
+            ]
+        )
+        for mode in isolate.ISOLATION_MODES
+    }  # type: ignore[index]
     assert seen["fresh"] == seen["fork"]
     assert seen["fork"]["path"][:2] == [str(tmp_path), str(extra)] and seen["fork"]["repo"] == str(tmp_path)
     assert seen["fork"]["stdin"] == "" and seen["fork"]["fd1_is_fd2"] and seen["fork"]["leader"]
@@ -575,7 +659,8 @@ def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_desc
 def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_nothing_else(tmp_path: Path) -> None:
     (tmp_path / "local_solver.py").write_text("import scipy.linalg\n")  # in the closure: its imports count too
     claim_path = tmp_path / "claim_x.py"
-    claim_path.write_text(textwrap.dedent("""
+    claim_path.write_text(
+        textwrap.dedent("""
         import json
         import numba
         import local_solver
@@ -583,7 +668,8 @@ def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_noth
         from physverify import reference_study
         def later():
             import torch
-    """))
+    """)
+    )
     preload = warm.preload_for(claim_path, [str(tmp_path)], explicit=["json"])
     assert {"numpy", "physverify", "scipy.integrate", "scipy.linalg", "json"} <= preload
     assert not {"numba", "torch", "local_solver"} & preload  # a thread or GPU starter; repository code
@@ -591,16 +677,24 @@ def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_noth
 
 def test_a_claim_that_stops_the_fork_server_times_out_and_the_next_claim_still_runs(tmp_path: Path) -> None:
     """A claim can SIGSTOP its parent; in fork mode that is the server, which is then replaced."""
-    stopper = write_spec(tmp_path, """
+    stopper = write_spec(
+        tmp_path,
+        """
         import os, signal
         def checks():
             os.kill(os.getppid(), signal.SIGSTOP)
             return [Check("demo", "stopped its parent", lambda: Result(PASS, "done"))]
-    """, name="verify_stopper.py")
-    plain = write_spec(tmp_path, """
+    """,
+        name="verify_stopper.py",
+    )
+    plain = write_spec(
+        tmp_path,
+        """
         def checks():
             return [Check("demo", "runs", lambda: Result(PASS, "fine"))]
-    """, name="verify_plain.py")
+    """,
+        name="verify_plain.py",
+    )
     stopped = isolate.run_child("spec", stopper, timeout_s=3, isolation="fork")
     after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
     assert stopped.timed_out  # its status never came: the stopped server could not report it

@@ -151,7 +151,9 @@ def _package_parent(existing: str | None) -> str:
     return here if not existing else os.pathsep.join([here, existing])
 
 
-def _run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float) -> ChildOutcome:
+def _run_fresh(
+    mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float
+) -> ChildOutcome:
     command = [sys.executable, "-B", "-m", "physverify.isolate", mode, str(path), "--parent", str(os.getpid())]
     for entry in extra:
         command += ["--sys-path", entry]

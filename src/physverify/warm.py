@@ -173,7 +173,9 @@ class ForkServer:
         with mine:
             return self._wait(mine, streams, start, timeout_s)
 
-    def _wait(self, reply: socket.socket, streams: isolate.Streams, start: float, timeout_s: float) -> isolate.ChildOutcome:
+    def _wait(
+        self, reply: socket.socket, streams: isolate.Streams, start: float, timeout_s: float
+    ) -> isolate.ChildOutcome:
         forked = _recv(reply, _REPLY_S)
         if forked is None:  # stopped (a claim can SIGSTOP its parent) or dead: nothing ran; no claim goes to it
             self.broken = True
