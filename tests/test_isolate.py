@@ -699,3 +699,39 @@ def test_a_claim_that_stops_the_fork_server_times_out_and_the_next_claim_still_r
     after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
     assert stopped.timed_out  # its status never came: the stopped server could not report it
     assert after.payload is not None and after.payload["checks"][0]["status"] == "PASS"
+
+
+def test_a_claim_running_when_the_mcp_client_disconnects_is_ended(tmp_path: Path) -> None:
+    """Issue 13, item 6: an MCP client that goes away leaves no claim running."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    pidfile = tmp_path / "claim.pid"
+    grandfile = tmp_path / "grandchild.pid"
+    write_spec(
+        tmp_path,
+        start_sleeper(grandfile)
+        + f"""
+        import os
+        def checks():
+            open({str(pidfile)!r}, "w").write(str(os.getpid()))
+            time.sleep(300)
+            return []
+    """,
+        name="verify_slow.py",
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
+
+    async def leave_while_running() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "run_checks", {"specs": ["verify_slow.py"], "trusted": True})
+                with anyio.fail_after(60):
+                    while not (pidfile.exists() and pidfile.read_text()):
+                        await anyio.sleep(0.05)
+                group.cancel_scope.cancel()
+
+    anyio.run(leave_while_running)
+    assert_ends_soon(pidfile)
+    assert_ends_soon(grandfile)
