@@ -724,13 +724,12 @@ def test_a_claim_running_when_the_mcp_client_disconnects_is_ended(tmp_path: Path
     params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
 
     async def leave_while_running() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
-            async with anyio.create_task_group() as group:
-                group.start_soon(client.call_tool, "run_checks", {"specs": ["verify_slow.py"], "trusted": True})
-                with anyio.fail_after(60):
-                    while not (pidfile.exists() and pidfile.read_text()):
-                        await anyio.sleep(0.05)
-                group.cancel_scope.cancel()
+        async with Client(params, read_timeout_seconds=120) as client, anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "run_checks", {"specs": ["verify_slow.py"], "trusted": True})
+            with anyio.fail_after(60):
+                while not (pidfile.exists() and pidfile.read_text()):
+                    await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
 
     anyio.run(leave_while_running)
     assert_ends_soon(pidfile)
