@@ -49,7 +49,7 @@ def test_an_empty_file_means_the_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("timout: 5\n", "unknown key 'timout' (known: timeout, jobs, ledger, fail_on, exclude, expect)"),
+        ("timout: 5\n", "unknown key 'timout' (known: timeout, jobs, ledger, fail_on, exclude, expect, isolation, preload)"),
         ("timeout: fast\n", "timeout must be a positive number of seconds, not 'fast'"),
         ("timeout: 0\n", "timeout must be a positive number of seconds"),
         ("timeout: yes\n", "timeout must be a positive number of seconds, not True"),

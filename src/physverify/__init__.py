@@ -1,66 +1,93 @@
 """physverify: settle suspected defects in physics simulation code against references
-written from the physics, and keep the verdicts honest as a gate."""
+written from the physics, and keep the verdicts honest as a gate.
+
+The public names are loaded on first use (PEP 562), so ``import physverify`` and
+``physverify --version`` do not pay for numpy (issue 11, item 4); ``from physverify import
+Check`` in a claim file works as before.
+"""
 
 from __future__ import annotations
 
-from physverify.checks import (
-    ERROR,
-    EXACT,
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
-    SKIP,
-    STATUSES,
-    Check,
-    CheckOutcome,
-    OrderResult,
-    Result,
-    SkipCheck,
-    requires,
-    run_check,
-)
-from physverify.mms import ManufacturedODE, mms_order_study, mms_trajectory_study
-from physverify.order import check_exact, check_order, fit_order, pairwise_orders
-from physverify.studies import (
-    convergence_study,
-    drift_study,
-    invariant_study,
-    patch_study,
-    reference_study,
-    refinement_path,
-    self_convergence_study,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ERROR",
-    "EXACT",
-    "FAIL",
-    "INCONCLUSIVE",
-    "PASS",
-    "SKIP",
-    "STATUSES",
-    "Check",
-    "CheckOutcome",
-    "ManufacturedODE",
-    "OrderResult",
-    "Result",
-    "SkipCheck",
-    "__version__",
-    "check_exact",
-    "check_order",
-    "convergence_study",
-    "drift_study",
-    "fit_order",
-    "invariant_study",
-    "mms_order_study",
-    "mms_trajectory_study",
-    "pairwise_orders",
-    "patch_study",
-    "reference_study",
-    "refinement_path",
-    "requires",
-    "run_check",
-    "self_convergence_study",
-]
+# public name -> the module that defines it; one line per name, so adding one is one line
+_LAZY: dict[str, str] = {
+    "ERROR": "physverify.checks",
+    "EXACT": "physverify.checks",
+    "FAIL": "physverify.checks",
+    "INCONCLUSIVE": "physverify.checks",
+    "PASS": "physverify.checks",
+    "SKIP": "physverify.checks",
+    "STATUSES": "physverify.checks",
+    "Check": "physverify.checks",
+    "CheckOutcome": "physverify.checks",
+    "OrderResult": "physverify.checks",
+    "Result": "physverify.checks",
+    "SkipCheck": "physverify.checks",
+    "requires": "physverify.checks",
+    "run_check": "physverify.checks",
+    "ManufacturedODE": "physverify.mms",
+    "mms_order_study": "physverify.mms",
+    "mms_trajectory_study": "physverify.mms",
+    "check_exact": "physverify.order",
+    "check_order": "physverify.order",
+    "fit_order": "physverify.order",
+    "pairwise_orders": "physverify.order",
+    "invariant_study": "physverify.studies",
+    "patch_study": "physverify.studies",
+    "reference_study": "physverify.studies",
+    "convergence_study": "physverify.studies",
+    "self_convergence_study": "physverify.studies",
+    "refinement_path": "physverify.studies",
+    "drift_study": "physverify.studies",
+}
+
+__all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - _LAZY is the one list of the public names
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module defining ``name`` on first use and keep the value here."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'physverify' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X as X`` re-exports them)
+    from physverify.checks import ERROR as ERROR
+    from physverify.checks import EXACT as EXACT
+    from physverify.checks import FAIL as FAIL
+    from physverify.checks import INCONCLUSIVE as INCONCLUSIVE
+    from physverify.checks import PASS as PASS
+    from physverify.checks import SKIP as SKIP
+    from physverify.checks import STATUSES as STATUSES
+    from physverify.checks import Check as Check
+    from physverify.checks import CheckOutcome as CheckOutcome
+    from physverify.checks import OrderResult as OrderResult
+    from physverify.checks import Result as Result
+    from physverify.checks import SkipCheck as SkipCheck
+    from physverify.checks import requires as requires
+    from physverify.checks import run_check as run_check
+    from physverify.mms import ManufacturedODE as ManufacturedODE
+    from physverify.mms import mms_order_study as mms_order_study
+    from physverify.mms import mms_trajectory_study as mms_trajectory_study
+    from physverify.order import check_exact as check_exact
+    from physverify.order import check_order as check_order
+    from physverify.order import fit_order as fit_order
+    from physverify.order import pairwise_orders as pairwise_orders
+    from physverify.studies import invariant_study as invariant_study
+    from physverify.studies import patch_study as patch_study
+    from physverify.studies import reference_study as reference_study
+    from physverify.studies import convergence_study as convergence_study
+    from physverify.studies import self_convergence_study as self_convergence_study
+    from physverify.studies import refinement_path as refinement_path
+    from physverify.studies import drift_study as drift_study

@@ -188,8 +188,11 @@ def _hard_stop_after(seconds: float) -> Iterator[None]:
 def _validate_budget(budget_s: float | None) -> float | None:
     if budget_s is None:
         return None
-    budget = float(budget_s)
-    if not math.isfinite(budget) or budget <= 0:
+    try:
+        budget = float(budget_s)
+    except (TypeError, ValueError):
+        budget = math.nan  # "1 s", [1]: refused below with the same sentence
+    if isinstance(budget_s, bool) or not math.isfinite(budget) or budget <= 0:
         raise ValueError(f"budget_s must be a positive number of seconds, not {budget_s!r}")
     return budget
 

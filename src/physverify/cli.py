@@ -48,6 +48,14 @@ def _add_trusted_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_isolation_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--isolation", choices=["fresh", "fork"],
+        help="fork: each child is forked from a warm server that imported numpy and the claims' libraries once; "
+        "fresh: a new interpreter per child (default: physverify.yaml's isolation, else fork on Linux; docs/replay.md)",
+    )
+
+
 def _add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="-|FILE", help="write the result as JSON to FILE, or to stdout with -")
 
@@ -89,6 +97,7 @@ def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_timeout_option(confirm, "300", "the time limit for the whole run, control and checks together")
     _add_json_option(confirm)
     _add_trusted_option(confirm)
+    _add_isolation_option(confirm)
     confirm.add_argument(
         "--allow-dependent-reference",
         metavar="REASON",
@@ -109,6 +118,7 @@ def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     run.add_argument("specs", nargs="+", metavar="SPEC.py")
     _add_timeout_option(run, "600", "the time limit for each spec file")
     _add_json_option(run)
+    _add_isolation_option(run)
 
 
 def _mcp_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -144,6 +154,7 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     replay.add_argument("--timeout", metavar="S",
                         help="the time limit for each claim (default: physverify.yaml's timeout, else 300 s)")
     _add_trusted_option(replay)
+    _add_isolation_option(replay)
     replay.add_argument("--baseline", metavar="REF", help="compare with the ledger as committed at git REF (default: HEAD)")
     replay.add_argument("--changed-since", metavar="REF",
                         help="run only the claims whose inputs changed since git REF (working tree and untracked files)")
@@ -347,6 +358,7 @@ def _confirm(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         trusted=args.trusted,
         allow_dependent_reference=args.allow_dependent_reference,
+        isolation=args.isolation,
     )
     if args.json is not None:  # spec section 7: only --json - replaces the text verdict
         _emit(dumps(evaluation.record, indent=None if args.json == "-" else 2), args.json)
@@ -359,7 +371,7 @@ def _run(args: argparse.Namespace) -> int:
     from physverify import run_specs
     from physverify.report import text
 
-    outcome = run_specs.run_specs([Path(p) for p in args.specs], timeout_s=args.timeout)
+    outcome = run_specs.run_specs([Path(p) for p in args.specs], timeout_s=args.timeout, isolation=args.isolation)
     _emit_json_or_text(outcome.to_dict(), args.json, lambda: text.render_run(outcome))
     return outcome.exit_code
 
@@ -373,7 +385,7 @@ def _replay(args: argparse.Namespace) -> int:
     result = replay.replay(
         dirs, ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
         baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
-        shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress,
+        shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress, isolation=args.isolation,
     )
     _emit(report.render(args.format, result), args.output)
     return result.exit_code

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-import reprlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from physverify.errors import ConfigError
+from physverify.text import short_repr
 
 # The transitions and the default fail_on live with the gate's rules (gate.py); users write
 # their names here, in fail_on, and older imports of them from this module keep working.
@@ -30,7 +28,8 @@ from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"
 
-KNOWN_KEYS = ("timeout", "jobs", "ledger", "fail_on", "exclude", "expect")
+KNOWN_KEYS = ("timeout", "jobs", "ledger", "fail_on", "exclude", "expect", "isolation", "preload")
+ISOLATION_MODES = ("fresh", "fork")  # isolate.py's two ways to start a claim's child
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,8 @@ class Config:
     fail_on: frozenset[str] = DEFAULT_FAIL_ON
     exclude: tuple[str, ...] = ()
     expect: Mapping[Path, str] = field(default_factory=dict)  # resolved claim path -> verdict
+    isolation: str | None = None  # fresh | fork; None: isolate.py's default (fork on Linux)
+    preload: tuple[str, ...] = ()  # modules the fork server imports besides those it finds
 
 
 def load_config(folder: Path) -> Config:
@@ -67,57 +68,21 @@ def load_config(folder: Path) -> Config:
         fail_on=_fail_on(path, data.get("fail_on")),
         exclude=_string_list(path, "exclude", data.get("exclude")),
         expect=_expect(path, folder, data.get("expect")),
+        isolation=_isolation(path, data.get("isolation")),
+        preload=_string_list(path, "preload", data.get("preload")),
     )
 
 
-class _Refused(yaml.MarkedYAMLError):
-    """A construct _SettingsLoader will not read; ``problem`` is the whole message."""
-
-
-class _SettingsLoader(yaml.SafeLoader):
-    """The safe loader without anchors, aliases and explicit tags, and with each key allowed once.
-
-    An alias shares one object, so nine nested aliases of nine items each make a value of
-    9**9 items that is cheap to load and ruinous to print or walk (issue 13, item 9).
-    Settings have no use for them, nor for tags: PyYAML's constructors crash on a tag with
-    a value that does not fit it (`!!float` alone raises IndexError). A key given twice
-    would silently keep the last value.
-    """
-
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
-        event = self.peek_event()
-        anchor = event.anchor if isinstance(event, (yaml.AliasEvent, yaml.NodeEvent)) else None
-        if anchor is not None:
-            raise _Refused(problem=f"anchors and aliases (&{anchor}) are not allowed", problem_mark=event.start_mark)
-        tag = getattr(event, "tag", None)
-        if tag is not None:
-            raise _Refused(problem=f"tags ({_short(tag)}) are not allowed", problem_mark=event.start_mark)
-        return super().compose_node(parent, index)
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, OverflowError) as exc:  # e.g. the date 2001-13-45
-            raise _Refused(problem=f"{_short(node.value)} cannot be read ({exc})", problem_mark=node.start_mark) from None
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable) and key in seen:
-                raise _Refused(problem=f"the key {_short(key)} is given twice", problem_mark=key_node.start_mark)
-            if isinstance(key, Hashable):
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-_SettingsLoader.add_constructor("tag:yaml.org,2002:map", _SettingsLoader.construct_yaml_map)
-
-
 def _read_yaml(path: Path) -> Mapping[Any, Any]:
+    # PyYAML only here, not at the top: the report modules import this one, and
+    # `physverify --version` must start fast (issue 11).
+    import yaml
+
+    from physverify._settings_yaml import Refused, SettingsLoader
+
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SettingsLoader)  # a SafeLoader, narrowed
-    except _Refused as exc:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SettingsLoader)  # a SafeLoader, narrowed
+    except Refused as exc:
         raise ConfigError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -136,15 +101,9 @@ def _read_yaml(path: Path) -> Mapping[Any, Any]:
 
 # A message shows at most a few items and characters of a value: a settings file is
 # written by the repository, and a whole value can be arbitrarily large (issue 13, item 9).
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxset = 2, 4, 4, 4, 4
-_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 60, 60, 40
-
-
 def _short(value: object) -> str:
-    """Return ``repr(value)`` cut to at most 80 characters."""
-    text = _SHORT.repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """Return ``repr(value)`` cut to at most 80 characters (never the whole of a huge value: issue 13)."""
+    return short_repr(value)
 
 
 def _type_error(path: Path, key: str, wanted: str, value: object) -> ConfigError:
@@ -184,6 +143,14 @@ def _jobs(path: Path, value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _type_error(path, "jobs", "a whole number of at least 1", value)
     return value
+
+
+def _isolation(path: Path, value: object) -> str | None:
+    if value is None:
+        return None
+    if value not in ISOLATION_MODES:
+        raise _type_error(path, "isolation", " or ".join(ISOLATION_MODES), value)
+    return str(value)
 
 
 def _ledger(path: Path, folder: Path, value: object) -> Path | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 from physverify import __version__, claim, isolate, repo, specscan
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
+from physverify.config import load_config
 from physverify.errors import RefusedError, UsageError
 from physverify.text import clean
 from physverify.verdict import Verdict, decide
@@ -62,13 +63,16 @@ def confirm(
     timeout_s: object = DEFAULT_TIMEOUT_S,
     trusted: bool = False,
     allow_dependent_reference: str | None = None,
+    isolation: str | None = None,
 ) -> Evaluation:
     """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
     require_trust(trusted)  # before anything is read, run or written
     seconds = parse_timeout(timeout_s)
     destination = Path(ledger)
     _ledger.check_writable(destination)  # found before the run, not after minutes of it
-    evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference)
+    settings = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
+    evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference,
+                          isolation=isolation or settings.isolation, preload=settings.preload)
     _ledger.append_record(destination, evaluation.record)
     return evaluation
 
@@ -79,12 +83,15 @@ def evaluate(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     allow_dependent_reference: str | None = None,
     commit_of: Callable[[Path], str | None] = repo.commit,
+    isolation: str | None = None,
+    preload: Sequence[str] = (),
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
     ``commit_of`` looks up ``repo.commit`` for the root; replay passes one that remembers
     the answer for the whole run. The root is always spec section 3's (CLAIM["repo"], else
     the checkout holding the claim), so replay and confirm write the same fields.
+    ``isolation`` and ``preload`` go to isolate.run_child.
     """
     claim_path = Path(claim_path)
     record = _base_record(claim_path, timeout_s)
@@ -105,7 +112,8 @@ def evaluate(
         return _finish(record, decide(dependent_notes=notes))
     # the claim's folder (run_child puts it first), the repository root, src/ when present
     roots = repo.import_roots(claim_path.resolve().parent, root)[1:]
-    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env())
+    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env(),
+                              isolation=isolation, preload=preload)
     return _finish(record, _decide_child(record, child, timeout_s, claim_path))
 
 

@@ -401,7 +401,8 @@ def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | 
 
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
-            record_all: bool, total: int, progress: Progress | None) -> Callable[[_Planned], ClaimRun]:
+            record_all: bool, total: int, progress: Progress | None,
+            isolation: str | None = None) -> Callable[[_Planned], ClaimRun]:
     lock = threading.Lock()
     done = [0]
     # The commit (and its dirty flag) is looked up once per repository for the whole run,
@@ -409,7 +410,8 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
     commit_of = functools.lru_cache(maxsize=None)(repo.commit)
 
     def run_one(item: _Planned) -> ClaimRun:
-        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, commit_of=commit_of)
+        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, commit_of=commit_of,
+                                      isolation=isolation or item.config.isolation, preload=item.config.preload)
         run = _judge(item, evaluation.record, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
                      record_all)
         if progress is not None:
@@ -467,6 +469,7 @@ def replay(
     record_all: bool = False,
     dry_run: bool = False,
     progress: Progress | None = None,
+    isolation: str | None = None,
 ) -> ReplayResult:
     """Replay the claims folders against their baseline, append the changed lines, return the gate's result."""
     confirm.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
@@ -489,7 +492,7 @@ def replay(
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before.latest, changed)
     recorded = _recorded(target)
-    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress)
+    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, isolation)
     runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
     runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on)
     written = sum(run.recorded for run in runs)

@@ -64,20 +64,20 @@ class RunOutcome:
         return {"exit_code": self.exit_code, "counts": self.counts(), "specs": [s.to_dict() for s in self.specs]}
 
 
-def run_specs(paths: Sequence[Path], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> RunOutcome:
+def run_specs(paths: Sequence[Path], *, timeout_s: float = DEFAULT_TIMEOUT_S, isolation: str | None = None) -> RunOutcome:
     """Run every spec file in its own child; a spec that is stopped at ``timeout_s`` is a load error."""
     from physverify.confirm import parse_timeout
 
     seconds = parse_timeout(timeout_s)
-    return RunOutcome([_run_one(Path(path), seconds) for path in paths])
+    return RunOutcome([_run_one(Path(path), seconds, isolation) for path in paths])
 
 
-def _run_one(path: Path, timeout_s: float) -> SpecOutcome:
+def _run_one(path: Path, timeout_s: float, isolation: str | None) -> SpecOutcome:
     if path.suffix != ".py":
         return SpecOutcome(str(path), f"{path}: a spec file must end in .py")
     if not path.is_file():
         return SpecOutcome(str(path), f"{path}: no such file")
-    child = isolate.run_child("spec", path, timeout_s=timeout_s)
+    child = isolate.run_child("spec", path, timeout_s=timeout_s, isolation=isolation)
     if child.timed_out:
         return SpecOutcome(str(path), f"{path}: stopped after {timeout_s:g} s (timeout)", stderr_tail=child.stderr_tail)
     payload = child.payload or {}

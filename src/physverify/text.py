@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,3 +94,14 @@ def _escape(match: re.Match[str]) -> str:
         return _SHORT[char]
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 2, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)`` cut to at most 80 characters: a message never prints the whole of a huge value."""
+    text = _REPR.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
