@@ -184,16 +184,27 @@ def open_regular(path: Path) -> BinaryIO:
     or a symlink to /dev/zero (reading it never ends), so the file is opened without
     waiting (O_NONBLOCK) and refused unless it is a regular file (issue 13).
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | NO_WAIT)
     try:
-        kind = os.fstat(fd).st_mode
-        if not stat.S_ISREG(kind):
-            what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+        what = not_regular(fd)
+        if what is not None:
             raise _NotRegularFile(errno.EINVAL, f"it is {what}, not a regular file")
         return os.fdopen(fd, "rb")
     except BaseException:  # close the descriptor, then re-raise
         os.close(fd)
         raise
+
+
+# Open flags for a file the repository names: never wait on a FIFO for a writer.
+NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def not_regular(fd: int) -> str | None:
+    """What the open file ``fd`` is ("a folder", "a FIFO", "a device or socket"), or None for a regular file."""
+    kind = os.fstat(fd).st_mode
+    if stat.S_ISREG(kind):
+        return None
+    return "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
 
 
 class _NotRegularFile(OSError):

@@ -15,7 +15,6 @@ import json
 import math
 import os
 import posixpath
-import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
+from physverify.claim import NO_WAIT, not_regular
 from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.text import visible
 from physverify.errors import PhysverifyError, UsageError
@@ -82,7 +82,7 @@ def append_record(path: Path, record: Mapping[str, Any]) -> None:
         # writer can overwrite another's line through a stale offset. O_CREAT without
         # O_TRUNC or O_EXCL: two first writers racing to create the ledger share one file
         # and neither empties it. O_RDWR only so the last byte can be read below.
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NO_WAIT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NO_WAIT, 0o644)
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot open the ledger for appending: {exc.strerror or exc}") from None
     try:
@@ -213,7 +213,7 @@ def parse_ledger(data: bytes, name: str) -> LedgerRead:
 def _read_bytes(path: Path) -> bytes:
     """The ledger file's bytes; a missing ledger is empty."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NO_WAIT)
+        fd = os.open(path, os.O_RDONLY | NO_WAIT)
     except FileNotFoundError:
         return b""
     except OSError as exc:
@@ -232,16 +232,12 @@ def _read_bytes(path: Path) -> bytes:
             raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
 
 
-# A ledger named by a repository may be a FIFO (opening it would wait for a writer for
-# ever) or a symlink to /dev/zero (reading it never ends): open without waiting, then
-# refuse anything but a regular file (issue 13).
-_NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
 def _require_regular(path: Path, fd: int, doing: str) -> None:
-    kind = os.fstat(fd).st_mode
-    if not stat.S_ISREG(kind):
-        what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+    # A ledger named by a repository may be a FIFO (opening it would wait for a writer for
+    # ever) or a symlink to /dev/zero (reading it never ends): it is opened without waiting
+    # (claim.NO_WAIT), then anything but a regular file is refused (issue 13).
+    what = not_regular(fd)
+    if what is not None:
         raise PhysverifyError(f"{path}: cannot {doing} the ledger: it is {what}, not a regular file")
 
 
