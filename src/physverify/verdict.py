@@ -119,7 +119,8 @@ def decisive(record: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
     else the first check that did not give a PASS, else (rejected) the first check.
     """
     control = record.get("control")
-    checks = [c for c in record.get("checks") or [] if isinstance(c, Mapping)]
+    given = record.get("checks")  # a hand-edited or foreign ledger line may hold anything here
+    checks = [c for c in given if isinstance(c, Mapping)] if isinstance(given, list) else []
     if not isinstance(control, Mapping) or not checks:
         return None
     if str(control.get("status")) not in (PASS, EXACT):
