@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures import init_repo
+from fixtures import Ran, init_repo, run_process
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, installed by .ci/install
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm"
@@ -32,8 +30,8 @@ pytestmark = [
 ]
 
 
-def physverify(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+def physverify(*args: str, cwd: Path) -> Ran:
+    return run_process(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

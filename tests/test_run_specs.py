@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from fixtures import Ran, run_process
 
 from physverify.run_specs import run_specs
 
@@ -29,9 +29,8 @@ def spec(folder: Path, name: str, body: str) -> Path:
     return path
 
 
-def physverify(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+def physverify(*args: str, cwd: Path) -> Ran:
+    return run_process(*args, cwd=cwd, timeout=120)
 
 
 def test_passing_specs_exit_0_with_one_line_per_check(tmp_path: Path) -> None:

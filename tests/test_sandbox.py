@@ -21,7 +21,7 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import init_repo
+from fixtures import Ran, init_repo, run_process
 
 from physverify import sandbox
 from physverify.errors import PhysverifyError, UsageError
@@ -66,9 +66,8 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def physverify(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+def physverify(cwd: Path, *args: str, timeout: float = 120) -> Ran:
+    return run_process(*args, cwd=cwd, timeout=timeout)
 
 
 def in_sandbox(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import git
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
+from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, init_repo, run_process
 
 from physverify.claim import MAX_CLAIM_BYTES
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
@@ -25,10 +24,8 @@ from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 DEEP_REFERENCE = "\n\ndef reference_unused():\n    return math" + ".e" * 1500 + "\n"
 
 
-def physverify(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
-    return subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+def physverify(*args: str, cwd: Path) -> Ran:
+    return run_process(*args, cwd=cwd)
 
 
 def lines(ledger: Path) -> list[dict[str, object]]:
