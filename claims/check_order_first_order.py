@@ -18,7 +18,7 @@ CLAIM = {
     "text": "check_order passes a first-order method as second order",
     "source": "physverify maintainers",
     "file": "src/physverify/order.py",
-    "line": 148,
+    "line": 203,
     "reference": "Hairer, Norsett and Wanner, Solving ODEs I, sec. II.3, Thm. 3.6: global error C h^p for a method of order p",
     "impact": "used",
 }

@@ -14,7 +14,7 @@ CLAIM = {
     "text": "fit_order misreports the order when the step sizes are not evenly spaced in log h",
     "source": "physverify maintainers",
     "file": "src/physverify/order.py",
-    "line": 59,
+    "line": 89,
     "reference": "Roache, Verification and Validation in Computational Science and Engineering (1998), sec. 5.3: observed order",
     "impact": "latent",
 }
