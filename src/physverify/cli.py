@@ -286,7 +286,7 @@ def _ledger(args: argparse.Namespace) -> int:
 
 
 def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from physverify.report import html
+    from physverify.report import MAX_PLOTS
 
     report = sub.add_parser(
         "report",
@@ -298,9 +298,9 @@ def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add_ledger_option(report)
     report.add_argument("--claim", metavar="PATH", help="only this claim (as given or relative to its repository)")
     report.add_argument("-o", "--output", default="-", metavar="FILE", help="the HTML file to write (default: stdout)")
-    report.add_argument("--max-plots", type=int, default=html.MAX_PLOTS, metavar="N",
+    report.add_argument("--max-plots", type=int, default=MAX_PLOTS, metavar="N",
                         help=f"draw at most N plots, failing and confirmed claims first; the rest as tables "
-                        f"(default: {html.MAX_PLOTS}; 0: tables only)")
+                        f"(default: {MAX_PLOTS}; 0: tables only)")
 
 
 def _report(args: argparse.Namespace) -> int:

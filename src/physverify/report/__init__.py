@@ -1,25 +1,40 @@
 """Renderers: one module per output format, each with ``render(...) -> str``.
 
 ``FORMATS`` maps a ``--format`` name to its module; ``physverify replay --format``
-takes its choices from it.
+takes its choices from it. A module is imported when its format is first used, so the
+command line starts without any renderer it does not need (issue 11: `--version` fast).
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from physverify.report import github, html, json, junit, markdown, sarif, text
+# Plots per HTML page by default: about two seconds of matplotlib; benchmarks/report_bench.py
+# measures it. Named here, not in html.py, so the command line's parser need not import html.
+MAX_PLOTS = 60
 
-FORMATS: dict[str, ModuleType] = {
-    "text": text,
-    "json": json,
-    "junit": junit,
-    "sarif": sarif,
-    "markdown": markdown,
-    "github": github,
-    "html": html,
-}
+_MODULES = ("text", "json", "junit", "sarif", "markdown", "github", "html")
+
+
+class _Formats(Mapping[str, ModuleType]):
+    """The format names, each importing its module on first lookup."""
+
+    def __getitem__(self, name: str) -> ModuleType:
+        if name not in _MODULES:
+            raise KeyError(name)
+        return importlib.import_module(f"physverify.report.{name}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+FORMATS: Mapping[str, ModuleType] = _Formats()
 
 
 def render(fmt: str, result: Any) -> str:

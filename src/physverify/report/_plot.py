@@ -17,7 +17,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from physverify.order import pairwise_orders
 
 INSTALL_HINT = "pip install 'physverify[report]'"
 # check_order's default fit_points: the window drawn for a ledger line that predates fit_hs.
@@ -60,6 +59,8 @@ def convergence(data: Any) -> Convergence | None:
 
 def rows(c: Convergence) -> list[tuple[float, float | None, float | None]]:
     """(h, error, order between this level and the previous one) per level, coarsest first."""
+    from physverify.order import pairwise_orders  # here: numpy only when a page has numbers (issue 11)
+
     table: list[tuple[float, float | None, float | None]] = []
     for i, (h, e) in enumerate(zip(c.hs, c.errors)):
         before = c.errors[i - 1] if i else None

@@ -20,15 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
-from physverify.report import _plot
+from physverify.report import MAX_PLOTS, _plot
 from physverify.text import clean_str, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
     from physverify.replay import ClaimRun, ReplayResult
 
-# Plots per page by default: about two seconds of matplotlib; benchmarks/report_bench.py measures it.
-MAX_PLOTS = 60
 
 
 @dataclass(frozen=True)
