@@ -295,7 +295,7 @@ def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "control and checks, a log-log plot of error against step size for each check that recorded its numbers "
         "(with the extra physverify[report]; tables without it), and its history.",
     )
-    _add_ledger_option(report)
+    _add_replay_ledger_options(report)
     report.add_argument("--claim", metavar="PATH", help="only this claim (as given or relative to its repository)")
     report.add_argument("-o", "--output", default="-", metavar="FILE", help="the HTML file to write (default: stdout)")
     report.add_argument("--max-plots", type=int, default=MAX_PLOTS, metavar="N",
@@ -306,7 +306,8 @@ def _report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _report(args: argparse.Namespace) -> int:
     from physverify.report import html
 
-    page = html.from_ledger(Path(args.ledger), args.claim)
+    _check_output(args.output, "--output")
+    page = html.from_ledger(_ledger_path(args.ledger, args.claims), args.claim)
     _warn(page.notes)
     _emit(html.render_report(page, max(args.max_plots, 0)), args.output)
     return page.exit_code

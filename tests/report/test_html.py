@@ -200,6 +200,21 @@ def test_the_report_command_writes_the_file_and_exits_2_on_a_missing_ledger(tmp_
     assert missing.stderr == "physverify: nope.jsonl: no such ledger file; give the ledger with --ledger\n"
 
 
+def test_the_report_command_reads_the_ledger_replay_writes_when_none_is_given(tmp_path: Path, cli: Any) -> None:
+    """Issue 10's rule for `ledger log` holds for `report` too: physverify.yaml's ledger, else the claims folder's."""
+    (tmp_path / "claims").mkdir()
+    write_ledger(tmp_path / "claims" / "confirm_ledger.jsonl", [ledger_record("claims/a.py", "confirmed")])
+    ran = cli("report", "-o", "out.html", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert [section_key(s) for s in sections(parse((tmp_path / "out.html").read_text(encoding="utf-8")))] == ["claims/a.py"]
+    (tmp_path / "claims" / "physverify.yaml").write_text("ledger: kept.jsonl\n")
+    write_ledger(tmp_path / "claims" / "kept.jsonl", [ledger_record("claims/b.py", "rejected")])
+    assert cli("report", "-o", "out.html", cwd=tmp_path).returncode == 0
+    assert [section_key(s) for s in sections(parse((tmp_path / "out.html").read_text(encoding="utf-8")))] == ["claims/b.py"]
+    missing = cli("report", "-o", str(tmp_path / "no-such-folder" / "out.html"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no-such-folder" in missing.stderr  # refused before the ledger is read
+
+
 def test_the_report_command_runs_without_matplotlib_installed(tmp_path: Path) -> None:
     write_ledger(tmp_path / "l.jsonl", [ledger_record("claims/a.py", "confirmed")])
     code = ("import sys; sys.modules['matplotlib'] = None\nfrom physverify.cli import main\n"
