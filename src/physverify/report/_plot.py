@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 
-INSTALL_HINT = "pip install 'physverify[report]'"
+# The extra is physverify[report]; until this version is on the package index (README, "Install"),
+# that name would fetch an older release, so the hint names the library itself.
+INSTALL_HINT = "pip install 'matplotlib>=3.7' (the report extra of physverify)"
 # check_order's default fit_points: the window drawn for a ledger line that predates fit_hs.
 _DEFAULT_FIT_POINTS = 4
 
