@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.report import MAX_PLOTS, _plot
-from physverify.text import clean_str, visible
+from physverify.text import visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -126,15 +126,14 @@ def decisive_png(record: Mapping[str, Any]) -> bytes | None:
 
 
 # --- the page ------------------------------------------------------------------------------
-# XML 1.0 forbids these characters even escaped; a ledger line can hold them (a claim's text
-# is whatever the file said), so they show as U+FFFD and the page stays well-formed.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
-
-
 def _e(value: object) -> str:
     """``value`` as escaped text for an element or an attribute, on one line (issue 13: no line of the
-    page may start with a workflow command, and no control character reaches it)."""
-    return html.escape(_NOT_XML.sub("\ufffd", visible(clean_str(str(value)))), quote=True)
+    page may start with a workflow command, and no control character reaches it).
+
+    ``visible`` already shows every character XML 1.0 forbids (controls, lone surrogates,
+    U+FFFE, U+FFFF) as an escape, so the page stays well-formed whatever a ledger line holds.
+    """
+    return html.escape(visible(value), quote=True)
 
 
 def _class(value: object) -> str:
