@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from physverify.errors import PhysverifyError, UsageError
+from physverify.gate import TRANSITIONS
 from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.report import github
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
@@ -69,8 +70,6 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
 
 
 def _fail_on(text: str | None) -> frozenset[str] | None:
-    from physverify.config import TRANSITIONS
-
     if text is None:
         return None
     names = frozenset(name.strip() for name in text.replace(",", " ").split())
@@ -212,8 +211,6 @@ def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:
 
 def outputs(result: ReplayResult) -> dict[str, str]:
     """Every output action.yml declares: counts per verdict and per transition, the gate, the ledger."""
-    from physverify.config import TRANSITIONS
-
     by_verdict = {v.replace(" ", "-"): sum(run.verdict == v for run in result.claims) for v in VERDICTS}
     by_transition = {t: result.counts().get(t, 0) for t in TRANSITIONS}
     return {

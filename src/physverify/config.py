@@ -19,11 +19,8 @@ from typing import Any
 from physverify.errors import ConfigError
 from physverify.text import short_repr
 
-# The transitions and the default fail_on live with the gate's rules (gate.py); users write
-# their names here, in fail_on, and older imports of them from this module keep working.
-from physverify.gate import (  # noqa: F401 - re-exported
-    DECIDED, DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE,
-)
+# The transitions and the default fail_on live with the gate's rules; users write their names here, in fail_on.
+from physverify.gate import DEFAULT_FAIL_ON, TRANSITIONS
 from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"

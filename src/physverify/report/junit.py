@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from physverify.config import REMOVED
+from physverify.gate import REMOVED
 from physverify.text import visible
 
 if TYPE_CHECKING:
