@@ -32,13 +32,14 @@ def _testcase(run: ClaimRun) -> ET.Element:
         case.set("file", visible(run.target))
     if run.line is not None:
         case.set("line", str(run.line))
+    why = run.reason + (f"; {run.evidence}" if run.evidence else "")
     if run.failures:
         failure = ET.SubElement(case, "failure", message=visible("; ".join(run.failures)), type=run.transition)
-        failure.text = visible(f"{run.change()} at {run.location}: {run.reason}" + (f"; {run.evidence}" if run.evidence else ""))
+        failure.text = visible(f"{run.change()} at {run.location}: {why}")
     elif run.transition == REMOVED:
         ET.SubElement(case, "skipped", message=visible(run.reason))
     out = ET.SubElement(case, "system-out")
-    out.text = visible(f"{run.change()} ({run.location}): {run.reason}" + (f"; {run.evidence}" if run.evidence else ""))
+    out.text = visible(f"{run.change()} ({run.location}): {why}")
     return case
 
 
