@@ -106,17 +106,6 @@ def _read_event(env: Mapping[str, str]) -> Mapping[str, object]:
     return event if isinstance(event, dict) else {}
 
 
-def reachable_baseline(ref: str, workspace: Path) -> tuple[str | None, str | None]:
-    """``ref`` when the checkout has it (fetching that one commit if it is missing), else None and a warning.
-
-    Without a reachable base the run falls back to replay's own default, the ledger as
-    committed at HEAD, so a regression committed with --no-verify still fails.
-    """
-    from physverify import repo
-
-    return repo.reachable(ref, workspace)
-
-
 @dataclass(frozen=True)
 class Written:
     """What the run step produces: annotations for stdout, the summary, the outputs, the exit code."""
@@ -264,11 +253,17 @@ def _ledger_of(inputs: Inputs) -> Path:
 
 
 def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[str | None, str | None]:
-    """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning."""
+    """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning.
+
+    Without a reachable base the run falls back to replay's own default, the ledger as
+    committed at HEAD, so a regression committed with --no-verify still fails.
+    """
+    from physverify import repo
+
     if inputs.baseline is not None:
         return inputs.baseline, None
     found = default_baseline(env.get("GITHUB_EVENT_NAME"), _read_event(env))
-    return reachable_baseline(found, workspace) if found else (None, None)
+    return repo.reachable(found, workspace) if found else (None, None)
 
 
 def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
