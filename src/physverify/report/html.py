@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +74,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     for key, record in latest.items():
         before = history[key][-2].verdict if len(history[key]) > 1 else None
         run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before)
-        runs.append(_with_failures(run, replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
+        runs.append(replace(run, failures=replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
     return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems))
 
 
@@ -85,12 +85,6 @@ def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str
     target = record.get("file")
     return ClaimRun(key, transition, record.get("verdict"), before, record, None if before is None else {},
                     target=str(target) if target is not None else None, line=line if isinstance(line, int) else None)
-
-
-def _with_failures(run: ClaimRun, failures: tuple[str, ...]) -> ClaimRun:
-    from dataclasses import replace
-
-    return replace(run, failures=failures)
 
 
 def _by_claim(rows: Iterable[ledger.LogRow]) -> dict[str, list[ledger.LogRow]]:
