@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from physverify import ledger, replay
-from physverify.config import (
+from physverify.gate import (
     DECIDED,
     FIXED,
     NEW,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from physverify.errors import PhysverifyError, UsageError
+from physverify.gate import TRANSITIONS
 from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.report import github
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
@@ -69,8 +70,6 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
 
 
 def _fail_on(text: str | None) -> frozenset[str] | None:
-    from physverify.config import TRANSITIONS
-
     if text is None:
         return None
     names = frozenset(name.strip() for name in text.replace(",", " ").split())
@@ -105,17 +104,6 @@ def _read_event(env: Mapping[str, str]) -> Mapping[str, object]:
         return {}
     event = json.loads(Path(path).read_text(encoding="utf-8"))
     return event if isinstance(event, dict) else {}
-
-
-def reachable_baseline(ref: str, workspace: Path) -> tuple[str | None, str | None]:
-    """``ref`` when the checkout has it (fetching that one commit if it is missing), else None and a warning.
-
-    Without a reachable base the run falls back to replay's own default, the ledger as
-    committed at HEAD, so a regression committed with --no-verify still fails.
-    """
-    from physverify import repo
-
-    return repo.reachable(ref, workspace)
 
 
 @dataclass(frozen=True)
@@ -212,8 +200,6 @@ def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:
 
 def outputs(result: ReplayResult) -> dict[str, str]:
     """Every output action.yml declares: counts per verdict and per transition, the gate, the ledger."""
-    from physverify.config import TRANSITIONS
-
     by_verdict = {v.replace(" ", "-"): sum(run.verdict == v for run in result.claims) for v in VERDICTS}
     by_transition = {t: result.counts().get(t, 0) for t in TRANSITIONS}
     return {
@@ -267,11 +253,17 @@ def _ledger_of(inputs: Inputs) -> Path:
 
 
 def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[str | None, str | None]:
-    """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning."""
+    """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning.
+
+    Without a reachable base the run falls back to replay's own default, the ledger as
+    committed at HEAD, so a regression committed with --no-verify still fails.
+    """
+    from physverify import repo
+
     if inputs.baseline is not None:
         return inputs.baseline, None
     found = default_baseline(env.get("GITHUB_EVENT_NAME"), _read_event(env))
-    return reachable_baseline(found, workspace) if found else (None, None)
+    return repo.reachable(found, workspace) if found else (None, None)
 
 
 def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:

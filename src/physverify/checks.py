@@ -17,8 +17,8 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 PASS = "PASS"
@@ -247,11 +247,6 @@ def describe_exception(exc: BaseException) -> str:
     return text
 
 
-def outcomes_to_dicts(outcomes: Sequence[CheckOutcome]) -> list[dict[str, Any]]:
-    """The ledger form of a list of outcomes."""
-    return [outcome.to_dict() for outcome in outcomes]
-
-
 def result_data(result: Result) -> dict[str, Any]:
     """The fields a Result subclass adds to status and message (an OrderResult's hs, errors, expected,
     fitted, floor, fit_hs), as JSON-ready values; empty for a plain Result.
@@ -283,8 +278,3 @@ def _json_ready(value: Any) -> Any:
         items = [_json_ready(item) for item in value]
         return _UNSERIALISABLE if any(item is _UNSERIALISABLE for item in items) else items
     return _UNSERIALISABLE
-
-
-def result_fields(result: Result) -> dict[str, Any]:
-    """Every field of a Result (OrderResult included) as plain JSON-ready values."""
-    return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(result).items()}

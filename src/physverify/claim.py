@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from physverify.errors import PhysverifyError
+from physverify.text import clip
 
 REQUIRED_KEYS = ("text", "source", "file", "line", "reference", "impact")
 OPTIONAL_KEYS = ("repo",)  # section 3: a claim kept outside the repository names it
@@ -260,7 +261,7 @@ def _read_source(data: bytes) -> _Reading:
     try:
         notes = tuple(specscan.notes_in(tree, claim.get("file")))
     except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard
-        return _Reading(frozenset(bindings), claim, f"cannot be scanned for its reference: {_clip(str(exc))}", imports, ())
+        return _Reading(frozenset(bindings), claim, f"cannot be scanned for its reference: {clip(str(exc))}", imports, ())
     return _Reading(frozenset(bindings), claim, None, imports, notes)
 
 
@@ -288,9 +289,9 @@ def _parse(data: bytes) -> ast.Module:
     except SyntaxError as exc:
         raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
     except ValueError as exc:  # null bytes
-        raise _Problem(f"is not valid Python: {_clip(str(exc))}") from None
+        raise _Problem(f"is not valid Python: {clip(str(exc))}") from None
     except (RecursionError, MemoryError) as exc:  # thousands of levels: the parser's stack ran out
-        raise _Problem(f"is nested too deeply to be read ({_clip(str(exc)) or type(exc).__name__})") from None
+        raise _Problem(f"is nested too deeply to be read ({clip(str(exc)) or type(exc).__name__})") from None
 
 
 def imports_in(tree: ast.AST) -> list[Import]:
@@ -302,11 +303,6 @@ def imports_in(tree: ast.AST) -> list[Import]:
         elif isinstance(node, ast.ImportFrom):
             found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
     return found
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    """Return ``text`` cut to ``limit`` characters: a message never holds a whole value from the file."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _top_level_bindings(tree: ast.Module) -> dict[str, ast.stmt]:
@@ -371,9 +367,9 @@ def _claim_literal(bindings: dict[str, ast.stmt]) -> dict[str, Any]:
 
 def _item_problem(key: object, item: object) -> str | None:
     if not isinstance(key, str):
-        return f"CLAIM keys must be strings; {_clip(repr(key))} is not"
+        return f"CLAIM keys must be strings; {clip(repr(key))} is not"
     if not _is_scalar(item):
-        return f"CLAIM[{_clip(repr(key))}] must be a string or a number, not {type(item).__name__}"
+        return f"CLAIM[{clip(repr(key))}] must be a string or a number, not {type(item).__name__}"
     if key in ("file", "repo") and isinstance(item, str):
         return _path_problem(key, item)
     return None
@@ -421,7 +417,7 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
     unknown = [key for key in claim if key not in REQUIRED_KEYS + OPTIONAL_KEYS]
     if unknown:
         return (
-            f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {_clip(', '.join(repr(k) for k in unknown))} "
+            f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {clip(', '.join(repr(k) for k in unknown))} "
             f"(allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})"
         )
     for key in claim:
@@ -434,16 +430,16 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
 def _value_problem(key: str, value: object) -> str | None:
     if key == "line":
         if not isinstance(value, int):
-            return f"CLAIM['line'] must be an integer, not {_clip(repr(value))}"
+            return f"CLAIM['line'] must be an integer, not {clip(repr(value))}"
         return None if value >= 1 else f"CLAIM['line'] is {value}; line numbers start at 1"
     if not isinstance(value, str):
-        return f"CLAIM[{key!r}] must be a string, not {_clip(repr(value))}"
+        return f"CLAIM[{key!r}] must be a string, not {clip(repr(value))}"
     if value.strip() == "":
         return f"CLAIM[{key!r}] is empty"
     if value.strip() == FILL_IN:
         return f"CLAIM[{key!r}] is still {FILL_IN!r}; fill it in"
     if key == "impact" and value not in IMPACTS:
-        return f"CLAIM['impact'] is {_clip(repr(value))}; it must be one of {', '.join(IMPACTS)}"
+        return f"CLAIM['impact'] is {clip(repr(value))}; it must be one of {', '.join(IMPACTS)}"
     return None
 
 

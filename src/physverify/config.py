@@ -19,11 +19,8 @@ from typing import Any
 from physverify.errors import ConfigError
 from physverify.text import short_repr
 
-# The transitions and the default fail_on live with the gate's rules (gate.py); users write
-# their names here, in fail_on, and older imports of them from this module keep working.
-from physverify.gate import (  # noqa: F401 - re-exported
-    DECIDED, DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE,
-)
+# The transitions and the default fail_on live with the gate's rules; users write their names here, in fail_on.
+from physverify.gate import DEFAULT_FAIL_ON, TRANSITIONS
 from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"
@@ -55,9 +52,9 @@ def load_config(folder: Path) -> Config:
         return Config(folder=folder)
     data = _read_yaml(path)
     # sorted by their text: YAML keys may be numbers, dates or None, which do not compare with str
-    unknown = sorted((key for key in data if key not in KNOWN_KEYS), key=_short)
+    unknown = sorted((key for key in data if key not in KNOWN_KEYS), key=short_repr)
     if unknown:
-        named = ", ".join(_short(key) for key in unknown)
+        named = ", ".join(short_repr(key) for key in unknown)
         raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {named} (known: {', '.join(KNOWN_KEYS)})")
     return Config(
         folder=folder,
@@ -99,15 +96,8 @@ def _read_yaml(path: Path) -> Mapping[Any, Any]:
     return data
 
 
-# A message shows at most a few items and characters of a value: a settings file is
-# written by the repository, and a whole value can be arbitrarily large (issue 13, item 9).
-def _short(value: object) -> str:
-    """Return ``repr(value)`` cut to at most 80 characters (never the whole of a huge value: issue 13)."""
-    return short_repr(value)
-
-
 def _type_error(path: Path, key: str, wanted: str, value: object) -> ConfigError:
-    return ConfigError(f"{path}: {key} must be {wanted}, not {_short(value)}{_number_hint(value, key)}")
+    return ConfigError(f"{path}: {key} must be {wanted}, not {short_repr(value)}{_number_hint(value, key)}")
 
 
 # YAML 1.1 (PyYAML) reads a float only with a dot and, for an exponent, a sign: 1.0e+3.
@@ -175,7 +165,7 @@ def _fail_on(path: Path, value: object) -> frozenset[str]:
     names = _string_list(path, "fail_on", value)
     for name in names:
         if name not in TRANSITIONS:
-            raise ConfigError(f"{path}: fail_on: unknown transition {_short(name)} (known: {', '.join(TRANSITIONS)})")
+            raise ConfigError(f"{path}: fail_on: unknown transition {short_repr(name)} (known: {', '.join(TRANSITIONS)})")
     return frozenset(names)
 
 
@@ -188,11 +178,11 @@ def _expect(path: Path, folder: Path, value: object) -> dict[Path, str]:
     for claim, verdict in value.items():
         if not isinstance(claim, str) or verdict not in VERDICTS:
             raise ConfigError(
-                f"{path}: expect: {_short(claim)}: {_short(verdict)} is not a verdict (known: {', '.join(VERDICTS)})"
+                f"{path}: expect: {short_repr(claim)}: {short_repr(verdict)} is not a verdict (known: {', '.join(VERDICTS)})"
             )
         target = _expected_file(folder, claim)
         if target is None:  # a typo here would make the expectation never apply
-            raise ConfigError(f"{path}: expect: {_short(claim)} is not a file in {folder} or in its repository")
+            raise ConfigError(f"{path}: expect: {short_repr(claim)} is not a file in {folder} or in its repository")
         expect[target.resolve()] = verdict
     return expect
 

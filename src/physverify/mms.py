@@ -115,9 +115,9 @@ def step_counts(ns: Sequence[int]) -> list[int]:
     return sorted(counts)
 
 
-def finish_study(sweep: Sweep, t_end: float, expected_order: float, **check_order_kwargs: Any) -> OrderResult:
-    """check_order on a sweep (h = t_end / n), with the sweep's budget note in front of the message."""
-    hs = [t_end / n for n in sweep.ns]
+def finish_study(sweep: Sweep, h: Callable[[int], float], expected_order: float, **check_order_kwargs: Any) -> OrderResult:
+    """check_order on a sweep, ``h(n)`` the step size of resolution n, with the sweep's budget note in front of the message."""
+    hs = [float(h(n)) for n in sweep.ns]
     result = check_order(hs, list(sweep.errors), expected_order, **check_order_kwargs)
     if sweep.note is None:
         return result
@@ -161,7 +161,7 @@ def mms_order_study(
     y0, exact = mms.value(0.0), mms.value(t_end)
     sweep = measure_resolutions(ns, lambda n: max_error(integrate(mms.forcing, y0.copy(), t_end, n), exact))
     check_order_kwargs.setdefault("scale", solution_scale(mms, t_end))
-    return finish_study(sweep, t_end, expected_order, **check_order_kwargs)
+    return finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
 
 
 def _trajectory_error(run: Any, mms: ManufacturedODE) -> float:
@@ -198,7 +198,7 @@ def mms_trajectory_study(
     y0 = mms.value(0.0)
     sweep = measure_resolutions(ns, lambda n: _trajectory_error(integrate_run(mms.forcing, y0.copy(), t_end, n), mms))
     check_order_kwargs.setdefault("scale", _trajectory_scale(mms, t_end))
-    return finish_study(sweep, t_end, expected_order, **check_order_kwargs)
+    return finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
 
 
 def _trajectory_scale(mms: ManufacturedODE, t_end: float, samples: int = 65) -> float:

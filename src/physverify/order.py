@@ -308,13 +308,8 @@ def _same_everywhere(hs: list[float], errors: list[float], level: float) -> bool
 
 def _flat_tail(pairwise: list[float]) -> int:
     """How many of the finest pairwise orders are below _STALL_ORDER and agree within _SETTLED_SPREAD."""
-    count = 0
-    while count < len(pairwise) and pairwise[-1 - count] < _STALL_ORDER:
-        tail = pairwise[-1 - count:]
-        if max(tail) - min(tail) > _SETTLED_SPREAD:
-            break
-        count += 1
-    return count
+    below = next((i for i, q in enumerate(reversed(pairwise)) if not q < _STALL_ORDER), len(pairwise))
+    return min(below, _settled_tail(pairwise))
 
 
 def _does_not_decrease(finest: float) -> str:

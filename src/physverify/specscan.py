@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Union
 
 from physverify import claim as claim_module
+from physverify.text import clip
 
 _REFERENCE_NAME = re.compile(r"^_*(reference|ref_|exact|analytic|expected)|_ref$", re.IGNORECASE)
 
@@ -51,12 +52,8 @@ def notes_in(tree: ast.Module, file: object) -> list[str]:
     for name, node in _reference_functions(tree):
         for target, verb, via in _uses(node, targets, modules, helpers, seen={name}):
             through = f" (through {via}())" if via else ""
-            notes.append(f"{name}() (line {node.lineno}) {verb} {_clip(target)}, the code under test{through}")
+            notes.append(f"{name}() (line {node.lineno}) {verb} {clip(target, 120)}, the code under test{through}")
     return notes
-
-
-def _clip(name: str) -> str:
-    return name if len(name) <= 120 else name[:117] + "..."
 
 
 def _parse(path: Path) -> ast.Module | None:

@@ -18,7 +18,7 @@ import numpy as np
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
 from physverify.errors import PhysverifyError
 from physverify.mms import Integrate, ManufacturedODE, finish_study, max_error, measure_resolutions, step_counts
-from physverify.order import check_exact, check_order, fit_order, pairwise_orders
+from physverify.order import check_exact, fit_order, pairwise_orders
 
 # solve_ivp's global error is a small multiple of rtol times the solution's size, so
 # differences below this multiple of rtol cannot be told apart from the reference's own
@@ -72,7 +72,7 @@ def reference_study(
     sweep = measure_resolutions(ns, lambda n: max_error(integrate(source, start.copy(), t_end, n), exact))
     check_order_kwargs.setdefault("scale", float(max(np.max(np.abs(start)), np.max(np.abs(exact)))))
     check_order_kwargs["floor"] = max(check_order_kwargs.get("floor", 1e-12), _REFERENCE_NOISE * rtol)
-    return finish_study(sweep, t_end, expected_order, **check_order_kwargs)
+    return finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
 
 
 def invariant_study(
@@ -105,7 +105,7 @@ def invariant_study(
     sweep = measure_resolutions(ns, drift)
     check_order_kwargs.setdefault("scale", abs(initial))
     check_order_kwargs.setdefault("tol_high", float("inf"))
-    result = finish_study(sweep, t_end, expected_order, **check_order_kwargs)
+    result = finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
     return replace(result, message=f"drift of the invariant: {result.message}")
 
 
@@ -144,11 +144,9 @@ def patch_study(
 # --- studies on any measurable error (issue 9) ------------------------------------------
 def _order_sweep(ns: Sequence[int], measure: Callable[[int], float], h: Callable[[int], float] | None,
                  expected_order: float, **check_order_kwargs: Any) -> OrderResult:
-    """check_order on a budgeted sweep with step size h(n) (1/n by default), the sweep's note in front."""
-    sweep = measure_resolutions(ns, measure)
-    step = h if h is not None else (lambda n: 1.0 / n)
-    result = check_order([float(step(n)) for n in sweep.ns], list(sweep.errors), expected_order, **check_order_kwargs)
-    return result if sweep.note is None else replace(result, message=f"{sweep.note}; {result.message}")
+    """finish_study on a budgeted sweep with step size h(n) (1/n by default)."""
+    return finish_study(measure_resolutions(ns, measure), h if h is not None else (lambda n: 1.0 / n), expected_order,
+                        **check_order_kwargs)
 
 
 def convergence_study(

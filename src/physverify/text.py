@@ -103,5 +103,9 @@ _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
 
 def short_repr(value: object) -> str:
     """``repr(value)`` cut to at most 80 characters: a message never prints the whole of a huge value."""
-    text = _REPR.repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clip(_REPR.repr(value))
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to at most ``limit`` characters, "..." marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from physverify.config import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED
+from physverify.gate import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED
 from physverify.replay import ClaimRun, ReplayResult, gate_failures
 from physverify.verdict import CONFIRMED, EXIT_FINDING, NOT_DECIDABLE, REJECTED
 

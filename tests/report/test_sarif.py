@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from physverify.config import TRANSITIONS
+from physverify.gate import TRANSITIONS
 from physverify.replay import ReplayResult
 from physverify.report import sarif
 

@@ -27,7 +27,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from physverify import mcp_server
-from physverify.config import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
+from physverify.gate import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
 from physverify.replay import ClaimRun, ReplayResult, gate_failures
 from physverify.report import FORMATS
 from physverify.report import text as text_report

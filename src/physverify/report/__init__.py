@@ -10,7 +10,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from physverify.replay import ClaimRun
 
 # Plots per HTML page by default: about two seconds of matplotlib; benchmarks/report_bench.py
 # measures it. Named here, not in html.py, so the command line's parser need not import html.
@@ -35,6 +38,18 @@ class _Formats(Mapping[str, ModuleType]):
 
 
 FORMATS: Mapping[str, ModuleType] = _Formats()
+
+
+def finding(run: ClaimRun) -> str:
+    """What a claim at its file:line says, in the words of a GitHub annotation and a SARIF result alike:
+    the change, the claim's text, why, the deciding check and the gate's failures (unescaped)."""
+    record = run.record or run.baseline or {}
+    message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. Why: {run.reason}"
+    if run.evidence:
+        message += f" Evidence: {run.evidence}."
+    if run.failures:
+        message += " Gate: " + "; ".join(run.failures)
+    return message
 
 
 def render(fmt: str, result: Any) -> str:

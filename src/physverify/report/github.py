@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from physverify.gate import REMOVED, UNCHANGED
+from physverify.report import finding
 from physverify.text import visible
 from physverify.verdict import CONFIRMED
 
@@ -46,15 +47,8 @@ def _kind(run: ClaimRun) -> str | None:
 
 
 def _annotation(run: ClaimRun, kind: str) -> str:
-    record = run.record or run.baseline or {}
-    text = record.get("text") or run.key
-    message = f"{run.change()} ({run.key}): {text}. Why: {run.reason}"
-    if run.evidence:
-        message += f" Evidence: {run.evidence}."
-    if run.failures:
-        message += " Gate: " + "; ".join(run.failures)
     title = f"physverify: claim {run.transition}" if kind != "warning" else "physverify: confirmed defect"
-    return command(kind, message, file=run.target or run.key, line=run.line, title=title)
+    return command(kind, finding(run), file=run.target or run.key, line=run.line, title=title)
 
 
 def render(result: ReplayResult) -> str:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.report import MAX_PLOTS, _plot
-from physverify.text import clean_str, visible
+from physverify.text import visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     for key, record in latest.items():
         before = history[key][-2].verdict if len(history[key]) > 1 else None
         run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before)
-        runs.append(_with_failures(run, replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
+        runs.append(replace(run, failures=replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
     return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems))
 
 
@@ -85,12 +85,6 @@ def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str
     target = record.get("file")
     return ClaimRun(key, transition, record.get("verdict"), before, record, None if before is None else {},
                     target=str(target) if target is not None else None, line=line if isinstance(line, int) else None)
-
-
-def _with_failures(run: ClaimRun, failures: tuple[str, ...]) -> ClaimRun:
-    from dataclasses import replace
-
-    return replace(run, failures=failures)
 
 
 def _by_claim(rows: Iterable[ledger.LogRow]) -> dict[str, list[ledger.LogRow]]:
@@ -126,15 +120,14 @@ def decisive_png(record: Mapping[str, Any]) -> bytes | None:
 
 
 # --- the page ------------------------------------------------------------------------------
-# XML 1.0 forbids these characters even escaped; a ledger line can hold them (a claim's text
-# is whatever the file said), so they show as U+FFFD and the page stays well-formed.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
-
-
 def _e(value: object) -> str:
     """``value`` as escaped text for an element or an attribute, on one line (issue 13: no line of the
-    page may start with a workflow command, and no control character reaches it)."""
-    return html.escape(_NOT_XML.sub("\ufffd", visible(clean_str(str(value)))), quote=True)
+    page may start with a workflow command, and no control character reaches it).
+
+    ``visible`` already shows every character XML 1.0 forbids (controls, lone surrogates,
+    U+FFFE, U+FFFF) as an escape, so the page stays well-formed whatever a ledger line holds.
+    """
+    return html.escape(visible(value), quote=True)
 
 
 def _class(value: object) -> str:

@@ -2,7 +2,7 @@
 
 CI systems (GitLab, Jenkins, Azure) show JUnit files as test reports. The attributes
 ``file`` and ``line`` are the claimed place, so a report can link to the code. Every
-string goes through ``_xml``: XML 1.0 allows no control character but tab, LF and CR, no
+string goes through ``visible``: XML 1.0 allows no control character but tab, LF and CR, no
 surrogate and no U+FFFE/U+FFFF, so a label holding one would make the file unreadable
 (issue 13); they are shown as escapes instead. Line breaks too: printed to a CI log, a
 line of the report that began with a claim's text could be read as a workflow command.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from physverify.config import REMOVED
+from physverify.gate import REMOVED
 from physverify.text import visible
 
 if TYPE_CHECKING:
@@ -26,24 +26,20 @@ def _seconds(run: ClaimRun) -> float:
     return sum(float(o.get("seconds") or 0.0) for o in outcomes)
 
 
-def _xml(text: object) -> str:
-    """``text`` on one line, every character XML 1.0 forbids (and the other controls) shown as an escape."""
-    return visible(text)
-
-
 def _testcase(run: ClaimRun) -> ET.Element:
-    case = ET.Element("testcase", name=_xml(run.key), classname="physverify.replay", time=f"{_seconds(run):.3f}")
+    case = ET.Element("testcase", name=visible(run.key), classname="physverify.replay", time=f"{_seconds(run):.3f}")
     if run.target is not None:
-        case.set("file", _xml(run.target))
+        case.set("file", visible(run.target))
     if run.line is not None:
         case.set("line", str(run.line))
+    why = run.reason + (f"; {run.evidence}" if run.evidence else "")
     if run.failures:
-        failure = ET.SubElement(case, "failure", message=_xml("; ".join(run.failures)), type=run.transition)
-        failure.text = _xml(f"{run.change()} at {run.location}: {run.reason}" + (f"; {run.evidence}" if run.evidence else ""))
+        failure = ET.SubElement(case, "failure", message=visible("; ".join(run.failures)), type=run.transition)
+        failure.text = visible(f"{run.change()} at {run.location}: {why}")
     elif run.transition == REMOVED:
-        ET.SubElement(case, "skipped", message=_xml(run.reason))
+        ET.SubElement(case, "skipped", message=visible(run.reason))
     out = ET.SubElement(case, "system-out")
-    out.text = _xml(f"{run.change()} ({run.location}): {run.reason}" + (f"; {run.evidence}" if run.evidence else ""))
+    out.text = visible(f"{run.change()} ({run.location}): {why}")
     return case
 
 

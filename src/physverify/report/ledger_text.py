@@ -7,7 +7,7 @@ A ledger is a file of the repository: every value read from it is shown through
 from __future__ import annotations
 
 from physverify.ledger import LogResult, LogRow, MergeResult
-from physverify.text import visible
+from physverify.text import clip, visible
 
 REASON_WIDTH = 90  # a terminal line; the full reason stays in the ledger
 COMMIT_WIDTH = 12  # as `git log --oneline` abbreviates, plus "-dirty"
@@ -37,8 +37,7 @@ def _commit(commit: str) -> str:
 
 
 def _trim(reason: str) -> str:
-    reason = " ".join(reason.split())
-    return reason if len(reason) <= REASON_WIDTH else reason[: REASON_WIDTH - 3] + "..."
+    return clip(" ".join(reason.split()), REASON_WIDTH)
 
 
 def render_merge(result: MergeResult) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from physverify import __version__
 from physverify.gate import TRANSITIONS, UNCHANGED
+from physverify.report import finding
 from physverify.text import dumps
 from physverify.verdict import CONFIRMED
 
@@ -57,16 +58,11 @@ def _location(run: ClaimRun) -> dict[str, Any]:
 
 def _result(run: ClaimRun) -> dict[str, Any]:
     record = run.record or run.baseline or {}
-    message = f"{run.change()} ({run.key}): {record.get('text') or run.key}. Why: {run.reason}"
-    if run.evidence:
-        message += f" Evidence: {run.evidence}."
-    if run.failures:
-        message += " Gate: " + "; ".join(run.failures)
     return {
         "ruleId": run.transition,
         "ruleIndex": TRANSITIONS.index(run.transition),
         "level": _level(run),
-        "message": {"text": message},
+        "message": {"text": finding(run)},
         "locations": [_location(run)],
         "partialFingerprints": {"physverifyClaim/v1": run.key},
         "properties": {
