@@ -326,3 +326,87 @@ def test_drift_study_is_inconclusive_while_the_growth_has_not_settled() -> None:
 def test_drift_study_refuses_unusable_end_times_or_expectations(t_ends: tuple[float, ...], expect: str) -> None:
     with pytest.raises(PhysverifyError):
         drift_study(lambda t: 1e-3, t_ends, expect=expect)
+
+
+# --- claim files written for physverify 0.6.0 run unchanged (issue 9, item 4) ----------------
+SOLVER_060 = '''\
+import numpy as np
+
+
+def integrate(source, y0, t_end, n):
+    """The explicit midpoint rule for the oscillator y'' = -y (a defect would take the full step)."""
+    h, t, y = t_end / n, 0.0, np.asarray(y0, dtype=float)
+    f = lambda s, u: np.array([u[1], -u[0]]) + source(s)
+    for _ in range(n):
+        y = y + h * f(t + HALF * h, y + HALF * h * f(t, y))
+        t += h
+    return y
+
+
+HALF = 0.5
+'''
+
+CLAIM_060 = '''\
+"""A claim file as physverify 0.6.0's users wrote them: its keyword names and helpers."""
+import numpy as np
+
+import solver
+from physverify import Check, ManufacturedODE, check_order, invariant_study, ode_checks, patch_study
+from physverify import reference_study, zero_source
+
+CLAIM = {
+    "text": "the midpoint step takes the full step for the half step, so the method is first order",
+    "source": "a 0.6.0 user",
+    "file": "solver.py",
+    "line": 8,
+    "reference": "Hairer, Norsett and Wanner, Solving ODEs I, sec. II.1: the explicit midpoint rule is second order",
+    "impact": "used",
+}
+rhs = lambda t, y: np.array([y[1], -y[0]])
+energy = lambda y: 0.5 * (y[0] ** 2 + y[1] ** 2)
+NS = (20, 40, 80, 160)
+
+
+def control():
+    # zero_source, patch_study(y0=...): a straight line is exact for any consistent method
+    assert np.allclose(solver.integrate(zero_source, [1.0, 0.0], 0.0, 1), [1.0, 0.0])
+    return Check("patch", "a straight line is exact", lambda: patch_study(solver.integrate, rhs, y0=[0.3, 0.0],
+                                                                          slope=[0.0, 0.0], t_end=1.0, ns=NS))
+
+
+def checks():
+    mms = ManufacturedODE(lambda t: np.array([np.sin(2 * t), 2 * np.cos(2 * t)]), rhs)
+    bundle = ode_checks("midpoint", solver.integrate, rhs_ref=rhs, mms=mms, y0_free=[1.0, 0.0], t_end=1.0, ns=NS,
+                        order=2)
+    return bundle + [
+        Check("reference", "against scipy, 0.6.0 keywords",
+              lambda: reference_study(solver.integrate, rhs_ref=rhs, y0=[1.0, 0.0], t_end=1.0, ns=NS,
+                                      expected_order=2, ref_factor=16, tol=0.4)),
+        Check("invariant", "energy drift at order 2",
+              lambda: invariant_study(solver.integrate, quantity=energy, y0=[1.0, 0.0], t_end=1.0, ns=NS,
+                                      expected_order=2)),
+    ]
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("half", "verdict", "code"), [("0.5", "rejected", 0), ("1.0", "confirmed", 1)])
+def test_a_claim_file_written_for_0_6_0_runs_unchanged(tmp_path: Path, half: str, verdict: str, code: int) -> None:
+    (tmp_path / "solver.py").write_text(SOLVER_060.replace("HALF = 0.5", f"HALF = {half}"))
+    (tmp_path / "claim_060.py").write_text(CLAIM_060)
+    done = subprocess.run([sys.executable, "-m", "physverify", "confirm", "claim_060.py", "--trusted", "--json", "-"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    record = json.loads(done.stdout)
+    assert (done.returncode, record["verdict"]) == (code, verdict), record["reason"]
+    assert len(record["checks"]) == 4 and "ERROR" not in [c["status"] for c in record["checks"]]
+
+
+def test_a_0_6_0_keyword_beside_its_new_name_is_refused_and_tol_sets_both_tolerances() -> None:
+    from physverify.order import check_order
+
+    hs, errors = (0.1, 0.05, 0.025, 0.0125), [h**3 for h in (0.1, 0.05, 0.025, 0.0125)]
+    assert check_order(hs, errors, 2).status == "INCONCLUSIVE"  # order 3 is above [1.7, 3)
+    assert check_order(hs, errors, 2, tol=1.5).status == PASS  # [0.5, 3.5)
+    assert check_order(hs, errors, 2, tol=None).status == "INCONCLUSIVE"
+    with pytest.raises(TypeError, match="tol= .*and tol_low="):
+        check_order(hs, errors, 2, tol=1.5, tol_low=0.1)

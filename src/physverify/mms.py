@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from physverify._compat import accepts_060, renamed
 from physverify.checks import OrderResult, remaining_budget
 from physverify.errors import PhysverifyError
 from physverify.order import check_order
@@ -179,6 +180,18 @@ def _trajectory_error(run: Any, mms: ManufacturedODE) -> float:
     return max(max_error(state, mms.value(float(t)), "integrate_run") for t, state in zip(times, states))
 
 
+
+def zero_source(t: float) -> float:
+    """0.0 at every t: the source under which ``integrate`` solves its own equation unchanged.
+
+    Kept from physverify 0.6.0, whose claim files pass it to an integrate of the
+    integrate contract (the source is added to the right-hand side, so a scalar 0.0 adds
+    nothing to a state of any shape).
+    """
+    return 0.0
+
+
+@accepts_060(integrate_trajectory=renamed("integrate_run"))
 def mms_trajectory_study(
     integrate_run: Callable[[Source, np.ndarray, float, int], Any],
     mms: ManufacturedODE,

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from physverify._compat import accepts_060
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
 
 # The order is fitted on a log scale, so an exact power law C*h**p gives p only up to
@@ -200,6 +201,13 @@ def _non_finite_message(h: Sequence[float], e: Sequence[float]) -> str:
             "up or a NaN entered; look for a division by zero, or drop steps beyond the method's stability limit")
 
 
+
+def _tol_060(value: float | None) -> dict[str, float]:
+    """0.6.0's ``tol``: one value for both tolerances (None: the defaults)."""
+    return {} if value is None else {"tol_low": float(value), "tol_high": float(value)}
+
+
+@accepts_060(tol=_tol_060)
 def check_order(
     hs: Sequence[float],
     errors: Sequence[float],

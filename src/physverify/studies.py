@@ -15,9 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
+from physverify._compat import accepts_060, renamed
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, Check, OrderResult
 from physverify.errors import PhysverifyError
-from physverify.mms import Integrate, ManufacturedODE, finish_study, max_error, measure_resolutions, step_counts
+from physverify.mms import (
+    Integrate,
+    ManufacturedODE,
+    finish_study,
+    max_error,
+    measure_resolutions,
+    mms_order_study,
+    mms_trajectory_study,
+    step_counts,
+)
 from physverify.order import check_exact, fit_order, pairwise_orders
 
 # solve_ivp's global error is a small multiple of rtol times the solution's size, so
@@ -44,6 +54,10 @@ def reference_solution(rhs: Callable[[float, np.ndarray], Any], y0: np.ndarray, 
     return np.asarray(solution.y[:, -1], dtype=float)
 
 
+
+# 0.6.0 refined an RK4 reference by ``ref_factor``; the reference is now DOP853 at ``rtol``,
+# so a claim file that still passes it runs unchanged and the value has no effect.
+@accepts_060(rhs_ref=renamed("rhs"), ref_factor=lambda value: {})
 def reference_study(
     integrate: Integrate,
     rhs: Callable[[float, np.ndarray], Any],
@@ -75,6 +89,7 @@ def reference_study(
     return finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
 
 
+@accepts_060(quantity=renamed("invariant"))
 def invariant_study(
     integrate: Integrate,
     invariant: Callable[[np.ndarray], float],
@@ -109,6 +124,7 @@ def invariant_study(
     return replace(result, message=f"drift of the invariant: {result.message}")
 
 
+@accepts_060(y0=renamed("intercept"))
 def patch_study(
     integrate: Integrate,
     rhs_ref: Callable[[float, np.ndarray], Any],
@@ -312,3 +328,46 @@ _DRIFT_MEANING = {
               "Numerical Integration, sec. IX.8)",
     "faster than linear": "it grows faster than linearly, an instability or a drift that feeds on itself",
 }
+
+
+def ode_checks(
+    label: str,
+    integrate: Integrate,
+    *,
+    rhs_ref: Callable[[float, np.ndarray], Any],
+    mms: ManufacturedODE,
+    y0_free: Sequence[float] | np.ndarray,
+    t_end: float,
+    ns: Sequence[int],
+    order: float,
+    quantity: Callable[[np.ndarray], float] | None = None,
+    floor: float = 1e-12,
+    patch: tuple[Sequence[float], Sequence[float]] | None = None,
+    integrate_trajectory: Callable[..., Any] | None = None,
+) -> list[Check]:
+    """The usual checks of an ODE integrator claimed to be of order ``order``, as a list (from physverify 0.6.0).
+
+    Always: ``mms_order_study`` on ``mms`` and ``reference_study`` of ``rhs_ref`` from
+    ``y0_free``. With ``integrate_trajectory`` (the integrate contract, returning every
+    state): the largest error over the run (``mms_trajectory_study``). With ``quantity``:
+    its drift at the same order (``invariant_study``). With ``patch = (intercept, slope)``:
+    the linear solution reproduced exactly (``patch_study``). Each check says what it
+    tests; a claim still needs its own control, and each check must test the claim's
+    own property (docs/ai-review.md).
+    """
+    checks = [
+        Check("mms", label, lambda: mms_order_study(integrate, mms, t_end, ns, order, floor=floor)),
+        Check("reference", label, lambda: reference_study(integrate, rhs_ref, y0_free, t_end, ns, order, floor=floor)),
+    ]
+    if integrate_trajectory is not None:
+        run = integrate_trajectory
+        checks.append(Check("mms", f"{label} (whole trajectory)",
+                            lambda: mms_trajectory_study(run, mms, t_end, ns, order, floor=floor)))
+    if quantity is not None:
+        conserved = quantity
+        checks.append(Check("invariant", label,
+                            lambda: invariant_study(integrate, conserved, y0_free, t_end, ns, order, floor=floor)))
+    if patch is not None:
+        intercept, slope = patch
+        checks.append(Check("patch", label, lambda: patch_study(integrate, rhs_ref, intercept, slope, t_end, ns)))
+    return checks
