@@ -128,7 +128,8 @@ class ForkServer:
         )
         theirs.close()
         self._sock = mine
-        files = self._read_files()
+        with isolate.tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
+            files = self._read_files()
         self._stamps = {file: _stamp(file) for file in files}
         self._checked = time.monotonic()
 
@@ -184,7 +185,8 @@ class ForkServer:
         if "pid" not in forked:  # the server could not fork (a process limit); the caller tries a fresh child
             raise ForkUnavailable(str(forked.get("error")))
         pid = int(forked["pid"])
-        done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
+        with isolate.tracked(pid):
+            done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
         timed_out = done is None and time.monotonic() - start >= timeout_s  # not when the server died
         if done is None:
             isolate.kill_group(pid)
