@@ -41,11 +41,6 @@ def target_of(claim_path: Path) -> str | None:
     return file if isinstance(file, str) else None
 
 
-def search_roots(claim_folder: Path, repo_root: Path) -> tuple[Path, ...]:
-    """Where the claim's child finds top-level modules: its folder, the repository root, src/."""
-    return repo.import_roots(claim_folder, repo_root)
-
-
 def imported_names(source: str) -> list[claim.Import]:
     """Every import in ``source`` as (level, module, names); level > 0 is a relative import."""
     try:
@@ -99,7 +94,7 @@ def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...],
 
 def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
     """Every file inside the repository that importing ``claim_path`` can run, the claim included."""
-    roots = search_roots(claim_path.parent, repo_root)
+    roots = repo.import_roots(claim_path.parent, repo_root)
     root = repo_root.resolve()
     start = claim_path.resolve()
     seen: set[Path] = set()

@@ -64,10 +64,10 @@ class ForkUnavailable(Exception):
 # --- which modules to preload ---------------------------------------------------------
 def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = ()) -> frozenset[str]:
     """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``."""
-    from physverify import affected
+    from physverify import affected, repo
 
     root = Path(extra[0]) if extra else path.parent
-    roots = affected.search_roots(path.parent, root)
+    roots = repo.import_roots(path.parent, root)
     found: set[str] = set()
     for file in affected.import_closure(path, root):
         for level, module, names in affected._imports_of(file):
