@@ -31,13 +31,17 @@ def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) 
     return frozenset(changed)
 
 
+def claim_values(claim_path: Path) -> Mapping[str, Any] | None:
+    """CLAIM read statically, also from a claim that fails to load; None when not even that could be read."""
+    try:
+        return claim.read_claim(claim_path).claim
+    except claim.ClaimLoadError as exc:
+        return exc.claim
+
+
 def target_of(claim_path: Path) -> str | None:
     """The claim's target ``file`` read statically (also from a claim that fails to load), or None."""
-    try:
-        values: Mapping[str, Any] | None = claim.read_claim(claim_path).claim
-    except claim.ClaimLoadError as exc:
-        values = exc.claim
-    file = (values or {}).get("file")
+    file = (claim_values(claim_path) or {}).get("file")
     return file if isinstance(file, str) else None
 
 

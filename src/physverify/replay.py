@@ -271,19 +271,12 @@ def _select(planned: list[_Planned], before: Mapping[str, Any], changed: frozens
     return [p for p in planned if p.key in keep], [p.key for p in planned if p.key not in keep]
 
 
-def _claim_values(path: Path) -> Mapping[str, Any] | None:
-    try:
-        return claim.read_claim(path).claim
-    except claim.ClaimLoadError as exc:
-        return exc.claim
-
-
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Planned]:
     planned: dict[Path, _Planned] = {}
     for cfg in configs:
         for path in discover(cfg.folder, cfg.exclude):
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
-            root = repo.claim_root(path, _claim_values(path))
+            root = repo.claim_root(path, affected.claim_values(path))
             key = repo.claim_key(path, root)
             if (shard is None or in_shard(key, *shard)) and path.resolve() not in planned:
                 planned[path.resolve()] = _Planned(path, key, root, cfg)
