@@ -44,10 +44,8 @@ SKIP_DIRS = frozenset({"venv", ".venv", "env", "site-packages", "build", "dist",
 
 __all__ = [
     "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
-    "is_skipped_dir", "load_baseline", "parse_shard", "replay", "transition",
+    "is_skipped_dir", "load_baseline", "parse_shard", "replay",
 ]
-
-transition = gate.transition  # the name older callers import from here
 
 
 @dataclass(frozen=True)
