@@ -155,10 +155,7 @@ def file_at(path: Path, ref: str, flag: str = "--baseline") -> bytes | None:
     relative = relative_key(path, Path(repo.working_tree_dir))
     if relative is None:
         raise UsageError(f"{flag} {ref}: {path} is not inside the repository {repo.working_tree_dir}")
-    try:
-        return bytes(found.tree[relative].data_stream.read())
-    except KeyError:
-        return None
+    return _blob(found, relative)
 
 
 def committed_at_head(path: Path) -> bytes | None:
@@ -167,10 +164,13 @@ def committed_at_head(path: Path) -> bytes | None:
     if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
         return None
     relative = relative_key(path, Path(repo.working_tree_dir))
-    if relative is None:
-        return None
+    return None if relative is None else _blob(repo.head.commit, relative)
+
+
+def _blob(commit: Any, relative: str) -> bytes | None:
+    """The bytes of the file at ``relative`` in ``commit``'s tree, or None when the tree has none there."""
     try:
-        return bytes(repo.head.commit.tree[relative].data_stream.read())
+        return bytes(commit.tree[relative].data_stream.read())
     except KeyError:
         return None
 
