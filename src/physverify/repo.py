@@ -148,13 +148,13 @@ def _shallow(repo: Any) -> bool:
     return (Path(repo.common_dir) / "shallow").is_file()
 
 
-def file_at(path: Path, ref: str, flag: str = "--baseline") -> bytes | None:
+def file_at(path: Path, ref: str) -> bytes | None:
     """The bytes of ``path`` as committed at ``ref`` (None when it was not there); UsageError outside git."""
-    repo = _require_repo(path.parent, flag, ref)
-    found = resolve(repo, ref, flag)
+    repo = _require_repo(path.parent, "--baseline", ref)
+    found = resolve(repo, ref, "--baseline")
     relative = relative_key(path, Path(repo.working_tree_dir))
     if relative is None:
-        raise UsageError(f"{flag} {ref}: {path} is not inside the repository {repo.working_tree_dir}")
+        raise UsageError(f"--baseline {ref}: {path} is not inside the repository {repo.working_tree_dir}")
     return _blob(found, relative)
 
 
