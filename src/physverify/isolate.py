@@ -433,15 +433,21 @@ def die_with_parent(parent: int | None, watch: int | None) -> None:
         _start_watchdog(watch)
     if parent is None or not sys.platform.startswith("linux"):
         return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # no prctl: the parent's kill at the timeout still holds
+    if not set_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL):  # no prctl: the parent's kill at the timeout still holds
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def set_prctl(option: int, value: int) -> bool:
+    """Linux's prctl(2) for this process (both kinds of child, and the fork server); False where there is none."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _start_watchdog(watch: int) -> None:

@@ -305,7 +305,7 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
         except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
             continue
     _send_files(sock)
-    _set_prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    isolate.set_prctl(_PR_SET_CHILD_SUBREAPER, 1)  # without prctl the timeout's group kill still holds
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -420,7 +420,7 @@ def _child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...])
     """In the forked child: become what a fresh child is, then run the claim (isolate.child_main)."""
     server = os.getppid()
     os.setsid()
-    _set_prctl(isolate._PR_SET_PDEATHSIG, signal.SIGKILL)
+    isolate.set_prctl(isolate._PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:
         return 70
     signal.set_wakeup_fd(-1)
@@ -489,15 +489,6 @@ def _exit_like_interpreter(code: int) -> int:
     except BaseException:  # noqa: BLE001 - recorded as the exit code, as the interpreter would
         return code or 1
     return code
-
-
-def _set_prctl(option: int, value: int) -> None:
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # no prctl: the timeout's group kill still holds
 
 
 if __name__ == "__main__":
