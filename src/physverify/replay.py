@@ -443,7 +443,7 @@ def replay(
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before.latest, changed)
-    recorded = _recorded(target)
+    recorded = before.latest if before.ref is None else _recorded(target)  # the working ledger, read once
     run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, isolation)
     runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
     runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on)
