@@ -775,9 +775,11 @@ def test_stopping_kills_a_running_child_with_its_grandchild_and_starts_no_new_on
 
 
 def test_while_stopping_fork_mode_falls_back_to_no_fresh_child(tmp_path: Path) -> None:
-    """A fork server that cannot be had on the way out (here: killed as it starts) gives Stopped, not a fresh child."""
+    """On the way out no fork server starts, and the fresh child fork mode falls back to is refused too: Stopped."""
     spec = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'passes', lambda: Result(PASS, ''))]\n")
     warm.shutdown()  # so the next run has to start a server
     with isolate.stopping(), pytest.raises(isolate.Stopped):
         warm.run_forked("spec", spec, [], isolate.child_environment(None), timeout_s=60, preload=())
+    with isolate.stopping(), pytest.raises(isolate.Stopped):
+        isolate._run_fresh("spec", spec, [], isolate.child_environment(None), 60)
     assert isolate.run_child("spec", spec, timeout_s=60, isolation=isolate.FORK).payload is not None

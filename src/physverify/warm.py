@@ -228,6 +228,7 @@ def _acquire(preload: frozenset[str]) -> ForkServer:
             if server is not None:
                 _retire(server)
             _current = None
+            isolate.refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
             server = ForkServer(preload | keep)  # the union: a run's claims rarely differ much
             if not _exit_hook:
                 _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
