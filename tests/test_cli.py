@@ -161,3 +161,31 @@ def test_replay_stopped_by_a_signal_kills_every_running_claim_and_exits_in_one_l
         time.sleep(0.05)
     assert not any(_alive(pid) for pid in pids)
     assert not (tmp_path / "claims" / "confirm_ledger.jsonl").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+@pytest.mark.parametrize("isolation", ["fork", "fresh"])
+def test_ctrl_c_on_a_one_job_replay_kills_the_running_claim_and_its_grandchild(tmp_path: Path, isolation: str) -> None:
+    """With one job the main thread itself waits for the claim: the interrupted wait ends the claim's group."""
+    (tmp_path / "claims").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "claims" / f"claim_{name}.py").write_text(SLEEPER)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "1", "--isolation", isolation],
+        cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    first, second = (tmp_path / "claims" / f"claim_{name}.pids" for name in ("a", "b"))
+    while not (first.is_file() and first.read_text()):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (130, "physverify: interrupted\n"), out
+    pids = [int(pid) for pid in first.read_text().split()]
+    for _ in range(200):
+        if not any(_alive(pid) for pid in pids):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+    assert not second.exists()  # the next claim never started

@@ -734,3 +734,52 @@ def test_a_claim_running_when_the_mcp_client_disconnects_is_ended(tmp_path: Path
     anyio.run(leave_while_running)
     assert_ends_soon(pidfile)
     assert_ends_soon(grandfile)
+
+
+def test_stopping_kills_a_running_child_with_its_grandchild_and_starts_no_new_one(
+    tmp_path: Path, isolation: str
+) -> None:
+    """replay's way out after Ctrl-C: a claim waited for on another thread ends, and nothing new starts."""
+    import threading
+
+    pidfile = tmp_path / "claim.pid"
+    grandfile = tmp_path / "grandchild.pid"
+    spec = write_spec(
+        tmp_path,
+        start_sleeper(grandfile)
+        + f"""
+        import os
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        def checks():
+            time.sleep(300)
+            return []
+    """,
+    )
+    outcomes: list[isolate.ChildOutcome] = []
+    waiter = threading.Thread(
+        target=lambda: outcomes.append(isolate.run_child("spec", spec, timeout_s=600, isolation=isolation))
+    )
+    waiter.start()
+    while not (pidfile.exists() and grandfile.exists() and pidfile.read_text() and grandfile.read_text()):
+        assert waiter.is_alive()
+        time.sleep(0.05)
+    with isolate.stopping():
+        waiter.join()
+        with pytest.raises(isolate.Stopped):
+            isolate.run_child("spec", spec, timeout_s=600, isolation=isolation)
+    assert outcomes[0].returncode == -9 and not outcomes[0].timed_out
+    assert_ends_soon(pidfile)
+    assert_ends_soon(grandfile)
+    after = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'passes', lambda: Result(PASS, ''))]\n", "after.py")
+    assert isolate.run_child("spec", after, timeout_s=60, isolation=isolation).payload is not None  # the block is over
+
+
+def test_while_stopping_fork_mode_falls_back_to_no_fresh_child(tmp_path: Path) -> None:
+    """On the way out no fork server starts, and the fresh child fork mode falls back to is refused too: Stopped."""
+    spec = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'passes', lambda: Result(PASS, ''))]\n")
+    warm.shutdown()  # so the next run has to start a server
+    with isolate.stopping(), pytest.raises(isolate.Stopped):
+        warm.run_forked("spec", spec, [], isolate.child_environment(None), timeout_s=60, preload=())
+    with isolate.stopping(), pytest.raises(isolate.Stopped):
+        isolate._run_fresh("spec", spec, [], isolate.child_environment(None), 60)
+    assert isolate.run_child("spec", spec, timeout_s=60, isolation=isolate.FORK).payload is not None

@@ -19,7 +19,7 @@ from fixtures import init_repo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physverify import ledger, replay
+from physverify import gate, ledger, replay
 from physverify.gate import (
     DECIDED,
     FIXED,
@@ -120,7 +120,7 @@ def only(result: replay.ReplayResult) -> replay.ClaimRun:
     ],
 )
 def test_transition_names_how_the_verdict_moved(before: str | None, after: str, expected: str) -> None:
-    assert replay.transition(before, after) == expected
+    assert gate.transition(before, after) == expected
 
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "a/b", "3", "1/3/5", "-1/3", ""])

@@ -31,19 +31,18 @@ def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) 
     return frozenset(changed)
 
 
+def claim_values(claim_path: Path) -> Mapping[str, Any] | None:
+    """CLAIM read statically, also from a claim that fails to load; None when not even that could be read."""
+    try:
+        return claim.read_claim(claim_path).claim
+    except claim.ClaimLoadError as exc:
+        return exc.claim
+
+
 def target_of(claim_path: Path) -> str | None:
     """The claim's target ``file`` read statically (also from a claim that fails to load), or None."""
-    try:
-        values: Mapping[str, Any] | None = claim.read_claim(claim_path).claim
-    except claim.ClaimLoadError as exc:
-        values = exc.claim
-    file = (values or {}).get("file")
+    file = (claim_values(claim_path) or {}).get("file")
     return file if isinstance(file, str) else None
-
-
-def search_roots(claim_folder: Path, repo_root: Path) -> tuple[Path, ...]:
-    """Where the claim's child finds top-level modules: its folder, the repository root, src/."""
-    return repo.import_roots(claim_folder, repo_root)
 
 
 def imported_names(source: str) -> list[claim.Import]:
@@ -99,7 +98,7 @@ def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...],
 
 def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
     """Every file inside the repository that importing ``claim_path`` can run, the claim included."""
-    roots = search_roots(claim_path.parent, repo_root)
+    roots = repo.import_roots(claim_path.parent, repo_root)
     root = repo_root.resolve()
     start = claim_path.resolve()
     seen: set[Path] = set()

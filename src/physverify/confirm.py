@@ -35,14 +35,14 @@ class Evaluation:
     verdict: Verdict
 
 
-def parse_timeout(value: object, *, flag: str = "--timeout") -> float:
+def parse_timeout(value: object) -> float:
     """A positive, finite number of seconds; UsageError for anything else (spec section 4)."""
     try:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise UsageError(f"{flag} must be a number of seconds, not {value!r}") from None
+        raise UsageError(f"--timeout must be a number of seconds, not {value!r}") from None
     if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{flag} must be a positive, finite number of seconds, not {value!r}")
+        raise UsageError(f"--timeout must be a positive, finite number of seconds, not {value!r}")
     return seconds
 
 

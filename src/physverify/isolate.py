@@ -25,7 +25,8 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -83,6 +84,65 @@ class ChildOutcome:
         return "the claim's process ended without reporting a result"
 
 
+class Stopped(Exception):
+    """No child is started: the run is stopping (Ctrl-C or SIGTERM, see ``stopping``)."""
+
+
+# The process group of every child running now, in either mode (each leads its own, pgid == pid),
+# and whether new ones may start: what Ctrl-C and SIGTERM end on the way out.
+_running_lock = threading.Lock()
+_running: set[int] = set()
+_stopping = 0  # how many ``stopping`` blocks are open
+
+
+@contextmanager
+def tracked(pid: int) -> Iterator[None]:
+    """Count the group ``pid`` leads among the running ones while the caller waits; kill it if the wait is cut short.
+
+    Cut short: Ctrl-C or SIGTERM raised in the waiting thread itself (replay --jobs 1).
+    """
+    with _running_lock:
+        _running.add(pid)
+        late = _stopping > 0
+    try:
+        if late:  # started just as the run began to stop
+            kill_group(pid)
+        yield
+    except BaseException:
+        kill_group(pid)
+        raise
+    finally:
+        with _running_lock:
+            _running.discard(pid)
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """Kill every running child's group now, and any started inside the block; start none (``Stopped``).
+
+    For the caller's way out after Ctrl-C or SIGTERM (replay): whatever waits for a child
+    returns once it is killed, and a thread about to start one gets ``Stopped`` instead,
+    also where fork mode would fall back to a fresh child.
+    """
+    global _stopping
+    with _running_lock:
+        _stopping += 1
+        groups = list(_running)
+    try:
+        for pid in groups:
+            kill_group(pid)
+        yield
+    finally:
+        with _running_lock:
+            _stopping -= 1
+
+
+def refuse_if_stopping() -> None:
+    """Raise ``Stopped`` inside a ``stopping`` block: what every way of starting a child asks first."""
+    if _stopping:
+        raise Stopped("the run is stopping; no claim starts")
+
+
 def _signal_name(number: int) -> str:
     try:
         sig = signal.Signals(number)
@@ -127,6 +187,7 @@ def run_child(
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
+    refuse_if_stopping()
     path = Path(path).resolve()
     extra = [str(Path(entry).resolve()) for entry in sys_path]
     child_env = child_environment(env)
@@ -155,6 +216,7 @@ def _package_parent(existing: str | None) -> str:
 def _run_fresh(
     mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float
 ) -> ChildOutcome:
+    refuse_if_stopping()  # also fork mode's fallback
     command = [sys.executable, "-B", "-m", "physverify.isolate", mode, str(path), "--parent", str(os.getpid())]
     for entry in extra:
         command += ["--sys-path", entry]
@@ -179,7 +241,8 @@ def _run_fresh(
         if watch_r >= 0:
             os.close(watch_r)
     try:
-        return _collect_fresh(proc, timeout_s, start, child_env[TOKEN_ENV])
+        with tracked(proc.pid):
+            return _collect_fresh(proc, timeout_s, start, child_env[TOKEN_ENV])
     finally:
         if watch_w >= 0:
             os.close(watch_w)
@@ -370,15 +433,21 @@ def die_with_parent(parent: int | None, watch: int | None) -> None:
         _start_watchdog(watch)
     if parent is None or not sys.platform.startswith("linux"):
         return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # no prctl: the parent's kill at the timeout still holds
+    if not set_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL):  # no prctl: the parent's kill at the timeout still holds
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def set_prctl(option: int, value: int) -> bool:
+    """Linux's prctl(2) for this process (both kinds of child, and the fork server); False where there is none."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _start_watchdog(watch: int) -> None:

@@ -24,17 +24,15 @@ import fnmatch
 import functools
 import hashlib
 import os
-import signal
 import stat
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from physverify import affected, claim, confirm, gate, ledger, repo
+from physverify import affected, claim, confirm, gate, isolate, ledger, repo
 from physverify.config import Config, load_config
 from physverify.errors import UsageError
 from physverify.gate import REMOVED, TRANSITIONS, UNCHANGED
@@ -46,10 +44,8 @@ SKIP_DIRS = frozenset({"venv", ".venv", "env", "site-packages", "build", "dist",
 
 __all__ = [
     "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
-    "is_skipped_dir", "load_baseline", "parse_shard", "replay", "transition",
+    "is_skipped_dir", "load_baseline", "parse_shard", "replay",
 ]
-
-transition = gate.transition  # the name older callers import from here
 
 
 @dataclass(frozen=True)
@@ -273,19 +269,12 @@ def _select(planned: list[_Planned], before: Mapping[str, Any], changed: frozens
     return [p for p in planned if p.key in keep], [p.key for p in planned if p.key not in keep]
 
 
-def _claim_values(path: Path) -> Mapping[str, Any] | None:
-    try:
-        return claim.read_claim(path).claim
-    except claim.ClaimLoadError as exc:
-        return exc.claim
-
-
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Planned]:
     planned: dict[Path, _Planned] = {}
     for cfg in configs:
         for path in discover(cfg.folder, cfg.exclude):
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
-            root = repo.claim_root(path, _claim_values(path))
+            root = repo.claim_root(path, affected.claim_values(path))
             key = repo.claim_key(path, root)
             if (shard is None or in_shard(key, *shard)) and path.resolve() not in planned:
                 planned[path.resolve()] = _Planned(path, key, root, cfg)
@@ -318,64 +307,26 @@ def _gone(path: Path) -> bool:
 
 
 # --- running ----------------------------------------------------------------------------
-def _kill_claim_groups() -> None:
-    """Kill the process group of every claim child still running (each leads its own session).
-
-    Only our direct children that lead their own group are claims (isolate.py starts each
-    in a new session); git processes GitPython keeps open share our group and are left alone.
-    """
-    me = os.getpid()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:  # not Linux: the children end when their pipes close
-        return
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone in the meantime
-        pid, ppid, pgid = int(entry), int(fields[1]), int(fields[2])
-        if ppid == me and pgid == pid:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass  # already gone
-
-
 def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Sequence[_Planned], jobs: int) -> list[ClaimRun]:
     """``run_one`` over the claims: a plain loop for one job, a thread pool otherwise (each claim is its own process).
 
     On Ctrl-C or SIGTERM (any BaseException) nothing new starts, every running claim's
-    process group is killed, and the exception goes on to cli.main.
+    process group is killed (isolate.stopping, in either isolation mode), and once every
+    worker has returned the exception goes on to cli.main. With one job the interrupted
+    wait kills its own claim.
     """
     if jobs == 1:
-        try:
-            return [run_one(item) for item in planned]
-        except BaseException:  # clean up the running child, then re-raise
-            _kill_claim_groups()
-            raise
+        return [run_one(item) for item in planned]
     pool = ThreadPoolExecutor(max_workers=jobs)
     futures: list[Future[ClaimRun]] = [pool.submit(run_one, item) for item in planned]
     try:
         runs = [future.result() for future in futures]
-    except BaseException:  # clean up: stop queued claims, kill running ones, then re-raise
-        pool.shutdown(wait=False, cancel_futures=True)
-        _stop(futures)
+    except BaseException:  # clean up: stop queued claims, kill running ones, refuse new ones, then re-raise
+        with isolate.stopping():
+            pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()
     return runs
-
-
-def _stop(futures: Sequence[Future[ClaimRun]]) -> None:
-    # A worker may be between taking its claim and starting the child: kill again until
-    # every worker has returned (each returns as soon as its child is gone).
-    for _ in range(100):
-        _kill_claim_groups()
-        if all(f.done() for f in futures):
-            return
-        time.sleep(0.05)
 
 
 def _target(record: Mapping[str, Any], item: _Planned) -> str | None:
@@ -412,6 +363,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
     def run_one(item: _Planned) -> ClaimRun:
         evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, commit_of=commit_of,
                                       isolation=isolation or item.config.isolation, preload=item.config.preload)
+        isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         run = _judge(item, evaluation.record, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
                      record_all)
         if progress is not None:
@@ -491,7 +443,7 @@ def replay(
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before.latest, changed)
-    recorded = _recorded(target)
+    recorded = before.latest if before.ref is None else _recorded(target)  # the working ledger, read once
     run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, isolation)
     runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
     runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on)

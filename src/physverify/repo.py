@@ -148,17 +148,14 @@ def _shallow(repo: Any) -> bool:
     return (Path(repo.common_dir) / "shallow").is_file()
 
 
-def file_at(path: Path, ref: str, flag: str = "--baseline") -> bytes | None:
+def file_at(path: Path, ref: str) -> bytes | None:
     """The bytes of ``path`` as committed at ``ref`` (None when it was not there); UsageError outside git."""
-    repo = _require_repo(path.parent, flag, ref)
-    found = resolve(repo, ref, flag)
+    repo = _require_repo(path.parent, "--baseline", ref)
+    found = resolve(repo, ref, "--baseline")
     relative = relative_key(path, Path(repo.working_tree_dir))
     if relative is None:
-        raise UsageError(f"{flag} {ref}: {path} is not inside the repository {repo.working_tree_dir}")
-    try:
-        return bytes(found.tree[relative].data_stream.read())
-    except KeyError:
-        return None
+        raise UsageError(f"--baseline {ref}: {path} is not inside the repository {repo.working_tree_dir}")
+    return _blob(found, relative)
 
 
 def committed_at_head(path: Path) -> bytes | None:
@@ -167,10 +164,13 @@ def committed_at_head(path: Path) -> bytes | None:
     if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
         return None
     relative = relative_key(path, Path(repo.working_tree_dir))
-    if relative is None:
-        return None
+    return None if relative is None else _blob(repo.head.commit, relative)
+
+
+def _blob(commit: Any, relative: str) -> bytes | None:
+    """The bytes of the file at ``relative`` in ``commit``'s tree, or None when the tree has none there."""
     try:
-        return bytes(repo.head.commit.tree[relative].data_stream.read())
+        return bytes(commit.tree[relative].data_stream.read())
     except KeyError:
         return None
 

@@ -64,10 +64,10 @@ class ForkUnavailable(Exception):
 # --- which modules to preload ---------------------------------------------------------
 def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = ()) -> frozenset[str]:
     """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``."""
-    from physverify import affected
+    from physverify import affected, repo
 
     root = Path(extra[0]) if extra else path.parent
-    roots = affected.search_roots(path.parent, root)
+    roots = repo.import_roots(path.parent, root)
     found: set[str] = set()
     for file in affected.import_closure(path, root):
         for level, module, names in affected._imports_of(file):
@@ -128,7 +128,8 @@ class ForkServer:
         )
         theirs.close()
         self._sock = mine
-        files = self._read_files()
+        with isolate.tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
+            files = self._read_files()
         self._stamps = {file: _stamp(file) for file in files}
         self._checked = time.monotonic()
 
@@ -184,7 +185,8 @@ class ForkServer:
         if "pid" not in forked:  # the server could not fork (a process limit); the caller tries a fresh child
             raise ForkUnavailable(str(forked.get("error")))
         pid = int(forked["pid"])
-        done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
+        with isolate.tracked(pid):
+            done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
         timed_out = done is None and time.monotonic() - start >= timeout_s  # not when the server died
         if done is None:
             isolate.kill_group(pid)
@@ -226,6 +228,7 @@ def _acquire(preload: frozenset[str]) -> ForkServer:
             if server is not None:
                 _retire(server)
             _current = None
+            isolate.refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
             server = ForkServer(preload | keep)  # the union: a run's claims rarely differ much
             if not _exit_hook:
                 _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
@@ -303,7 +306,7 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
         except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
             continue
     _send_files(sock)
-    _set_prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    isolate.set_prctl(_PR_SET_CHILD_SUBREAPER, 1)  # without prctl the timeout's group kill still holds
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
@@ -418,7 +421,7 @@ def _child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...])
     """In the forked child: become what a fresh child is, then run the claim (isolate.child_main)."""
     server = os.getppid()
     os.setsid()
-    _set_prctl(isolate._PR_SET_PDEATHSIG, signal.SIGKILL)
+    isolate.set_prctl(isolate._PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:
         return 70
     signal.set_wakeup_fd(-1)
@@ -487,15 +490,6 @@ def _exit_like_interpreter(code: int) -> int:
     except BaseException:  # noqa: BLE001 - recorded as the exit code, as the interpreter would
         return code or 1
     return code
-
-
-def _set_prctl(option: int, value: int) -> None:
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # no prctl: the timeout's group kill still holds
 
 
 if __name__ == "__main__":
