@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,27 @@ def test_any_settings_text_gives_settings_or_a_config_error(tmp_path: Path, part
 
 def test_the_suggested_spelling_of_a_number_is_read_as_a_number(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, "timeout: 1.0e+3\n")).timeout == 1000.0
+
+
+def test_a_physverify_yaml_that_is_a_fifo_a_device_or_huge_is_an_error_at_once(tmp_path: Path) -> None:
+    """Issue 13: a repository's physverify.yaml may be a FIFO (reading waits for ever) or a link to /dev/zero."""
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "physverify.yaml")
+    with pytest.raises(ConfigError, match=r"physverify.yaml: cannot be read \(.*a FIFO, not a regular file"):
+        load_config(fifo)  # returns at once: the test would hang here before
+    device = tmp_path / "device"
+    device.mkdir()
+    (device / "physverify.yaml").symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="a device or socket, not a regular file"):
+        load_config(device)
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    (huge / "physverify.yaml").write_text("# padding\n" * 200_000)
+    with pytest.raises(ConfigError, match=r"physverify.yaml: is larger than 1,048,576 bytes"):
+        load_config(huge)
+    dangling = tmp_path / "dangling"
+    dangling.mkdir()
+    (dangling / "physverify.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_config(dangling)

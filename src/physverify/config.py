@@ -10,6 +10,7 @@ quietly change what the gate checks.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ class Config:
 def load_config(folder: Path) -> Config:
     """The Config of ``folder``: its physverify.yaml if there is one, else the defaults."""
     path = folder / CONFIG_NAME
-    if not path.is_file():
+    if not os.path.lexists(path):
         return Config(folder=folder)
     data = _read_yaml(path)
     # sorted by their text: YAML keys may be numbers, dates or None, which do not compare with str
@@ -78,7 +79,7 @@ def _read_yaml(path: Path) -> Mapping[Any, Any]:
     from physverify._settings_yaml import Refused, SettingsLoader
 
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SettingsLoader)  # a SafeLoader, narrowed
+        data = yaml.load(_read_text(path), Loader=SettingsLoader)  # a SafeLoader, narrowed
     except Refused as exc:
         raise ConfigError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:
@@ -94,6 +95,23 @@ def _read_yaml(path: Path) -> Mapping[Any, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a mapping of settings (known keys: {', '.join(KNOWN_KEYS)})")
     return data
+
+
+# A settings file is a few lines; a repository's physverify.yaml may be anything, so it is
+# read only when it is a regular file (a FIFO would wait for a writer for ever, a link to
+# /dev/zero never end) and only up to this size (issue 13).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; OSError for a file that is not regular, ConfigError for one that is too large."""
+    from physverify.claim import open_regular
+
+    with open_regular(path) as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: is larger than {MAX_CONFIG_BYTES:,} bytes (1 MiB); a settings file is a few lines")
+    return data.decode("utf-8")
 
 
 def _type_error(path: Path, key: str, wanted: str, value: object) -> ConfigError:
