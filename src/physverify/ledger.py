@@ -319,10 +319,10 @@ class LogResult:
 def log(ledger: Path, claim: str | None = None) -> LogResult:
     """Return the ledger's rows (one per line), only the given claim's when ``claim`` is set."""
     read = read_ledger(ledger)
-    return LogResult(log_rows(read.records, _claim_keys(claim)), read.problems, claim)
+    return LogResult(log_rows(read.records, claim_keys(claim)), read.problems, claim)
 
 
-def _claim_keys(claim: str | None) -> set[str] | None:
+def claim_keys(claim: str | None) -> set[str] | None:
     """Return the keys a --claim PATH may be recorded under: as given, and relative to its repository."""
     if claim is None:
         return None
@@ -360,7 +360,7 @@ class ShowResult:
 def show(ledger: Path, claim: str) -> ShowResult:
     """The latest line for ``claim`` (as given or relative to its repository); PhysverifyError when none."""
     read = read_ledger(ledger)
-    keys = _claim_keys(claim) or set()
+    keys = claim_keys(claim) or set()
     found = [r for r in read.records if _record_key(r) in keys]
     if not found:
         raise PhysverifyError(f"{ledger}: no line for the claim {claim}")

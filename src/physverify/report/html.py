@@ -65,8 +65,8 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
 
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
-    read = ledger.read_ledger(path)
-    history = _by_claim(ledger.log(path, claim).rows)
+    read = ledger.read_ledger(path)  # once: the latest lines and the history both come from it
+    history = _by_claim(ledger.log_rows(read.records, ledger.claim_keys(claim)))
     if claim is not None and not history:
         raise PhysverifyError(f"{path}: no line for the claim {claim}")
     latest = {key: record for key, record in ledger.latest_by_claim(read.records).items() if key in history}
