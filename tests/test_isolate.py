@@ -350,8 +350,8 @@ def test_a_result_stream_that_overflows_the_parents_buffer_is_named() -> None:
     assert "wrote more than 33 MiB to its result stream" in (outcome.failure() or "")
 
 
-def test_the_claim_dies_with_the_process_that_started_it(tmp_path: Path, isolation: str) -> None:
-    """Issue 13, item 6: a killed confirm (CI cancel, OOM killer) leaves no claim running."""
+def _sleeping_spec(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A spec that writes its pid, starts a sleeping grandchild (its pid in the second file) and sleeps itself."""
     pidfile = tmp_path / "claim.pid"
     grandfile = tmp_path / "grandchild.pid"
     spec = write_spec(
@@ -365,6 +365,12 @@ def test_the_claim_dies_with_the_process_that_started_it(tmp_path: Path, isolati
             return []
     """,
     )
+    return spec, pidfile, grandfile
+
+
+def test_the_claim_dies_with_the_process_that_started_it(tmp_path: Path, isolation: str) -> None:
+    """Issue 13, item 6: a killed confirm (CI cancel, OOM killer) leaves no claim running."""
+    spec, pidfile, grandfile = _sleeping_spec(tmp_path)
     runner = f"from physverify import isolate; isolate.run_child('spec', {str(spec)!r}, timeout_s=600, isolation={isolation!r})"
     parent = subprocess.Popen([sys.executable, "-c", runner])
     deadline = time.monotonic() + 60
@@ -742,19 +748,7 @@ def test_stopping_kills_a_running_child_with_its_grandchild_and_starts_no_new_on
     """replay's way out after Ctrl-C: a claim waited for on another thread ends, and nothing new starts."""
     import threading
 
-    pidfile = tmp_path / "claim.pid"
-    grandfile = tmp_path / "grandchild.pid"
-    spec = write_spec(
-        tmp_path,
-        start_sleeper(grandfile)
-        + f"""
-        import os
-        open({str(pidfile)!r}, "w").write(str(os.getpid()))
-        def checks():
-            time.sleep(300)
-            return []
-    """,
-    )
+    spec, pidfile, grandfile = _sleeping_spec(tmp_path)
     outcomes: list[isolate.ChildOutcome] = []
     waiter = threading.Thread(
         target=lambda: outcomes.append(isolate.run_child("spec", spec, timeout_s=600, isolation=isolation))
