@@ -43,6 +43,8 @@ _LAZY: dict[str, str] = {
     "self_convergence_study": "physverify.studies",
     "refinement_path": "physverify.studies",
     "drift_study": "physverify.studies",
+    "Refinement": "physverify.refine",
+    "refine": "physverify.refine",
     "ode_checks": "physverify.studies",  # from physverify 0.6.0: claim files written for it run unchanged
     "zero_source": "physverify.mms",  # from physverify 0.6.0
 }
@@ -93,5 +95,7 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import self_convergence_study as self_convergence_study
     from physverify.studies import refinement_path as refinement_path
     from physverify.studies import drift_study as drift_study
+    from physverify.refine import Refinement as Refinement
+    from physverify.refine import refine as refine
     from physverify.studies import ode_checks as ode_checks
     from physverify.mms import zero_source as zero_source
