@@ -32,11 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from physverify import variant
 from physverify.errors import PhysverifyError
 from physverify.text import clip
 
 REQUIRED_KEYS = ("text", "source", "file", "line", "reference", "impact")
-OPTIONAL_KEYS = ("repo",)  # section 3: a claim kept outside the repository names it
+OPTIONAL_KEYS = (
+    "repo",  # section 3: a claim kept outside the repository names it
+    *variant.KEYS,  # the claimed mistake and what it should be, both or neither (issue 17)
+)
 IMPACTS = ("used", "latent", "unknown")
 FILL_IN = "FILL IN"
 MAX_CLAIM_BYTES = 1 << 20  # 1 MiB: a claim file is a few kilobytes; data belongs in a file it reads
@@ -424,7 +428,7 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
         problem = _value_problem(key, claim[key])
         if problem is not None:
             return problem
-    return None
+    return variant.key_problem(claim)
 
 
 def _value_problem(key: str, value: object) -> str | None:

@@ -7,21 +7,23 @@ timeout check and the ledger write.
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import tokenize
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from physverify import __version__, claim, isolate, repo, specscan
+from physverify import __version__, claim, isolate, repo, specscan, variant
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
 from physverify.errors import RefusedError, UsageError
 from physverify.text import clean
-from physverify.verdict import Verdict, decide
+from physverify.verdict import Run, Verdict, decide, decide_fixed, settled
 
 DEFAULT_TIMEOUT_S = 300.0
 SANDBOX_HINT = "sandbox/README.md"
@@ -104,6 +106,11 @@ def evaluate(
         return _finish(record, decide(load_error=str(exc)))
     root = repo.claim_root(claim_path, claim_file.claim)
     record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
+    try:
+        fixed = _variant_of(claim_file.claim, root, claim_path)  # rule 0 too: the texts must be found
+    except claim.ClaimLoadError as exc:
+        record["stderr_tail"] = ""
+        return _finish(record, decide(load_error=str(exc)))
     notes = specscan.reference_notes(claim_path, claim_file.claim)
     if allow_dependent_reference is not None:
         record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
@@ -112,22 +119,97 @@ def evaluate(
         return _finish(record, decide(dependent_notes=notes))
     # the claim's folder (run_child puts it first), the repository root, src/ when present
     roots = repo.import_roots(claim_path.resolve().parent, root)[1:]
-    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env(),
-                              isolation=isolation, preload=preload)
-    return _finish(record, _decide_child(record, child, timeout_s, claim_path))
+
+    def run(variant: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
+        return isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env(),
+                                 isolation=isolation, preload=preload, variant=variant)
+
+    child = run()
+    if fixed is not None:
+        return _finish(record, _decide_fixed(record, child, fixed, run, timeout_s, claim_path))
+    code = _read_child(record, child, claim_path)
+    record["control"], record["checks"] = code.control, code.checks
+    return _finish(record, decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
+                                  control=code.control, checks=code.checks))
 
 
-def _decide_child(record: dict[str, Any], child: isolate.ChildOutcome, timeout_s: float, claim_path: Path) -> Verdict:
+def _read_child(record: dict[str, Any], child: isolate.ChildOutcome, claim_path: Path) -> Run:
+    """The run as the verdict rules read it; the stderr tail goes into ``record`` after an error or a timeout."""
     payload = child.payload or {}
     control = payload.get("control")
     checks = payload.get("checks") or []
-    record["control"], record["checks"] = control, checks
     problem = payload.get("load_error") or child.failure()
     load_error = f"{claim_path}: {problem}" if problem else None
     statuses = [o["status"] for o in ([control] if control else []) + checks]
-    if child.timed_out or load_error or ERROR in statuses:
+    if (child.timed_out or load_error or ERROR in statuses) and not record.get("stderr_tail"):
         record["stderr_tail"] = child.stderr_tail or ""  # a string after every error or timeout, never null
-    return decide(load_error=load_error, timed_out=child.timed_out, timeout_s=timeout_s, control=control, checks=checks)
+    return Run(control, checks, load_error, child.timed_out)
+
+
+# --- a claim that names its fix (issue 17) ----------------------------------------------
+@dataclass(frozen=True)
+class _Fixed:
+    """Which text the file holds, where, and the variant's source for the child."""
+
+    match: variant.Match
+    source: isolate.VariantSource
+
+
+def _variant_of(values: Mapping[str, Any], root: Path, claim_path: Path) -> _Fixed | None:
+    """The variant of a claim with ``defect`` and ``fix``; None without them; ClaimLoadError when not found."""
+    if variant.DEFECT not in values:
+        return None
+    file = values["file"]
+    target = find_target(root, claim_path, file)
+    if target is None:
+        raise claim.ClaimLoadError(f"{claim_path}: CLAIM['file'] {file!r} is not a file inside the repository or next "
+                                   "to the claim, so the defect and the fix cannot be looked up in it")
+    if target.resolve() == claim_path.resolve():
+        raise claim.ClaimLoadError(f"{claim_path}: CLAIM['file'] is the claim file itself; the defect and the fix "
+                                   "are lines of the code under test")
+    text = _read_source(target, claim_path)
+    try:
+        match, source = variant.variant_source(text, values[variant.DEFECT], values[variant.FIX], values["line"],
+                                               file=str(file))
+    except variant.VariantError as exc:
+        raise claim.ClaimLoadError(f"{claim_path}: {exc}") from None
+    return _Fixed(match, isolate.VariantSource(str(target.resolve()), source))
+
+
+def _read_source(target: Path, claim_path: Path) -> str:
+    """The target's text, decoded as Python decodes it (a PEP 263 line, else UTF-8)."""
+    try:
+        with claim.open_regular(target) as handle:
+            data = handle.read(variant.MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise claim.ClaimLoadError(f"{claim_path}: {target} cannot be read: {exc.strerror or exc}") from None
+    if len(data) > variant.MAX_SOURCE_BYTES:
+        raise claim.ClaimLoadError(f"{claim_path}: {target} is larger than {variant.MAX_SOURCE_BYTES >> 20} MiB, too "
+                                   "large to swap a line in")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise claim.ClaimLoadError(f"{claim_path}: {target} cannot be decoded as Python source: {exc}") from None
+
+
+def _decide_fixed(record: dict[str, Any], child: isolate.ChildOutcome, fixed: _Fixed,
+                  run: Callable[[isolate.VariantSource], isolate.ChildOutcome], timeout_s: float,
+                  claim_path: Path) -> Verdict:
+    """Read the code's run; when its control passed, run the variant and apply issue 17's table."""
+    code = _read_child(record, child, claim_path)
+    record["control"], record["checks"] = code.control, code.checks
+    side: dict[str, Any] = {"held": fixed.match.held, "line": fixed.match.line, "control": None, "checks": []}
+    record["variant"] = side
+    held = fixed.match.held
+    if settled(code, timeout_s) is not None:  # the variant cannot change a verdict of rules 0-3
+        return decide_fixed(held=held, code=code, variant=None, timeout_s=timeout_s)
+    other = run(fixed.source)
+    variant_run = _read_child(record, other, claim_path)
+    side["control"], side["checks"] = variant_run.control, variant_run.checks
+    served = bool((other.payload or {}).get("variant_served"))
+    return decide_fixed(held=held, code=code, variant=variant_run, file=str(record.get("file")), served=served,
+                        timeout_s=timeout_s)
 
 
 def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:

@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -177,6 +178,7 @@ def run_child(
     env: dict[str, str] | None = None,
     isolation: str | None = None,
     preload: Sequence[str] = (),
+    variant: VariantSource | None = None,
 ) -> ChildOutcome:
     """Run ``path`` in a child (mode ``claim`` or ``spec``) and collect its result.
 
@@ -184,6 +186,7 @@ def run_child(
     ``timeout_s`` the child and every process in its group are killed. ``isolation`` is
     ``fresh`` or ``fork`` (None: the default, see ``resolve_isolation``); ``preload`` names
     modules the fork server imports besides the ones it finds in the claim's imports.
+    ``variant``: the child imports CLAIM["file"] from this source instead (issue 17).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -191,11 +194,51 @@ def run_child(
     path = Path(path).resolve()
     extra = [str(Path(entry).resolve()) for entry in sys_path]
     child_env = child_environment(env)
-    if resolve_isolation(isolation) == FORK:
-        from physverify import warm  # not imported for a fresh run, nor by `physverify --version`
+    with variant_descriptor(variant) as variant_fd:
+        if resolve_isolation(isolation) == FORK:
+            from physverify import warm  # not imported for a fresh run, nor by `physverify --version`
 
-        return warm.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload)
-    return _run_fresh(mode, path, extra, child_env, timeout_s)
+            return warm.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
+                                   variant_fd=variant_fd)
+        return _run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+
+
+@dataclass(frozen=True)
+class VariantSource:
+    """The source the child imports in place of the file at ``target`` (a resolved path)."""
+
+    target: str
+    source: str
+
+
+@contextmanager
+def variant_descriptor(variant: VariantSource | None) -> Iterator[int | None]:
+    """A readable descriptor holding ``variant`` as JSON, for the child; None without a variant.
+
+    The variant travels with the request, never through a path the repository could name or
+    see: an unnamed file in the system's temporary folder (O_TMPFILE, or created with O_EXCL
+    and unlinked at once), so nothing is left behind even when physverify is killed. A pipe
+    would need a writer thread, and a socket message is limited to about 200 KB.
+    """
+    if variant is None:
+        yield None
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(json.dumps({"target": variant.target, "source": variant.source}).encode("utf-8", "surrogatepass"))
+        handle.flush()
+        yield handle.fileno()
+
+
+def read_variant(fd: int) -> VariantSource:
+    """The child's side of ``variant_descriptor``: read the whole file from its start."""
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    os.close(fd)
+    value = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+    return VariantSource(str(value["target"]), str(value["source"]))
 
 
 def child_environment(env: dict[str, str] | None) -> dict[str, str]:
@@ -214,12 +257,15 @@ def _package_parent(existing: str | None) -> str:
 
 
 def _run_fresh(
-    mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float
+    mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float,
+    variant_fd: int | None = None,
 ) -> ChildOutcome:
     refuse_if_stopping()  # also fork mode's fallback
     command = [sys.executable, "-B", "-m", "physverify.isolate", mode, str(path), "--parent", str(os.getpid())]
     for entry in extra:
         command += ["--sys-path", entry]
+    if variant_fd is not None:
+        command += ["--variant", str(variant_fd)]
     # The child's watchdog waits for EOF on this pipe: only this process holds the write end,
     # so EOF means it died, and the watchdog kills the child's whole group (issue 13, item 6).
     watch_r, watch_w = os.pipe() if os.name == "posix" else (-1, -1)
@@ -234,7 +280,7 @@ def _run_fresh(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=child_env,
-            pass_fds=(watch_r,) if watch_r >= 0 else (),
+            pass_fds=tuple(fd for fd in (watch_r, variant_fd) if fd is not None and fd >= 0),
             **_new_group_kwargs(),
         )
     finally:
@@ -391,16 +437,25 @@ def parse_payload(stdout: bytes) -> dict[str, Any] | None:
 # --- the child ------------------------------------------------------------------------
 def main(argv: Sequence[str]) -> int:
     """Entry of the fresh child: die with the parent, redirect fd 1, run the file, send the result."""
-    mode, path, extra, parent, watch = _parse_child_args(argv)
+    mode, path, extra, parent, watch, variant_fd = _parse_child_args(argv)
     die_with_parent(parent, watch)
-    child_main(mode, path, extra, _divert_stdout())
+    variant = read_variant(variant_fd) if variant_fd is not None else None
+    child_main(mode, path, extra, _divert_stdout(), variant)
     return 0
 
 
-def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int) -> None:
+def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int,
+               variant: VariantSource | None = None) -> None:
     """The child's work, the same in both modes: sys.path, load, run, send the result on ``result_fd``."""
     sys.path[:] = [str(path.parent)] + list(extra) + [p for p in sys.path if p not in ("", str(path.parent))]
+    finder = None
+    if variant is not None:  # before anything of the claim's is imported (issue 17)
+        from physverify import _variant_import
+
+        finder = _variant_import.install(variant.target, variant.source)
     payload = run_claim(path) if mode == "claim" else run_spec(path)
+    if finder is not None:
+        payload["variant_served"] = finder.served > 0
     sys.stdout.flush()
     data = encode_result(payload)
     while data:
@@ -465,12 +520,12 @@ def _start_watchdog(watch: int) -> None:
     os.close(watch)
 
 
-def _parse_child_args(argv: Sequence[str]) -> tuple[str, Path, list[str], int | None, int | None]:
+def _parse_child_args(argv: Sequence[str]) -> tuple[str, Path, list[str], int | None, int | None, int | None]:
     mode, path, rest = argv[0], Path(argv[1]), list(argv[2:])
     pairs = [(rest[i], rest[i + 1]) for i in range(0, len(rest) - 1, 2)]
     extra = [value for flag, value in pairs if flag == "--sys-path"]
-    numbers = {flag: int(value) for flag, value in pairs if flag in ("--parent", "--watch")}
-    return mode, path, extra, numbers.get("--parent"), numbers.get("--watch")
+    numbers = {flag: int(value) for flag, value in pairs if flag in ("--parent", "--watch", "--variant")}
+    return mode, path, extra, numbers.get("--parent"), numbers.get("--watch"), numbers.get("--variant")
 
 
 def _divert_stdout() -> int:

@@ -41,12 +41,16 @@ DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger de
 # reads top to bottom; every line has every field, null when unknown.
 FIELDS = (
     "ledger_version", "date", "physverify", "claim_file", "claim_key", "claim_sha256",
-    *CLAIM_FIELDS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks",
+    *CLAIM_FIELDS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks", "variant",
     "allow_dependent_reference", "timeout_s", "stderr_tail",
 )
+# Only on the line of a claim that names its fix (issue 17): {held, line, control, checks},
+# the variant run's outcomes in the line's own shape. Absent otherwise, so the lines of
+# every other claim stay as they were and an old reader meets nothing new.
+OPTIONAL_FIELDS = ("variant",)
 # Fields a line always carries even when the claim could not be read (its CLAIM fields are
 # then absent, spec section 3).
-_ALWAYS = frozenset(FIELDS) - frozenset(CLAIM_FIELDS)
+_ALWAYS = frozenset(FIELDS) - frozenset(CLAIM_FIELDS) - frozenset(OPTIONAL_FIELDS)
 
 
 def new_record(claim_file: str, date: str, version: str, timeout_s: float) -> dict[str, Any]:

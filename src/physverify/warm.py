@@ -152,15 +152,19 @@ class ForkServer:
         self._checked = now
         return any(_stamp(file) != stamp for file, stamp in self._stamps.items())
 
-    def run(self, request: dict[str, Any], timeout_s: float) -> isolate.ChildOutcome:
-        """Fork one child for ``request`` and collect it as isolate does for a fresh child."""
+    def run(self, request: dict[str, Any], timeout_s: float, variant_fd: int | None = None) -> isolate.ChildOutcome:
+        """Fork one child for ``request`` and collect it as isolate does for a fresh child.
+
+        ``variant_fd`` (issue 17) travels as a fourth descriptor; the request says it is there.
+        """
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         start = time.monotonic()
         try:
             with self._send_lock:
-                socket.send_fds(self._sock, [json.dumps(request).encode()], [theirs.fileno(), out_w, err_w])
+                fds = [theirs.fileno(), out_w, err_w] + ([variant_fd] if variant_fd is not None else [])
+                socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
         except OSError as exc:
             self.broken = True
             for fd in (out_r, err_r):
@@ -260,18 +264,19 @@ def shutdown() -> None:
 
 
 def run_forked(
-    mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str]
+    mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str],
+    variant_fd: int | None = None,
 ) -> isolate.ChildOutcome:
     """isolate.run_child's fork mode; a fresh child when the server cannot be had."""
-    request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env}
+    request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env, "variant": variant_fd is not None}
     try:
         server = _acquire(preload_for(path, extra, preload))
     except ForkUnavailable:
-        return isolate._run_fresh(mode, path, extra, env, timeout_s)
+        return isolate._run_fresh(mode, path, extra, env, timeout_s, variant_fd)
     try:
-        return server.run(request, timeout_s)
+        return server.run(request, timeout_s, variant_fd)
     except ForkUnavailable:
-        return isolate._run_fresh(mode, path, extra, env, timeout_s)
+        return isolate._run_fresh(mode, path, extra, env, timeout_s, variant_fd)
     finally:
         _release(server)
 
@@ -318,7 +323,7 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
             os.read(wake_r, 4096)
             _reap(children)
         if sock.fileno() in ready:
-            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE, 3)
+            message, fds, _, _ = socket.recv_fds(sock, _MESSAGE, 4)  # the fourth: a variant (issue 17)
             if not message:
                 break
             reply = socket.socket(fileno=fds[0])
@@ -407,8 +412,8 @@ def _children_of(parent: int) -> list[tuple[int, int]]:
 def _fork_child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
     pid = os.fork()
     if pid:
-        os.close(fds[1])
-        os.close(fds[2])
+        for fd in fds[1:]:  # the pipes' write ends and the variant are the child's now
+            os.close(fd)
         return pid
     try:
         code = _child(request, fds, server_fds)
@@ -426,7 +431,8 @@ def _child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...])
         return 70
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    result_fd = _child_descriptors(fds, server_fds)
+    variant = isolate.read_variant(fds[3]) if request.get("variant") and len(fds) > 3 else None
+    result_fd = _child_descriptors(fds[:3], server_fds)
     path = Path(request["path"])
     os.chdir(path.parent)
     os.environ.clear()
@@ -434,7 +440,7 @@ def _child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...])
     sys.argv = [isolate.__file__, request["mode"], str(path)]
     _fresh_state()
     try:
-        isolate.child_main(request["mode"], path, request["extra"], result_fd)
+        isolate.child_main(request["mode"], path, request["extra"], result_fd, variant)
         code = 0
     except SystemExit as exc:  # as the interpreter would end a fresh child
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

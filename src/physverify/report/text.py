@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from physverify.checks import STATUSES
 from physverify.text import visible
+from physverify.verdict import variant_name
 
 if TYPE_CHECKING:
     from physverify.run_specs import RunOutcome
 
-def _outcome_line(role: str, outcome: Mapping[str, Any]) -> str:
+def _outcome_line(role: str, outcome: Mapping[str, Any], where: str = "") -> str:
     message = visible(outcome.get("message") or "")
-    line = f"  {role} {visible(outcome.get('status'))} {visible(outcome.get('label'))}"
+    line = f"  {where}{role} {visible(outcome.get('status'))} {visible(outcome.get('label'))}"
     return f"{line}: {message}" if message else line
 
 
@@ -29,6 +30,7 @@ def render_confirm(record: Mapping[str, Any]) -> str:
     if record.get("control") is not None:
         lines.append(_outcome_line("control", record["control"]))
     lines.extend(_outcome_line("check", check) for check in record.get("checks") or [])
+    lines.extend(_variant_lines(record))
     if record.get("text") is not None:
         place = f"{record.get('file')}:{record.get('line')}"
         lines.append(f"  claim: {visible(record['text'])} ({visible(place)}, from {visible(record.get('source'))})")
@@ -37,6 +39,24 @@ def render_confirm(record: Mapping[str, Any]) -> str:
         allowed = record["allow_dependent_reference"]
         lines.append(f"  dependent reference allowed: {visible(allowed['reason'])}")
     return "\n".join(lines)
+
+
+def _variant_lines(record: Mapping[str, Any]) -> list[str]:
+    """For a claim that names its fix (issue 17): where the held text is, and the variant run's outcomes."""
+    side = record.get("variant")
+    if not isinstance(side, Mapping):
+        return []
+    name = variant_name(str(side.get("held")))
+    lines = [f"  the file holds the {visible(side.get('held'))} at line {visible(side.get('line'))}; "
+             f"the second run is {name}"]
+    control, checks = side.get("control"), side.get("checks")
+    if not isinstance(control, Mapping):
+        return lines + ["  (the second run did not take place: the run on the code decided the verdict)"]
+    lines.append(_outcome_line("control", control, where=f"{name}: "))
+    for check in checks if isinstance(checks, list) else []:
+        if isinstance(check, Mapping):
+            lines.append(_outcome_line("check", check, where=f"{name}: "))
+    return lines
 
 
 def render_run(outcome: RunOutcome) -> str:
