@@ -45,6 +45,9 @@ class _VariantLoader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._finder.served += 1
+        # ModuleSpec.cached computes a .pyc path again when set to None; the variant has no
+        # cached form, and nothing should go looking for one.
+        module.__cached__ = None
         exec(self.get_code(module.__name__), module.__dict__)  # noqa: S102 - the code under test, as import runs it
 
     def get_code(self, fullname: str) -> CodeType:
@@ -69,7 +72,6 @@ class VariantFinder(importlib.abc.MetaPathFinder):
         if spec is None or not spec.has_location or spec.origin is None or _resolved(spec.origin) != self.target:
             return None  # the import system goes on as without us
         spec.loader = _VariantLoader(self, spec.origin)
-        spec.cached = None  # no __cached__, and nothing looks for a .pyc of the real file
         # Tracebacks show the variant's lines, not the file's: linecache keeps an entry with
         # no modification time for good (checkcache skips it).
         linecache.cache[spec.origin] = (len(self.source), None, self.source.splitlines(True), spec.origin)

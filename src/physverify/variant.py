@@ -189,14 +189,14 @@ def build(source: str, match: Match, replacement: str) -> str:
 
     The replacement is dedented, then indented by the first matched line's indentation,
     keeping its own relative indentation; blank lines stay blank. Each new line ends as
-    the first matched line ends, and the last as the last matched line (which may have
-    no line end at the end of the file).
+    the first matched line ends (or as the file's first line when that one has no end),
+    and the last as the last matched line (which may have none at the end of the file).
     """
     lines = split_source(source)
     start, stop = match.line - 1, match.line - 1 + match.length
     first, last = lines[start], lines[stop - 1]
     indent = first[: len(first) - len(first.lstrip())]
-    end = first[len(first.rstrip("\r\n")) :] or "\n"
+    end = first[len(first.rstrip("\r\n")) :] or next(iter(_LINE_END.findall(source)), "\n")
     last_end = last[len(last.rstrip("\r\n")) :]
     body = textwrap.dedent("\n".join(_raw_lines(replacement))).split("\n")
     new = [(indent + text if text.strip() else "") + end for text in body]
