@@ -437,3 +437,31 @@ def test_init_refuses_a_name_that_cannot_be_a_claim_file(tmp_path: Path, name: s
     with pytest.raises(PhysverifyError, match=name):
         write_template(tmp_path / name, text="t", file="f.py", line=3)
 
+
+
+def test_init_writes_defect_and_fix_into_claim_and_they_load(tmp_path: Path) -> None:
+    """Issue 17: `confirm init --defect --fix`; the template is a claim once its FILL INs are filled."""
+    path = write_template(tmp_path / "c.py", text="t", file="f.py", line=3, defect='x = a["k"][-1]', fix="x = a[0]")
+    text = path.read_text(encoding="utf-8")
+    assert '    "defect": "x = a[\\"k\\"][-1]",\n    "fix": "x = a[0]",\n}' in text
+    path.write_text(text.replace('"FILL IN"', '"used"'), encoding="utf-8")
+    assert read_claim(path).claim["fix"] == "x = a[0]"
+
+
+@pytest.mark.parametrize(("keys", "words"), [
+    ({"defect": "x = 1"}, "--defect and --fix go together"),
+    ({"defect": "x = 1", "fix": "x = 1"}, "are the same lines"),
+    ({"defect": "x = 1\x07", "fix": "x = 2"}, "--defect holds the control character"),
+])
+def test_init_refuses_broken_defect_and_fix(tmp_path: Path, keys: dict[str, str], words: str) -> None:
+    with pytest.raises(PhysverifyError, match=words):
+        write_template(tmp_path / "c.py", text="t", file="f.py", line=3, **keys)
+    assert not (tmp_path / "c.py").exists()
+
+
+def test_a_claim_with_one_of_defect_and_fix_is_a_load_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.py"
+    path.write_text('CLAIM = {"text": "t", "source": "s", "file": "f.py", "line": 1, "reference": "r", '
+                    '"impact": "used", "fix": "x = 1"}\ndef control(): pass\ndef checks(): pass\n')
+    with pytest.raises(ClaimLoadError, match="CLAIM has 'fix' but not 'defect'; give both"):
+        read_claim(path)

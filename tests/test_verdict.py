@@ -14,7 +14,10 @@ from physverify.verdict import (
     EXIT_OK,
     NOT_DECIDABLE,
     REJECTED,
+    Run,
     decide,
+    decide_fixed,
+    evidence,
 )
 
 
@@ -83,3 +86,58 @@ def test_check_outcomes_and_their_ledger_dicts_decide_alike() -> None:
 
 def test_no_checks_at_all_is_not_decidable() -> None:
     assert decide(control=o("PASS"), checks=[]).verdict == NOT_DECIDABLE
+
+
+# --- claims that name their fix (issue 17): the table after rule 3 -------------------------
+def run(*statuses: str, control: str = "PASS") -> Run:
+    return Run(o(control, "ctl"), [o(status, f"c{i}") for i, status in enumerate(statuses)])
+
+
+FIXED_ROWS = [
+    # (held, code's checks, variant's checks, verdict, words)
+    ("defect", ("FAIL",), ("PASS",), CONFIRMED, "the checks fail, and the claimed fix makes them pass"),
+    ("defect", ("FAIL", "INCONCLUSIVE"), ("PASS", "EXACT"), CONFIRMED, "'c0' (FAIL) on the code"),
+    ("defect", ("PASS",), ("FAIL",), REJECTED, "the checks pass, and the suggested change breaks them"),
+    ("fix", ("EXACT",), ("FAIL",), REJECTED, "the checks pass, and fail with the claimed defect put back"),
+    ("defect", ("PASS",), ("PASS",), NOT_DECIDABLE, "the checks cannot tell the code from the variant"),
+    ("fix", ("PASS", "EXACT"), ("EXACT", "PASS"), NOT_DECIDABLE, "so they cannot see the claimed defect"),
+    ("defect", ("FAIL",), ("FAIL",), NOT_DECIDABLE, "the checks fail with and without the change"),
+    ("fix", ("FAIL", "PASS"), ("PASS", "FAIL"), NOT_DECIDABLE, "a wrong expected order, another defect"),
+    ("fix", ("FAIL",), ("PASS",), NOT_DECIDABLE, "defect and fix look swapped"),
+    ("defect", ("PASS", "INCONCLUSIVE"), ("FAIL",), NOT_DECIDABLE,
+     "no check failed on the code, but 'c1' (INCONCLUSIVE) did not give a PASS on the code"),
+    ("defect", ("FAIL",), ("PASS", "ERROR"), NOT_DECIDABLE,
+     "no check failed with the fix, but 'c1' (ERROR) did not give a PASS with the fix; an ERROR is not counted"),
+    ("fix", ("PASS",), ("SKIP",), NOT_DECIDABLE, "'c0' (SKIP) did not give a PASS with the defect put back"),
+]
+
+
+@pytest.mark.parametrize(("held", "code", "other", "verdict", "words"), FIXED_ROWS)
+def test_the_fixed_table_gives_each_row(held: str, code: tuple[str, ...], other: tuple[str, ...], verdict: str,
+                                        words: str) -> None:
+    got = decide_fixed(held=held, code=run(*code), variant=run(*other))
+    assert got.verdict == verdict and words in got.reason, got.reason
+
+
+def test_rules_0_to_3_of_either_run_come_first() -> None:
+    assert "is FAIL, not PASS" in decide_fixed(held="defect", code=run("FAIL", control="FAIL"), variant=None).reason
+    got = decide_fixed(held="defect", code=run("FAIL"), variant=run("PASS", control="INCONCLUSIVE"))
+    assert got.verdict == NOT_DECIDABLE and "'ctl' is INCONCLUSIVE in the run with the fix, not PASS" in got.reason
+    got = decide_fixed(held="fix", code=run("PASS"), variant=Run(None, [], timed_out=True), timeout_s=9.0)
+    assert got.reason == "timed out after 9 s in the run with the defect put back"
+    got = decide_fixed(held="defect", code=run("FAIL"), variant=Run(None, [], load_error="c.py: importing it raised X"))
+    assert got.reason == "c.py: importing it raised X (in the run with the fix)"
+    got = decide_fixed(held="defect", code=run("FAIL"), variant=run("PASS"), served=False, file="s.py")
+    assert got.verdict == NOT_DECIDABLE and got.reason.startswith("the claim never imported s.py")
+
+
+def test_the_evidence_of_a_fixed_claim_is_the_decisive_pair() -> None:
+    record = {"control": o("PASS"), "checks": [o("PASS", "a"), o("FAIL", "b") | {"message": "order 1"}],
+              "variant": {"held": "defect", "line": 3, "control": o("PASS"), "checks": [o("PASS", "a"), o("PASS", "b")]}}
+    assert evidence(record) == "check FAIL on the code, PASS with the fix: b: order 1"
+    record["variant"]["checks"][1] = o("FAIL", "b") | {"message": "order 0"}
+    assert evidence(record) == "check FAIL on the code, FAIL with the fix: b: order 1"
+    broken = {"control": o("PASS"), "checks": [o("PASS", "a")],
+              "variant": {"held": "fix", "control": o("PASS"), "checks": [o("FAIL", "a") | {"message": "off"}]}}
+    assert evidence(broken) == "check PASS on the code, FAIL with the defect put back: a: off"
+    assert evidence({"control": o("PASS"), "checks": [o("FAIL", "x")]}) == "check FAIL x"  # no variant: as before

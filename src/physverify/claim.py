@@ -455,8 +455,12 @@ def _missing_function(bindings: dict[str, ast.stmt]) -> str | None:
 
 
 # --- confirm init (section 6) ---------------------------------------------------------
-def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None) -> Path:
-    """Write a claim template to ``path`` and return the path; refuse to overwrite anything."""
+def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None,
+                   defect: str | None = None, fix: str | None = None) -> Path:
+    """Write a claim template to ``path`` and return the path; refuse to overwrite anything.
+
+    ``defect`` and ``fix`` (both or neither) go into CLAIM as given (issue 17).
+    """
     if path.name == "init":
         raise PhysverifyError(f"{path}: a claim file cannot be called 'init' (it is the subcommand's name)")
     if path.suffix != ".py":
@@ -466,9 +470,10 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     if missing:
         raise PhysverifyError(f"confirm init: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
     number = _line_number(line)
+    fixed = _fix_keys(defect, fix)
     try:
         with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
-            handle.write(_template(str(text), str(file), number))
+            handle.write(_template(str(text), str(file), number, fixed))
     except FileExistsError:
         raise PhysverifyError(f"{path}: already exists; confirm init never overwrites a file") from None
     except OSError as exc:
@@ -486,8 +491,34 @@ def _line_number(line: str | int | None) -> int:
     return number
 
 
-def _template(text: str, file: str, line: int) -> str:
-    return _TEMPLATE.format(text=_py_string(text), file=_py_string(file), line=line, fill=_py_string(FILL_IN))
+def _fix_keys(defect: str | None, fix: str | None) -> str:
+    """The CLAIM lines of ``defect`` and ``fix`` for the template ("" without them); PhysverifyError when broken."""
+    if defect is None and fix is None:
+        return ""
+    if defect is None or fix is None:
+        raise PhysverifyError("confirm init: --defect and --fix go together (the claimed mistake and what it should "
+                              "be); give both or neither")
+    problem = variant.key_problem({key: value for key, value in (("defect", defect), ("fix", fix)) if value is not None})
+    if problem is None and any(not str(value).strip() for value in (defect, fix)):
+        problem = "--defect and --fix must each name a line of code"
+    if problem is not None:
+        for key in variant.KEYS:  # the flags' names, not the keys they become
+            problem = problem.replace(f"CLAIM[{key!r}]", f"--{key}").replace(repr(key), f"--{key}")
+        raise PhysverifyError(f"confirm init: {problem}")
+    return _FIX_KEYS.format(defect=_py_string(str(defect)), fix=_py_string(str(fix)))
+
+
+_FIX_KEYS = """\
+    # the claimed mistake and what it should be, each as the whole line(s) of code: the checks
+    # run on the code and on the code with one swapped for the other (docs/confirm.md)
+    "defect": {defect},
+    "fix": {fix},
+"""
+
+
+def _template(text: str, file: str, line: int, fixed: str = "") -> str:
+    return _TEMPLATE.format(text=_py_string(text), file=_py_string(file), line=line, fill=_py_string(FILL_IN),
+                            fixed=fixed)
 
 
 def _py_string(value: str) -> str:
@@ -530,7 +561,7 @@ CLAIM = {{
     "reference": {fill},
     # used, latent or unknown: do the repository's own scripts or defaults reach this code?
     "impact": {fill},
-}}
+{fixed}}}
 
 
 # Write the reference again from the physics, e.g. for a damped oscillator

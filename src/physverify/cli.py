@@ -106,6 +106,8 @@ def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     confirm.add_argument("--text", help="confirm init: the claim as it was stated")
     confirm.add_argument("--file", help="confirm init: the file the claim is about, relative to the repository root")
     confirm.add_argument("--line", help="confirm init: the line number in that file")
+    confirm.add_argument("--defect", help="confirm init: the claimed mistake, as the whole line(s) of code (with --fix)")
+    confirm.add_argument("--fix", help="confirm init: what those line(s) should be (with --defect)")
 
 
 def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -342,12 +344,14 @@ def _confirm(args: argparse.Namespace) -> int:
     from physverify.report import text
     from physverify.text import dumps
 
-    if args.claim != "init" and (args.text, args.file, args.line) != (None, None, None):
-        raise UsageError("--text, --file and --line belong to 'confirm init CLAIM.py'; a claim file keeps them in CLAIM")
+    if args.claim != "init" and (args.text, args.file, args.line, args.defect, args.fix) != (None,) * 5:
+        raise UsageError("--text, --file, --line, --defect and --fix belong to 'confirm init CLAIM.py'; "
+                         "a claim file keeps them in CLAIM")
     if args.claim == "init":
         if args.init_path is None:
             raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
-        written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line)
+        written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
+                                       defect=args.defect, fix=args.fix)
         sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then control() and checks()\n")
         return EXIT_OK
     if args.init_path is not None:
