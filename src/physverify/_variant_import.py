@@ -47,7 +47,7 @@ class _VariantLoader(importlib.abc.Loader):
         self._finder.served += 1
         # ModuleSpec.cached computes a .pyc path again when set to None; the variant has no
         # cached form, and nothing should go looking for one.
-        module.__cached__ = None
+        module.__cached__ = None  # type: ignore[attr-defined]
         exec(self.get_code(module.__name__), module.__dict__)  # noqa: S102 - the code under test, as import runs it
 
     def get_code(self, fullname: str) -> CodeType:
