@@ -179,3 +179,20 @@ def test_the_configurations_in_the_docs_are_valid_for_pre_commit(tmp_path: Path)
         (tmp_path / f"config{number}.yaml").write_text(block)
         done = _pre_commit("validate-config", f"config{number}.yaml", cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_a_commit_that_brings_a_fixed_defect_back_is_stopped(project: git.Repo) -> None:
+    """Issue 17: a fixed claim names its fix; the hook stops the commit that puts the defect back."""
+    repo = project
+    _write(repo, "claims/claim_decay.py", CLAIM.replace('    "impact": "used",\n', '    "impact": "used",\n'
+                                                        '    "defect": "return y0 * math.exp(-rate * t / 2)",\n'
+                                                        '    "fix": "return y0 * math.exp(-rate * t)",\n'))
+    _start(repo, SOLVER)
+    assert _verdicts(repo) == ["rejected"]
+    _write(repo, "decay.py", DEFECT)
+    committed, output = _commit(repo, "decay.py")
+    assert not committed and re.search(r"confirmed +regressed +claims/claim_decay\.py", output), output
+    assert "check FAIL on the code, PASS with the fix: at t = 1 the amount follows exp(-rate t)" in output
+    committed, output = _commit(repo, "decay.py", LEDGER)
+    assert not committed and "gate: regressed: rejected -> confirmed" in output, output

@@ -15,7 +15,7 @@ from typing import Any
 
 import git
 import pytest
-from fixtures import init_repo
+from fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -520,3 +520,47 @@ def test_an_expect_key_may_be_relative_to_the_config_folder_or_the_repository(tm
         (tmp_path / "claims" / "physverify.yaml").write_text(f"expect:\n  {key}: rejected\n")
         expect = load_config(tmp_path / "claims").expect
         assert expect == {(tmp_path / "claims" / "claim_00.py").resolve(): REJECTED}
+
+
+# --- a fixed claim kept in claims/ (issue 17) -------------------------------------------------
+DECAY_FIXED_CLAIM = DECAY_CLAIM.replace('    "impact": "used",\n', '    "impact": "used",\n'
+                                        '    "defect": "return y0 * math.exp(-rate * t / 2)",\n'
+                                        '    "fix": "return y0 * math.exp(-rate * t)",\n')
+# A refactor: amount() no longer runs the fixed line, which stays behind in an unused helper,
+# so putting the defect back changes nothing the checks see.
+DECAY_REFACTORED = '''\
+"""Exponential decay, the code under test, after a refactor."""
+import math
+
+
+def amount_by_exp(y0, rate, t):
+    return y0 * math.exp(-rate * t)
+
+
+def amount(y0, rate, t):
+    return y0 * 0.5 ** (rate * t / math.log(2.0))
+'''
+
+
+def test_a_fixed_claim_replays_and_fails_the_gate_once_its_checks_stop_seeing_the_defect(
+        tmp_path: Path, physverify: Any) -> None:
+    repo = init_repo(tmp_path)
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "decay.py").write_text(DECAY_SOLVER)
+    (tmp_path / "claims" / "claim_decay.py").write_text(DECAY_FIXED_CLAIM)
+    repo.index.add(["decay.py", "claims/claim_decay.py"])
+    repo.index.commit("a fixed defect, kept as a claim")
+    out = physverify("replay", "claims", "--trusted", cwd=tmp_path)
+    assert out.returncode == EXIT_OK and out.stdout.splitlines()[-1] == "gate passed", out.stdout + out.stderr
+    assert out.stdout.split()[:2] == ["rejected", "new"]
+    assert "check PASS on the code, FAIL with the defect put back: at t = 1 the amount follows exp(-rate t)" in out.stdout
+    commit_ledger(repo)
+    out = physverify("replay", "claims", "--trusted", cwd=tmp_path)
+    assert (out.returncode, out.stdout.split()[:2]) == (EXIT_OK, ["rejected", "unchanged"]), out.stdout
+    (tmp_path / "decay.py").write_text(DECAY_REFACTORED)
+    out = physverify("replay", "claims", "--trusted", cwd=tmp_path)
+    assert out.returncode == EXIT_FINDING, out.stdout + out.stderr
+    assert out.stdout.split()[:2] == ["not", "decidable"] and "undecidable" in out.stdout.split()[2]
+    assert "the checks cannot tell the code from the variant" in out.stdout
+    assert "gate: undecidable: rejected -> not decidable" in out.stdout
+    assert verdicts(tmp_path) == [REJECTED, NOT_DECIDABLE]
