@@ -272,3 +272,20 @@ def test_a_ledger_with_another_hard_link_is_refused(repo: Path, tmp_path: Path) 
     os.link(elsewhere, repo / "claims" / "confirm_ledger.jsonl")
     with pytest.raises(sandbox.UsageError, match="other hard links"):
         sandbox.make_plan(sandbox.Inner(("replay", "claims"), "replay", folders=("claims",)), repo=repo, cwd=repo)
+
+
+# --- issue 17: the variant reaches the child with the repository read-only ----------------------
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["fork", "fresh"])
+def test_a_claim_that_names_its_fix_runs_both_sides_in_the_read_only_sandbox(repo: Path, mode: str) -> None:
+    from fix_claims import BURGERS_DEFECT, BURGERS_IDENTITY_CHECKS, burgers_claim
+
+    (repo / "burgers.py").write_text(BURGERS_DEFECT)
+    (repo / "claim_burgers.py").write_text(burgers_claim(BURGERS_IDENTITY_CHECKS))
+    before = {path: path.read_bytes() for path in repo.rglob("*") if path.is_file() and ".git" not in path.parts}
+    done = _in_sandbox(repo, "confirm", "claim_burgers.py", "--isolation", mode, "--json", "-")
+    record = json.loads(done.stdout)
+    assert record["verdict"] == "confirmed", record["reason"] + done.stderr
+    assert [c["status"] for c in record["variant"]["checks"]] == ["EXACT"]
+    after = {path: path.read_bytes() for path in repo.rglob("*") if path.is_file() and ".git" not in path.parts}
+    assert {path: data for path, data in after.items() if path.suffix != ".jsonl"} == before
