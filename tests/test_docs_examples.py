@@ -37,6 +37,9 @@ EXPECTED = {
     "claim_oscillator.py": (CONFIRMED, EXIT_FINDING),
     "claim_verlet.py": (REJECTED, EXIT_OK),
     "claim_decay.py": (NOT_DECIDABLE, EXIT_ERROR),
+    # section 9, claims that name their fix (issue 17): a blind check, and one that sees the defect
+    "claim_burgers_order.py": (NOT_DECIDABLE, EXIT_ERROR),
+    "claim_burgers_copy.py": (CONFIRMED, EXIT_FINDING),
 }
 
 _BLOCK = re.compile(r"^```text\n\$ physverify confirm (?P<claim>\S+) --trusted\n(?P<output>.*?)^```$", re.M | re.S)
@@ -44,7 +47,8 @@ _REFUSAL = re.compile(r"^```text\n\$ physverify confirm (?P<claim>\S+)\n(?P<outp
 # A decimal number: 0.802, 2.00, 3.4, 1e-12, 1.97e-02. Integers (an expected order, "1 of 1",
 # a line number) are not round-off and stay.
 _DECIMAL = re.compile(r"[-+]?(?:\d+\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)")
-_OUTCOME = re.compile(r"^(?P<head>(?:control|check) [A-Z]+ .*?): (?P<message>.*)$")
+_OUTCOME = re.compile(r"^(?P<head>(?:with the fix: |with the defect put back: )?(?:control|check) [A-Z]+ .*?): "
+                      r"(?P<message>.*)$")
 
 
 class Run(NamedTuple):
