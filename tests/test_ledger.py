@@ -447,3 +447,25 @@ def test_ledger_show_prints_the_latest_verdict_with_its_control_and_checks(tmp_p
     ]
     unknown = cli("ledger", "show", "claims/zzz.py", cwd=tmp_path)
     assert unknown.returncode == EXIT_ERROR and "no line for the claim claims/zzz.py" in unknown.stderr
+
+
+def test_the_variant_field_is_optional_and_old_lines_read_and_show_as_before(tmp_path: Path,
+                                                                            cli: Callable[..., Ran]) -> None:
+    """Issue 17: only a claim that names its fix carries `variant`; a line without it is read as always."""
+    from physverify.ledger import FIELDS, new_record, ordered
+
+    assert "variant" not in new_record("c.py", "2026-01-01T00:00:00+00:00", "0.1", 60.0)
+    check = {"label": "k", "family": "mms", "status": "FAIL", "message": "order 1"}
+    control = {"label": "c", "family": "exact", "status": "PASS", "message": "0"}
+    variant = {"held": "defect", "line": 9, "control": control, "checks": [{**check, "status": "PASS"}]}
+    assert list(ordered({"checks": [], "variant": variant, "control": None})) == ["control", "checks", "variant"]
+    assert FIELDS.index("variant") == FIELDS.index("checks") + 1
+    write_ledger(tmp_path / "confirm_ledger.jsonl", [
+        record("claims/a.py", "confirmed", control=control, checks=[check]),  # written before issue 17
+        record("claims/b.py", "confirmed", control=control, checks=[check], variant=variant),
+    ])
+    old = cli("ledger", "show", "claims/a.py", cwd=tmp_path)
+    assert old.returncode == EXIT_OK and "second run" not in old.stdout, old.stderr
+    new = cli("ledger", "show", "claims/b.py", cwd=tmp_path)
+    assert "  the file holds the defect at line 9; the second run is with the fix" in new.stdout.splitlines()
+    assert "  with the fix: check PASS k: order 1" in new.stdout.splitlines()

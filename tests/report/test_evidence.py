@@ -56,3 +56,26 @@ def test_a_regressed_claim_names_its_decisive_check_in_every_format(fmt: str) ->
 def test_an_unchanged_passing_claim_carries_no_evidence_line() -> None:
     assert _result(UNCHANGED).claims[0].evidence is None
     assert "check FAIL" not in render("text", _result(UNCHANGED))
+
+
+PAIR = "check FAIL on the code, PASS with the fix: midpoint rule is second order with gamma = 0.5: observed order 1.02 (expected 2)"
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_a_claim_that_names_its_fix_shows_the_decisive_pair_in_every_format(fmt: str) -> None:
+    """Issue 17: "check FAIL on the code, PASS with the fix", whatever the format."""
+    result = _result(REGRESSED)
+    record = dict(result.claims[0].record or {})
+    checks = record["checks"]
+    assert isinstance(checks, list)
+    record["variant"] = {"held": "defect", "line": 7, "control": record["control"],
+                         "checks": [checks[0], {**checks[1], "status": "PASS", "message": "observed order 2.00"}]}
+    result = replace(result, claims=(replace(result.claims[0], record=record),))
+    out = render(fmt, result)
+    if fmt in ("json", "sarif"):
+        assert PAIR in json.dumps(json.loads(out), ensure_ascii=False)
+    elif fmt == "junit":
+        case = ET.fromstring(out).find(".//testcase")
+        assert case is not None and PAIR in (case.findtext("failure") or "")
+    else:
+        assert PAIR in out.replace("&#x27;", "'")
