@@ -232,3 +232,27 @@ def test_confirm_and_replay_return_the_decisive_convergence_plot_as_a_png(tmp_pa
     assert image.mime_type == "image/png" and base64.b64decode(image.data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert [part.type for part in replayed.content] == ["text", "image", "image", "image"]  # three new claims
     assert json.loads(replayed.content[0].text.partition("\n\n")[2])["claims"][0]["transition"] == "new"
+
+
+def test_confirm_claim_runs_both_sides_of_a_claim_that_names_its_fix_in_one_session(project: Path) -> None:
+    """Issue 17 under the long-running server: the variant is served per call, the file never changes."""
+    claim = project / "claims" / "claim_decay.py"
+    claim.write_text(CLAIM.replace('    "impact": "used",\n', '    "impact": "used",\n'
+                                   '    "defect": "return y0 * math.exp(-rate * t / 2)",\n'
+                                   '    "fix": "return y0 * math.exp(-rate * t)",\n'))
+    solver = project / "decay.py"
+    solver.write_text(SOLVER)
+    defect = SOLVER.replace("-rate * t", "-rate * t / 2")
+
+    async def body(client: Client) -> list[tuple[str, bytes]]:
+        seen = []
+        for text in (SOLVER, defect):
+            solver.write_text(text)
+            result = await client.call_tool("confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True})
+            seen.append(("".join(p.text for p in result.content if p.type == "text"), solver.read_bytes()))
+        return seen
+
+    (fixed, after_fixed), (broken, after_broken) = _session(project, body)
+    assert fixed.startswith("rejected (impact: used): the checks pass, and fail with the claimed defect put back"), fixed
+    assert broken.startswith("confirmed (impact: used): the checks fail, and the claimed fix makes them pass"), broken
+    assert (after_fixed, after_broken) == (SOLVER.encode(), defect.encode())
