@@ -115,6 +115,19 @@ def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
     return frozenset(seen)
 
 
+def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path]) -> list[tuple[str, tuple[str, ...]]]:
+    """(module, names) of every absolute import in the claim's closure that no file under ``roots`` provides.
+
+    What the fork server may preload for the claim: numpy, scipy, an installed library.
+    """
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for file in import_closure(claim_path, repo_root):
+        for level, module, names in _imports_of(file):
+            if level == 0 and module and not _resolve(file, 0, module, names, roots):
+                found.append((module, names))
+    return found
+
+
 def _imports_of(path: Path) -> list[claim.Import]:
     """The imports of the file at ``path``, parsed once per version of the file."""
     try:

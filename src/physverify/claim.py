@@ -28,10 +28,12 @@ import stat
 import threading
 import tokenize
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from physverify import specscan
 from physverify.errors import PhysverifyError
 from physverify.text import clip
 
@@ -124,6 +126,28 @@ def static_imports(path: Path) -> list[Import]:
     except ClaimLoadError:
         return []
     return list(reading.imports)
+
+
+def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
+    """Rule 1's notes (specscan.py): one sentence per reference function that uses the code under test."""
+    file = claim.get("file")
+    # confirm asks about the file's own CLAIM, which was scanned in its one parse
+    own = own_reference_notes(path, file)
+    if own is not None:
+        return own
+    tree = _parse_file(path)
+    return [] if tree is None else specscan.notes_in(tree, file)  # read_claim reports an unreadable file
+
+
+def _parse_file(path: Path) -> ast.Module | None:
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(MAX_CLAIM_BYTES + 1)
+        if len(data) > MAX_CLAIM_BYTES:  # read_claim refuses it, naming the size
+            return None
+        return parse_module(data, str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # read_claim reports these
+        return None
 
 
 def own_reference_notes(path: Path, file: object) -> list[str] | None:
@@ -256,8 +280,6 @@ def _read_source(data: bytes) -> _Reading:
     problem = _claim_problem(claim) or _missing_function(bindings)
     if problem is not None:
         return _Reading(frozenset(bindings), claim, problem, imports, ())
-    from physverify import specscan  # here, not at the top: specscan reads trees through this module
-
     try:
         notes = tuple(specscan.notes_in(tree, claim.get("file")))
     except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard

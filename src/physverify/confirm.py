@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from physverify import __version__, claim, isolate, repo, specscan
+from physverify import __version__, claim, isolate, repo
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
@@ -104,7 +104,7 @@ def evaluate(
         return _finish(record, decide(load_error=str(exc)))
     root = repo.claim_root(claim_path, claim_file.claim)
     record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
-    notes = specscan.reference_notes(claim_path, claim_file.claim)
+    notes = claim.reference_notes(claim_path, claim_file.claim)
     if allow_dependent_reference is not None:
         record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
         notes = []

@@ -16,29 +16,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
-from pathlib import Path, PurePosixPath
-from typing import Any, Union
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Union
 
-from physverify import claim as claim_module
 from physverify.text import clip
 
 _REFERENCE_NAME = re.compile(r"^_*(reference|ref_|exact|analytic|expected)|_ref$", re.IGNORECASE)
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
-
-
-def reference_notes(path: Path, claim: Mapping[str, Any]) -> list[str]:
-    """Return one sentence per reference function that uses the code under test (rule 1)."""
-    file = claim.get("file")
-    if not _module_names(file):
-        return []
-    # confirm asks about the file's own CLAIM, which claim.py scanned in its one parse
-    own = claim_module.own_reference_notes(path, file)
-    if own is not None:
-        return own
-    tree = _parse(path)
-    return [] if tree is None else notes_in(tree, file)  # claim.read_claim reports an unreadable file
 
 
 def notes_in(tree: ast.Module, file: object) -> list[str]:
@@ -54,17 +40,6 @@ def notes_in(tree: ast.Module, file: object) -> list[str]:
             through = f" (through {via}())" if via else ""
             notes.append(f"{name}() (line {node.lineno}) {verb} {clip(target, 120)}, the code under test{through}")
     return notes
-
-
-def _parse(path: Path) -> ast.Module | None:
-    try:
-        with claim_module.open_regular(path) as handle:
-            data = handle.read(claim_module.MAX_CLAIM_BYTES + 1)
-        if len(data) > claim_module.MAX_CLAIM_BYTES:  # claim.read_claim refuses it, naming the size
-            return None
-        return claim_module.parse_module(data, str(path))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # claim.py reports these
-        return None
 
 
 def _module_names(file: object) -> set[str]:
