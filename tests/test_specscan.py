@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify.specscan import reference_notes
+from physverify.claim import reference_notes
 
 CLAIM = {"file": "oscillator.py", "line": 10}
 
