@@ -7,25 +7,21 @@ timeout check and the ledger write.
 
 from __future__ import annotations
 
-import io
-import math
-import os
-import tokenize
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from physverify import __version__, claim, isolate, repo, specscan, variant
+from physverify import __version__, claim, isolate, repo, settings, variant_load
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
-from physverify.errors import RefusedError, UsageError
+from physverify.errors import RefusedError
 from physverify.text import clean
 from physverify.verdict import Run, Verdict, decide, decide_fixed, settled
 
-DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_TIMEOUT_S = settings.DEFAULT_TIMEOUT_S
 SANDBOX_HINT = "sandbox/README.md"
 
 
@@ -37,20 +33,12 @@ class Evaluation:
     verdict: Verdict
 
 
-def parse_timeout(value: object) -> float:
-    """A positive, finite number of seconds; UsageError for anything else (spec section 4)."""
-    try:
-        seconds = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise UsageError(f"--timeout must be a number of seconds, not {value!r}") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"--timeout must be a positive, finite number of seconds, not {value!r}")
-    return seconds
+parse_timeout = settings.parse_timeout  # its home is settings.py, with the other options
 
 
 def require_trust(trusted: bool) -> None:
     """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5)."""
-    if trusted or os.environ.get("PHYSVERIFY_REPO"):
+    if trusted or settings.sandbox_repo() is not None:
         return
     raise RefusedError(
         "refusing to run the code under test: pass --trusted if the code is yours or reviewed, "
@@ -84,51 +72,50 @@ def evaluate(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     allow_dependent_reference: str | None = None,
-    commit_of: Callable[[Path], str | None] = repo.commit,
     isolation: str | None = None,
     preload: Sequence[str] = (),
+    reading: claim.ClaimReading | None = None,
+    checkouts: repo.Checkouts | None = None,
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
-    ``commit_of`` looks up ``repo.commit`` for the root; replay passes one that remembers
-    the answer for the whole run. The root is always spec section 3's (CLAIM["repo"], else
-    the checkout holding the claim), so replay and confirm write the same fields.
+    ``reading`` is the claim as discovery read it (read here when not given), so the file
+    is read once per run; ``checkouts`` the run's repositories, each resolved once (a new
+    set when not given). The root is always spec section 3's (CLAIM["repo"], else the
+    checkout holding the claim), so replay and confirm write the same fields.
     ``isolation`` and ``preload`` go to isolate.run_child.
     """
     claim_path = Path(claim_path)
-    record = _base_record(claim_path, timeout_s)
-    try:
-        claim_file = claim.read_claim(claim_path)
-    except claim.ClaimLoadError as exc:
-        root = repo.claim_root(claim_path, exc.claim)
-        record.update(_claim_fields(exc.claim, root, claim_path, commit_of))
+    reading = reading if reading is not None else claim.read(claim_path)
+    checkout = (checkouts or repo.Checkouts()).for_claim(claim_path, reading.claim)
+    record = _base_record(claim_path, timeout_s, reading.sha256)
+    record.update(_claim_fields(reading.claim, checkout, claim_path))
+    if reading.problem is not None:
         record["stderr_tail"] = ""  # an error: a string, though nothing ran to write to stderr
-        return _finish(record, decide(load_error=str(exc)))
-    root = repo.claim_root(claim_path, claim_file.claim)
-    record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
-    try:
-        fixed = _variant_of(claim_file.claim, root, claim_path)  # rule 0 too: the texts must be found
+        return _finish(record, decide(load_error=reading.problem))
+    try:  # rule 0 too: a claim that names its fix must find one of the texts (issue 17)
+        fixed = variant_load.prepare(reading.claim or {}, _target(reading.claim, checkout, claim_path), claim_path)
     except claim.ClaimLoadError as exc:
         record["stderr_tail"] = ""
         return _finish(record, decide(load_error=str(exc)))
-    notes = specscan.reference_notes(claim_path, claim_file.claim)
+    notes = list(reading.notes)  # rule 1, from the one parse of the file
     if allow_dependent_reference is not None:
         record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
         notes = []
     if notes:  # rule 1 is static: nothing runs
         return _finish(record, decide(dependent_notes=notes))
     # the claim's folder (run_child puts it first), the repository root, src/ when present
-    roots = repo.import_roots(claim_path.resolve().parent, root)[1:]
+    roots = repo.import_roots(claim_path.resolve().parent, checkout.root)[1:]
 
-    def run(variant: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
+    def run(source: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
         return isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env(),
-                                 isolation=isolation, preload=preload, variant=variant)
+                                 isolation=isolation, preload=preload, variant=source)
 
     child = run()
-    if fixed is not None:
-        return _finish(record, _decide_fixed(record, child, fixed, run, timeout_s, claim_path))
     code = _read_child(record, child, claim_path)
     record["control"], record["checks"] = code.control, code.checks
+    if fixed is not None:
+        return _finish(record, _decide_fixed(record, code, fixed, run, timeout_s, claim_path))
     return _finish(record, decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
                                   control=code.control, checks=code.checks))
 
@@ -146,59 +133,10 @@ def _read_child(record: dict[str, Any], child: isolate.ChildOutcome, claim_path:
     return Run(control, checks, load_error, child.timed_out)
 
 
-# --- a claim that names its fix (issue 17) ----------------------------------------------
-@dataclass(frozen=True)
-class _Fixed:
-    """Which text the file holds, where, and the variant's source for the child."""
-
-    match: variant.Match
-    source: isolate.VariantSource
-
-
-def _variant_of(values: Mapping[str, Any], root: Path, claim_path: Path) -> _Fixed | None:
-    """The variant of a claim with ``defect`` and ``fix``; None without them; ClaimLoadError when not found."""
-    if variant.DEFECT not in values:
-        return None
-    file = values["file"]
-    target = find_target(root, claim_path, file)
-    if target is None:
-        raise claim.ClaimLoadError(f"{claim_path}: CLAIM['file'] {file!r} is not a file inside the repository or next "
-                                   "to the claim, so the defect and the fix cannot be looked up in it")
-    if target.resolve() == claim_path.resolve():
-        raise claim.ClaimLoadError(f"{claim_path}: CLAIM['file'] is the claim file itself; the defect and the fix "
-                                   "are lines of the code under test")
-    text = _read_source(target, claim_path)
-    try:
-        match, source = variant.variant_source(text, values[variant.DEFECT], values[variant.FIX], values["line"],
-                                               file=str(file))
-    except variant.VariantError as exc:
-        raise claim.ClaimLoadError(f"{claim_path}: {exc}") from None
-    return _Fixed(match, isolate.VariantSource(str(target.resolve()), source))
-
-
-def _read_source(target: Path, claim_path: Path) -> str:
-    """The target's text, decoded as Python decodes it (a PEP 263 line, else UTF-8)."""
-    try:
-        with claim.open_regular(target) as handle:
-            data = handle.read(variant.MAX_SOURCE_BYTES + 1)
-    except OSError as exc:
-        raise claim.ClaimLoadError(f"{claim_path}: {target} cannot be read: {exc.strerror or exc}") from None
-    if len(data) > variant.MAX_SOURCE_BYTES:
-        raise claim.ClaimLoadError(f"{claim_path}: {target} is larger than {variant.MAX_SOURCE_BYTES >> 20} MiB, too "
-                                   "large to swap a line in")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        raise claim.ClaimLoadError(f"{claim_path}: {target} cannot be decoded as Python source: {exc}") from None
-
-
-def _decide_fixed(record: dict[str, Any], child: isolate.ChildOutcome, fixed: _Fixed,
+def _decide_fixed(record: dict[str, Any], code: Run, fixed: variant_load.Prepared,
                   run: Callable[[isolate.VariantSource], isolate.ChildOutcome], timeout_s: float,
                   claim_path: Path) -> Verdict:
-    """Read the code's run; when its control passed, run the variant and apply issue 17's table."""
-    code = _read_child(record, child, claim_path)
-    record["control"], record["checks"] = code.control, code.checks
+    """Issue 17: when the code's run passed rules 0-3, run the variant; record both and apply the table."""
     side: dict[str, Any] = {"held": fixed.match.held, "line": fixed.match.line, "control": None, "checks": []}
     record["variant"] = side
     held = fixed.match.held
@@ -210,6 +148,10 @@ def _decide_fixed(record: dict[str, Any], child: isolate.ChildOutcome, fixed: _F
     served = bool((other.payload or {}).get("variant_served"))
     return decide_fixed(held=held, code=code, variant=variant_run, file=str(record.get("file")), served=served,
                         timeout_s=timeout_s)
+
+
+def _target(values: Mapping[str, Any] | None, checkout: repo.Checkout, claim_path: Path) -> Path | None:
+    return find_target(checkout.root, claim_path, (values or {}).get("file"))
 
 
 def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
@@ -226,18 +168,17 @@ def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
 _PATH_FIELDS = ("claim_file", "claim_key")
 
 
-def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
+def _base_record(claim_path: Path, timeout_s: float, sha256: str | None) -> dict[str, Any]:
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     record = _ledger.new_record(str(claim_path), date, __version__, timeout_s)
-    record["claim_sha256"] = claim.sha256_or_none(claim_path)
+    record["claim_sha256"] = sha256
     return record
 
 
-def _claim_fields(
-    values: Mapping[str, Any] | None, root: Path, claim_path: Path, commit_of: Callable[[Path], str | None]
-) -> dict[str, Any]:
+def _claim_fields(values: Mapping[str, Any] | None, checkout: repo.Checkout, claim_path: Path) -> dict[str, Any]:
     """The CLAIM fields, the claim's key, the target file's hash and the commit."""
-    fields: dict[str, Any] = {"claim_key": repo.claim_key(claim_path, root), "repo_commit": commit_of(root)}
+    root = checkout.root
+    fields: dict[str, Any] = {"claim_key": repo.claim_key(claim_path, root), "repo_commit": checkout.commit}
     if values is None:
         return fields  # the file could not be read at all: no CLAIM fields (spec section 3)
     for key in claim.REQUIRED_KEYS:
