@@ -285,10 +285,11 @@ def test_a_ledger_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: 
 
 def test_init_options_without_init_are_a_usage_error(tmp_path: Path) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
-    result = run_cli("confirm", str(claim), "--trusted", "--text", "x", "--ledger", "l.jsonl", cwd=tmp_path)
-    assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == ("physverify: --text, --file and --line belong to 'confirm init CLAIM.py'; "
-                             "a claim file keeps them in CLAIM\n")
+    for flag in ("--text", "--defect"):
+        result = run_cli("confirm", str(claim), "--trusted", flag, "x", "--ledger", "l.jsonl", cwd=tmp_path)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == ("physverify: --text, --file, --line, --defect and --fix belong to "
+                                 "'confirm init CLAIM.py'; a claim file keeps them in CLAIM\n")
     assert not (tmp_path / "l.jsonl").exists()
 
 
