@@ -302,6 +302,18 @@ def _assert_load_error(root: Path, words: str) -> None:
     assert len((root / "confirm_ledger.jsonl").read_text().splitlines()) == 1  # the load error is recorded
 
 
+def test_a_symlink_to_a_file_outside_the_root_is_not_looked_into(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "burgers.py"
+    outside.parent.mkdir()
+    outside.write_text(BURGERS_DEFECT)
+    root = _project(tmp_path, "real.py", "x = 1\n", burgers_claim(BURGERS_IDENTITY_CHECKS))
+    (root / "burgers.py").symlink_to(outside)
+    before = _sha(outside)
+    code, record, _ = _confirm(root)
+    assert code == 2 and "is not a file inside the repository or next to the claim" in record["reason"]
+    assert _sha(outside) == before and record["control"] is None
+
+
 def test_a_text_present_twice_is_a_load_error_naming_both_lines(tmp_path: Path) -> None:
     solver = BURGERS_DEFECT + "\n\ndef other(new):\n    return new\n"  # a second function with the same last line
     claim = burgers_claim(BURGERS_IDENTITY_CHECKS, line=1, defect="return new", fix="return new.copy()")

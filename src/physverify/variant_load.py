@@ -9,6 +9,7 @@ message names the claim file and what was found.
 from __future__ import annotations
 
 import io
+import os
 import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ def prepare(values: Mapping[str, Any], target: Path | None, claim_path: Path) ->
     if variant.DEFECT not in values:
         return None
     file = values["file"]
+    if os.name != "posix":  # the variant travels as an inherited descriptor (variant_channel.py)
+        raise claim.ClaimLoadError(f"{claim_path}: a claim with 'defect' and 'fix' runs on Linux and macOS only, "
+                                   "where the variant can be handed to the claim's process")
     if target is None:
         raise claim.ClaimLoadError(f"{claim_path}: CLAIM['file'] {file!r} is not a file inside the repository or next "
                                    "to the claim, so the defect and the fix cannot be looked up in it")
