@@ -140,4 +140,7 @@ def test_the_evidence_of_a_fixed_claim_is_the_decisive_pair() -> None:
     broken = {"control": o("PASS"), "checks": [o("PASS", "a")],
               "variant": {"held": "fix", "control": o("PASS"), "checks": [o("FAIL", "a") | {"message": "off"}]}}
     assert evidence(broken) == "check PASS on the code, FAIL with the defect put back: a: off"
+    exact = {"control": o("PASS"), "checks": [o("FAIL", "a"), o("FAIL", "b")],
+             "variant": {"held": "defect", "control": o("PASS"), "checks": [o("FAIL", "a"), o("EXACT", "b")]}}
+    assert evidence(exact) == "check FAIL on the code, EXACT with the fix: b"  # EXACT is a pass
     assert evidence({"control": o("PASS"), "checks": [o("FAIL", "x")]}) == "check FAIL x"  # no variant: as before

@@ -147,9 +147,6 @@ class Run:
     timed_out: bool = False
 
 
-HELD = ("defect", "fix")
-
-
 def variant_name(held: str) -> str:
     """The variant run in words: the fix swapped in, or the defect put back."""
     return "with the fix" if held == "defect" else "with the defect put back"
@@ -288,7 +285,8 @@ def _decisive_pair(record: Mapping[str, Any]) -> str | None:
     if not pairs:
         return None
     statuses = [(str(a.get("status")), str(b.get("status"))) for a, b in pairs]
-    wanted = [i for i, (a, b) in enumerate(statuses) if {a, b} == {FAIL, PASS}]
+    passes = (PASS, EXACT)
+    wanted = [i for i, (a, b) in enumerate(statuses) if (a == FAIL and b in passes) or (a in passes and b == FAIL)]
     wanted += [i for i, (a, b) in enumerate(statuses) if FAIL in (a, b)] + [0]
     code, other_check = pairs[wanted[0]]
     a, b = statuses[wanted[0]]
