@@ -272,3 +272,17 @@ def test_any_json_object_in_the_ledger_gives_a_well_formed_page(tmp_path: Path, 
         r.setdefault("claim_key", f"claims/c{i}.py")
     ledger = write_ledger(tmp_path / "l.jsonl", records)
     parse(html.render_report(html.from_ledger(ledger)))
+
+
+def test_the_second_run_of_a_claim_that_names_its_fix_is_in_the_table(tmp_path: Path) -> None:
+    """Issue 17: the variant run's control and checks, as their own rows, and the decisive pair as evidence."""
+    record = ledger_record("claims/a.py", "confirmed")
+    record["variant"] = {"held": "defect", "line": 12, "control": {**record["control"], "label": "<ctl>"},
+                         "checks": [{**record["checks"][0], "status": PASS, "message": "observed order 2.00"}]}
+    ledger = write_ledger(tmp_path / "l.jsonl", [record])
+    (section,) = sections(parse(html.render_report(html.from_ledger(ledger))))
+    (table,) = [t for t in section.iter("table") if t.get("class") == "outcomes"]
+    roles = [tr.find("td").text for tr in table.iter("tr") if tr.find("td") is not None]
+    assert roles == ["control", "check (decisive)", "control with the fix", "check with the fix"]
+    text = " ".join(section.itertext())
+    assert "<ctl>" in text and "check FAIL on the code, PASS with the fix: second order with the term" in text

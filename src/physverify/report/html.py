@@ -221,11 +221,22 @@ def _outcomes(index: int, record: Mapping[str, Any], plots: _Plots) -> str:
     rows = "".join(
         f'<tr class="s-{_class(o.get("status"))}"><td>{_e(role)}{" (decisive)" if o is chosen else ""}</td>'
         f'<td class="status">{_e(o.get("status"))}</td><td>{_e(o.get("label"))}</td><td>{_e(o.get("message"))}</td></tr>'
-        for role, o in roles
+        for role, o in roles + _variant_roles(record)
     )
     table = f'<table class="outcomes"><tr><th>role</th><th>status</th><th>what was tested</th><th>message</th></tr>{rows}</table>'
     evidence = "".join(_evidence(f"c{index}-{j}", o, plots) for j, (_, o) in enumerate(roles))
     return table + (f'<div class="evidence">{evidence}</div>' if evidence else "")
+
+
+def _variant_roles(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The second run of a claim that names its fix (issue 17), as rows 'control with the fix', 'check with the fix'."""
+    side = record.get("variant")
+    if not isinstance(side, Mapping):
+        return []
+    name = verdict.variant_name(str(side.get("held")))
+    control, checks = side.get("control"), side.get("checks")
+    roles = [(f"control {name}", control)] if isinstance(control, Mapping) else []
+    return roles + [(f"check {name}", c) for c in (checks if isinstance(checks, list) else []) if isinstance(c, Mapping)]
 
 
 def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots) -> str:
