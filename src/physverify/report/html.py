@@ -161,10 +161,16 @@ def _checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def decisive_png(record: Mapping[str, Any]) -> bytes | None:
-    """The convergence plot of the check that decided ``record``, as PNG; None without numbers or matplotlib."""
+    """The convergence plot of the check that decided ``record``, as PNG; None without numbers or matplotlib,
+    or when the numbers cannot be drawn (the text answer goes out without the image, issue 21)."""
     chosen = decisive(record)
     numbers = None if chosen is None else _plot.convergence(chosen.get("data"))
-    return _plot.png(numbers) if numbers is not None and _plot.available() else None
+    if numbers is None or not _plot.available() or not _plot.drawable([_plot.Series("latest", numbers)]):
+        return None
+    try:
+        return _plot.png(numbers)
+    except Exception:  # noqa: BLE001 - an image that fails is left out, never a failed tool call
+        return None
 
 
 # --- the page ------------------------------------------------------------------------------
