@@ -493,3 +493,60 @@ def test_past_the_time_budget_every_further_check_is_a_table(tmp_path: Path) -> 
     assert "The page spent its time budget for plots (0 s); the other 2 checks give their numbers as tables" in \
         " ".join(root.itertext())
     assert len(list(parse(html.render_report(report, budget_s=None)).iter(SVG))) == 2
+
+
+def test_hostile_numbers_through_mcp_give_the_answer_the_ledger_line_and_the_image(hostile_repo: Path) -> None:
+    """The real MCP client against the real server: no bare "Error executing tool" (issue 21, item 2)."""
+    from test_mcp_server import _session
+
+    async def body(client: Any) -> list[Any]:
+        replayed = await client.call_tool("replay_claims", {"trusted": True, "jobs": 1})
+        confirmed = await client.call_tool("confirm_claim", {"claim": "claims/claim_hostile.py", "trusted": True})
+        return [replayed, confirmed]
+
+    # the server's environment is the SDK's default plus this: the code under test, not an installed copy
+    replayed, confirmed = _session(hostile_repo, body, {"PYTHONPATH": __import__("os").environ.get("PYTHONPATH", "")})
+    for answer in (replayed, confirmed):
+        assert not answer.is_error, answer.content[0].text
+        assert [part.type for part in answer.content] == ["text", "image"]  # the diverging study decided: drawn
+    document = json.loads(replayed.content[0].text.partition("\n\n")[2])
+    assert [c["verdict"] for c in document["claims"]] == ["confirmed"]
+    lines = (hostile_repo / "claims" / "confirm_ledger.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["checks"][0]["data"]["fitted"] == -400.0
+
+
+def _sandbox_imports_this_physverify() -> bool:
+    """The sandbox clears the environment, so inside it Python imports the installed physverify; a test
+    of a checkout on PYTHONPATH (a worktree beside the editable install) cannot run its code there."""
+    import os
+    import shutil
+
+    import physverify
+
+    if shutil.which("bwrap") is None:
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", "import physverify; print(physverify.__file__)"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    return done.stdout.strip() == physverify.__file__
+
+
+@pytest.mark.parametrize("sandbox", [
+    "false",
+    pytest.param("true", marks=[pytest.mark.slow, pytest.mark.skipif(
+        not _sandbox_imports_this_physverify(),
+        reason="needs bubblewrap and this checkout installed (the sandbox imports the installed physverify)")]),
+])
+def test_hostile_numbers_through_the_actions_step_give_the_page_the_outputs_and_the_summary(
+        hostile_repo: Path, tmp_path: Path, sandbox: str) -> None:
+    import git
+    from test_action import _run_locally
+
+    head = git.Repo(hostile_repo).head.commit.hexsha
+    ran = _run_locally(hostile_repo, tmp_path, {"before": head}, {"jobs": "1", "sandbox": sandbox})
+    assert ran["code"] == 0 and "Traceback" not in ran["stderr"], ran["stdout"] + ran["stderr"]
+    assert ran["outputs"]["gate"] == "pass" and ran["outputs"]["confirmed"] == "1"
+    assert ran["summary"].startswith("## physverify replay: gate passed")
+    written = Path(ran["outputs"]["report"])
+    page = written if written.is_absolute() else hostile_repo / written
+    assert_every_check_shown(page.read_text(encoding="utf-8"))
