@@ -251,17 +251,8 @@ def _draw(series: Sequence[Series]) -> Any:
     if geometry is None:
         raise ValueError("no error is a positive finite number: nothing to draw on a log scale")
     several = len(series) > 1
-    entries = 2 * len(series) + 2  # measured and fitted per series, the expected slope and the floor
     columns = 1 if several else 2  # "baseline: fitted slope 0.00 (5 levels)" takes half the width
-    legend_rows = math.ceil(entries / columns)
-    # Fixed margins, not a layout engine: the engine lays the text out once more per figure, and a
-    # 500-claim report draws a thousand of them (benchmarks/report_bench.py). The legend below the
-    # axes takes about 0.22 in per row.
-    height = 3.9 + max(0, legend_rows - 2) * 0.22
-    top, bottom = 0.12, 0.72 + 0.22 * legend_rows  # inches above and below the axes
-    fig = Figure(figsize=(5.2, height))
-    fig.subplots_adjust(left=0.14, right=0.97, top=1 - top / height, bottom=bottom / height)
-    legend_at = -0.42 / (height - top - bottom)  # the legend's top, 0.42 in below the axes (under the x label)
+    fig = Figure(figsize=(5.2, 3.9))
     ax = fig.add_subplot()
     ax.set_xlim(*geometry.xs)
     ax.set_ylim(*geometry.ys)
@@ -311,8 +302,15 @@ def _draw(series: Sequence[Series]) -> Any:
     ax.set_xlabel("step size h")
     ax.set_ylabel("error")
     ax.grid(True, which="major", alpha=0.3)
-    # below the axes, where it can hide no point (and no search for an empty corner is needed)
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, legend_at),
+    # Fixed margins, not a layout engine: the engine lays the text out once more per figure, and a
+    # 500-claim report draws a thousand of them (benchmarks/report_bench.py). The legend goes below
+    # the axes, where it can hide no point; each of its rows takes about 0.2 in.
+    rows = math.ceil(len(ax.get_legend_handles_labels()[1]) / columns)
+    top, bottom = 0.12, 0.5 + 0.2 * rows  # inches above and below the axes
+    height = 2.8 + top + bottom
+    fig.set_size_inches(5.2, height)
+    fig.subplots_adjust(left=0.14, right=0.97, top=1 - top / height, bottom=bottom / height)
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.42 / (height - top - bottom)),
               ncols=columns, frameon=False)
     return fig
 
@@ -358,8 +356,14 @@ def _log_ticks(ax: Any, geometry: _Geometry) -> None:
     else:
         x_ticks = [(float(k), _decimal(1, k)) for k in _decades(x_lo, x_hi, 6)]
     ax.set_xticks([x for x, _ in x_ticks], [label for _, label in x_ticks])
-    y_ticks = _decades(y_lo, y_hi, 7)
-    ax.set_yticks([float(k) for k in y_ticks], [_power_of_ten(k) for k in y_ticks])
+    decades = _decades(y_lo, y_hi, 7)
+    if len(decades) >= 2:
+        y_ticks = [(float(k), _power_of_ten(k)) for k in decades]
+    else:  # errors within about a decade: 1, 2 and 5 in it, so the axis has numbers to read
+        candidates = [(k + math.log10(m), _decimal(m, k)) for k in range(math.floor(y_lo), math.ceil(y_hi) + 1)
+                      for m in (1, 2, 5)]
+        y_ticks = [(y, label) for y, label in candidates if y_lo <= y <= y_hi]
+    ax.set_yticks([y for y, _ in y_ticks], [label for _, label in y_ticks])
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_minor_locator(NullLocator())
 
