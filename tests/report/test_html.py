@@ -550,3 +550,26 @@ def test_hostile_numbers_through_the_actions_step_give_the_page_the_outputs_and_
     written = Path(ran["outputs"]["report"])
     page = written if written.is_absolute() else hostile_repo / written
     assert_every_check_shown(page.read_text(encoding="utf-8"))
+
+
+NUMBERISH = (st.floats(allow_nan=True, allow_infinity=True) | st.integers(min_value=-10**400, max_value=10**400)
+             | st.sampled_from([5e-324, 1e-310, 1e308, -400.0, 0.0, 10**400]) | st.text(max_size=3) | st.none())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries(
+    {"hs": st.lists(NUMBERISH, min_size=1, max_size=6), "errors": st.lists(NUMBERISH, min_size=1, max_size=6)},
+    optional={name: NUMBERISH | st.lists(NUMBERISH, max_size=4) for name in ("expected", "fitted", "floor", "fit_hs")}),
+    min_size=1, max_size=3))
+def test_any_numbers_in_a_checks_data_give_a_well_formed_page(tmp_path: Path, datas: list[dict[str, Any]]) -> None:
+    """Issue 21, item 2 as a property: whatever numbers (or not-numbers) a check's data holds, the page
+    renders, parses, and every plot it drew has finite coordinates."""
+    checks = [{"label": f"c{i}", "family": "mms", "status": "FAIL", "message": "", "data": d} for i, d in enumerate(datas)]
+    before = ledger_record("claims/a.py", "rejected", date="2026-01-01T00:00:00+00:00", checks=checks[::-1])
+    after = ledger_record("claims/a.py", "confirmed", checks=checks)  # regressed: the overlay is drawn too
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text(json.dumps(before) + "\n" + json.dumps(after) + "\n", encoding="utf-8")  # NaN as JSON reads it
+    root = parse(html.render_report(html.from_ledger(ledger), max_plots=None))
+    for svg in root.iter(SVG):
+        paths = " ".join(e.get("d", "") for e in svg.iter())
+        assert "nan" not in paths.lower() and "inf" not in paths.lower()

@@ -380,9 +380,14 @@ def _as_series(plot: Convergence | Sequence[Series]) -> Sequence[Series]:
 
 
 def svg(plot: Convergence | Sequence[Series], salt: str) -> str:
-    """The plot (one study, or several labelled series of it) as an <svg> element to inline in HTML;
-    ``salt`` keeps its clip-path ids unique in the page. Raises when the data cannot be drawn (the
-    report turns that into a note on the check)."""
+    """The plot as an <svg> element to inline in HTML; ``salt`` keeps its clip-path ids unique in the page.
+
+    ``plot`` is one study, or several labelled runs of the same check drawn in one figure, the
+    first in the main style: ``[Series("latest", now), Series("baseline", before)]`` for a claim
+    whose verdict moved (html.py), ``[Series("latest", held), Series("variant", variant)]`` for a
+    fix-validated claim's variant run. Raises when nothing can be drawn (``drawable`` says so
+    first) or matplotlib fails on the numbers; the report turns that into a note on the check.
+    """
     import matplotlib
 
     # fonttype none: text stays <text> (escaped by matplotlib), not glyph paths; hashsalt makes ids differ
