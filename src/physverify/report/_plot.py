@@ -350,22 +350,23 @@ def _log_ticks(ax: Any, geometry: _Geometry) -> None:
 
     (x_lo, x_hi), (y_lo, y_hi) = geometry
     if x_hi - x_lo <= 2.5:
-        decades = range(math.floor(x_lo), math.ceil(x_hi) + 1)
-        candidates = [(k + math.log10(m), _decimal(m, k)) for k in decades for m in (1, 2, 5)]
-        x_ticks = [(x, label) for x, label in candidates if x_lo <= x <= x_hi]
+        x_ticks = _one_two_five(x_lo, x_hi)
     else:
         x_ticks = [(float(k), _decimal(1, k)) for k in _decades(x_lo, x_hi, 6)]
     ax.set_xticks([x for x, _ in x_ticks], [label for _, label in x_ticks])
     decades = _decades(y_lo, y_hi, 7)
-    if len(decades) >= 2:
-        y_ticks = [(float(k), _power_of_ten(k)) for k in decades]
-    else:  # errors within about a decade: 1, 2 and 5 in it, so the axis has numbers to read
-        candidates = [(k + math.log10(m), _decimal(m, k)) for k in range(math.floor(y_lo), math.ceil(y_hi) + 1)
-                      for m in (1, 2, 5)]
-        y_ticks = [(y, label) for y, label in candidates if y_lo <= y <= y_hi]
+    # errors within about a decade get 1, 2 and 5 in it, so the axis has numbers to read
+    y_ticks = [(float(k), _power_of_ten(k)) for k in decades] if len(decades) >= 2 else _one_two_five(y_lo, y_hi)
     ax.set_yticks([y for y, _ in y_ticks], [label for _, label in y_ticks])
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_minor_locator(NullLocator())
+
+
+def _one_two_five(lo: float, hi: float) -> list[tuple[float, str]]:
+    """Ticks at 1, 2 and 5 times each power of ten within [lo, hi] (log10 values), labelled as decimals."""
+    candidates = [(k + math.log10(m), _decimal(m, k)) for k in range(math.floor(lo), math.ceil(hi) + 1)
+                  for m in (1, 2, 5)]
+    return [(v, label) for v, label in candidates if lo <= v <= hi]
 
 
 def _decimal(mantissa: int, exponent: int) -> str:
