@@ -37,6 +37,11 @@ GENERATOR = "numpy.random.PCG64"
 MIN_SAMPLE = 10
 # Below this many batches the lag-1 test of the batch means has no power at all.
 MIN_BATCHES = 10
+# A batch must span this many autocorrelation times (n / ess): adjacent batch means of an AR(1)
+# chain then correlate by about 1 / (2 * this), and their t interval holds. The lag-1 test alone
+# misses batches that are far too short, because 20 strongly correlated means look smooth, not
+# correlated.
+BATCH_TIMES = 10
 # One-sided level of the lag-1 autocorrelation test. A flag only makes the check INCONCLUSIVE
 # (never PASS or FAIL), so it does not enter the stated error rates; 1 % keeps a correct,
 # independent sample decided in 99 % of runs.
@@ -191,6 +196,7 @@ class _Interval(NamedTuple):
     ess: float
     lag1: float
     limit: float
+    short: bool = False  # batches spanning fewer than BATCH_TIMES autocorrelation times
 
 
 def _mean_interval(x: np.ndarray, batches: int | None, level: float) -> _Interval:
@@ -208,7 +214,9 @@ def _mean_interval(x: np.ndarray, batches: int | None, level: float) -> _Interva
         asymptotic = length * spread**2  # the batch-means estimate of the chain's asymptotic variance
         variance = float(np.var(x, ddof=1))
         ess = x.size if asymptotic == 0 else min(float(x.size), x.size * variance / asymptotic)
-        return _Interval(float(means.mean()), half, ess, _lag1(means), _correlation_limit(batches))
+        # a constant chain has no autocorrelation time to span: its batches are never too short
+        short = asymptotic > 0 and ess < BATCH_TIMES * batches
+        return _Interval(float(means.mean()), half, ess, _lag1(means), _correlation_limit(batches), short)
     spread = float(np.std(x, ddof=1))
     half = float(student.ppf(1 - level / 2, x.size - 1)) * spread / math.sqrt(x.size)
     return _Interval(float(x.mean()), half, float(x.size), _lag1(x), _correlation_limit(x.size))
@@ -261,20 +269,27 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
         status = _decide(low, high, expected - tol, expected + tol)
         base = StochasticResult(status, "", kind="mean", estimate=iv.estimate, low=low, high=high, expected=expected,
                                 tol=tol, n=size, alpha=alpha, seed=int(seed), batches=batches, ess=iv.ess)
-        return replace(base, status=INCONCLUSIVE if iv.lag1 > iv.limit else status,
+        return replace(base, status=INCONCLUSIVE if _unreliable(iv) else status,
                        message=_mean_message(base, iv, 1 - alpha))
 
     return _grow(sizes, budget, draw, judge, alpha, seed)
+
+
+def _unreliable(iv: _Interval) -> bool:
+    """Whether the observations (or batch means) are correlated, or the batches span too few autocorrelation times."""
+    return iv.lag1 > iv.limit or iv.short
 
 
 def _mean_message(result: StochasticResult, iv: _Interval, confidence: float) -> str:
     head = (f"mean {iv.estimate:.6g} +- {iv.half:.3g} ({confidence:.4g} interval; {{context}}"
             + (f"; {result.batches} batch means, effective sample size {iv.ess:.0f}" if result.batches else "") + ")")
     band = f"the band {result.expected:g} +- {result.tol:g}"
+    if result.batches and _unreliable(iv):
+        why = (f"the batch means are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above {iv.limit:.2g})"
+               if iv.lag1 > iv.limit else f"a batch of {result.n // result.batches} spans fewer than {BATCH_TIMES} "
+               f"autocorrelation times (about {result.n / max(iv.ess, 1e-300):.3g} each)")
+        return f"{head}: {why}, so the interval cannot be trusted; use longer batches (a larger n or fewer batches)"
     if iv.lag1 > iv.limit:
-        if result.batches:
-            return (f"{head}: the batch means are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above "
-                    f"{iv.limit:.2f}), so the interval cannot be trusted; use longer batches (a larger n or fewer batches)")
         return (f"{head}: the observations are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above {iv.limit:.2g}), "
                 "so the interval cannot be trusted; pass batches= (20 or more) or thin the chain")
     if result.status == PASS:
@@ -587,12 +602,12 @@ def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
 
 def _resolve(base: StochasticResult, b: _Biases, resolved: list[int]) -> str:
     """The samples per dt that would resolve the finest bias to a quarter of its size, at the expected order."""
-    if not resolved:
-        return "use coarser step sizes or a larger n"
-    coarse, finest = resolved[0], len(b.dts) - 1
+    # Without a resolved bias the coarsest one's point estimate stands in: an estimate, said as one.
+    coarse, finest = (resolved[0] if resolved else 0), len(b.dts) - 1
     predicted = abs(b.biases[coarse]) * (b.dts[finest] / b.dts[coarse]) ** float(base.expected or 0)
     factor = (4 * b.halves[finest] / predicted) ** 2 if predicted > 0 else math.inf
     if not math.isfinite(factor):
         return "use coarser step sizes or a larger n"
     return (f"about n = {math.ceil(base.n * max(factor, 2.0))} per dt would resolve the bias at dt = {b.dts[finest]:g} "
-            "to a quarter of its size")
+            "to a quarter of its size" + ("" if resolved else " (from the unresolved bias at the coarsest dt; coarser dts "
+                                          "show the bias sooner)"))
