@@ -33,6 +33,7 @@ from physverify import (
 )
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples" / "stochastic"
+PAGE = EXAMPLES.parent.parent / "stochastic.md"
 SEEDS = 300
 
 
@@ -253,6 +254,9 @@ def test_the_seeded_defect_is_confirmed_and_the_fixed_code_rejected(examples: Pa
     ran = run_process("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
     assert (ran.returncode, ran.stdout.split(" (")[0]) == (1, "confirmed"), ran.stdout + ran.stderr
     assert "control PASS" in ran.stdout and "check FAIL" in ran.stdout
+    page = PAGE.read_text(encoding="utf-8")
+    missing = [line for line in ran.stdout.splitlines() if line not in page.splitlines()]
+    assert not missing, f"docs/stochastic.md does not show these lines of the output: {missing}"
     text = (examples / code).read_text(encoding="utf-8")
     assert text.count(defect) == 1
     (examples / code).write_text(text.replace(defect, fix), encoding="utf-8")
