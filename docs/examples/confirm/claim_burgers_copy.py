@@ -9,7 +9,7 @@ check on burgers.py with the fix swapped in, and the verdict needs both runs to 
 with the claim.
 """
 
-from _burgers_claim import control, copies_agree, wave  # noqa: F401
+from _burgers_shared import control, copies_agree, wave  # noqa: F401
 
 from physverify import Check
 

@@ -11,7 +11,7 @@ be "rejected"; with them, the two runs cannot be told apart and the verdict says
 import numpy as np
 
 import burgers  # the code under test
-from _burgers_claim import T_END, control, wave  # noqa: F401
+from _burgers_shared import T_END, control, wave  # noqa: F401
 from physverify import Check, convergence_study
 
 CLAIM = {
