@@ -42,6 +42,7 @@ _LAZY: dict[str, str] = {
     "convergence_study": "physverify.studies",
     "self_convergence_study": "physverify.studies",
     "refinement_path": "physverify.studies",
+    "path_steps": "physverify.studies",
     "drift_study": "physverify.studies",
     "Refinement": "physverify.refine",
     "refine": "physverify.refine",
@@ -60,6 +61,13 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+# The function refine shares its name with its module physverify.refine. Importing that module
+# (any study does) would bind the module to physverify.refine, hiding the function, so the
+# function is bound here once, eagerly (the module is small and needs no numpy); an import
+# of a module already loaded does not rebind the package attribute.
+from physverify.refine import refine  # noqa: E402
 
 
 def __dir__() -> list[str]:
@@ -93,6 +101,7 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import reference_study as reference_study
     from physverify.studies import convergence_study as convergence_study
     from physverify.studies import self_convergence_study as self_convergence_study
+    from physverify.studies import path_steps as path_steps
     from physverify.studies import refinement_path as refinement_path
     from physverify.studies import drift_study as drift_study
     from physverify.refine import Refinement as Refinement
