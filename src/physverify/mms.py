@@ -27,7 +27,15 @@ from physverify._compat import accepts_060, renamed
 from physverify.checks import FAIL, INCONCLUSIVE, PASS, OrderResult, remaining_budget
 from physverify.errors import PhysverifyError
 from physverify.refine import DEFAULT_MAX_LEVELS, Refinement
-from physverify.order import _ROUNDOFF_FACTOR, _SAME_SPREAD, _STALL_ORDER, _STALL_SPAN, check_order, effective_floor
+from physverify.order import (
+    _ROUNDOFF_FACTOR,
+    _SAME_SPREAD,
+    _STALL_ORDER,
+    _STALL_SPAN,
+    DOES_NOT_DECREASE,
+    check_order,
+    effective_floor,
+)
 
 Source = Callable[[float], np.ndarray]
 Integrate = Callable[[Source, np.ndarray, float, int], Any]
@@ -164,10 +172,36 @@ def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, 
     """check_order on the sweep's errors; an undecided flat error whose solutions converge is a FAIL."""
     hs = [float(h(n)) for n in sweep.ns]
     result = check_order(hs, list(sweep.errors), expected_order, **check_order_kwargs)
-    if result.status != INCONCLUSIVE or sweep.states is None:
+    if sweep.states is None:
+        return result
+    if result.status == FAIL and result.message.startswith(DOES_NOT_DECREASE):
+        unresolved = still_changing(list(sweep.errors), list(sweep.states), hs)
+        return result if unresolved is None else replace(result, status=INCONCLUSIVE, message=unresolved)
+    if result.status != INCONCLUSIVE:
         return result
     elsewhere = converges_elsewhere(hs, list(sweep.errors), list(sweep.states), expected_order, **check_order_kwargs)
     return result if elsewhere is None else replace(result, status=FAIL, message=elsewhere)
+
+
+# A flat error is a defect only if the code's solution has stopped changing: while two
+# consecutive levels still differ by this fraction of the error or more, the flat error
+# may be a correct method on a problem it does not resolve yet (issue 16).
+_STILL_CHANGING = 0.5
+
+
+def still_changing(errors: Sequence[float], states: Sequence[np.ndarray], hs: Sequence[float]) -> str | None:
+    """The INCONCLUSIVE message when a flat error comes with solutions that still change as much, else None."""
+    pairs = sorted(zip(hs, errors, states), key=lambda item: -item[0])
+    if len(pairs) < 2:
+        return None
+    (_, _, coarse), (finest_h, finest, fine) = pairs[-2], pairs[-1]
+    change = float(np.max(np.abs(np.asarray(fine, dtype=float) - np.asarray(coarse, dtype=float)), initial=0.0))
+    if not change >= _STILL_CHANGING * finest:
+        return None
+    return (f"the error is about the same at every resolution ({finest:.3g} at the finest level), but the code's own "
+            f"solution still changes by {change:.3g} between the two finest levels, so the steps are far too coarse "
+            f"for this problem to tell a defect from an unresolved solution; add resolutions finer than h = "
+            f"{finest_h:g}")
 
 
 # "Converges, but to something else" (issue 16): the code's solution is within this fraction

@@ -357,8 +357,11 @@ def _flat_tail(pairwise: list[float]) -> int:
     return min(below, _settled_tail(pairwise))
 
 
+DOES_NOT_DECREASE = "error does not decrease with resolution"
+
+
 def _does_not_decrease(finest: float) -> str:
-    return f"error does not decrease with resolution (about {finest:.3g} at the finest level)"
+    return f"{DOES_NOT_DECREASE} (about {finest:.3g} at the finest level)"
 
 
 def _fit_points(pairwise: list[float], fit_points: int) -> int:
