@@ -400,8 +400,11 @@ def mms_order_study(
     """The observed order of ``integrate`` on a manufactured solution, judged by check_order.
 
     Runs ``integrate(mms.forcing, mms.value(0), t_end, n)`` for each n in ``ns`` (h =
-    t_end / n), measures the max-norm error at t_end against ``mms.value(t_end)``, and
-    passes ``scale`` (the size of the solution) to check_order unless given.
+    t_end / n; a list, or a refine() plan refined until the verdict holds with one more
+    level), measures the max-norm error at t_end against ``mms.value(t_end)``, and
+    passes ``scale`` (the size of the solution) to check_order unless given. The end
+    states of consecutive levels also show whether the code converges, but to the
+    solution of another problem (``converges_elsewhere``): a FAIL at any error size.
     Assumes the code's right-hand side equals ``mms.rhs_ref``: any difference shows up
     as an error that does not shrink. A PASS shows the code converges at the expected
     order to the solution of the reference equation at t_end; it does not test terms

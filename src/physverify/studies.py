@@ -110,7 +110,7 @@ def invariant_study(
 
     ``invariant(y)`` is the quantity the physics conserves (energy, momentum, a norm),
     written from the physics; ``integrate`` is called with a zero source. There is no
-    upper limit on the order (``tol_high`` defaults to infinity), and a drift at
+    upper limit on the order (``tol_high`` defaults to None), and a drift at
     round-off at every resolution is EXACT (the method conserves it exactly, as
     symplectic or Gauss methods do for quadratic invariants). A PASS shows the drift
     shrinks fast enough at t_end; it does not prove the trajectory right (a wrong but
@@ -183,8 +183,11 @@ def convergence_study(
 
     ``error_at(n)`` returns a norm of the error (>= 0) at resolution n: grid points, cells,
     steps or steps along a refinement_path; ``h(n)`` is the step size it stands for (1/n
-    by default). Pass ``scale`` (the size of the solution) so that errors larger than the
-    solution are recognised as far too coarse. A PASS shows the error falls like
+    by default). ``ns`` is a list, or a refine() plan refined until the verdict holds with
+    one more level. Pass ``scale`` (the size of the solution) so that errors larger than the
+    solution are recognised as far too coarse. It sees only errors, not solutions, so an
+    error that is the same at every level is judged by check_order alone; pass
+    ``refines="space"`` or ``"path"`` (default "steps") for messages that fit the study. A PASS shows the error falls like
     h**expected_order at these resolutions; it does not show which term of the scheme
     limits the order, nor that the error is measured against the right solution.
     """
