@@ -130,6 +130,15 @@ def test_the_plan_s_own_budget_ending_during_refinement_is_named() -> None:
     assert result.status == INCONCLUSIVE and "would overrun the plan's budget_s of 0.3 s" in result.message
 
 
+def test_a_plan_refines_past_levels_that_are_all_beyond_the_stability_limit() -> None:
+    # a list of such levels alone is a FAIL (a blow-up); a plan starts coarse on purpose
+    error = lambda n: math.inf if n < 32 else 1.0 / n**2  # noqa: E731
+    assert convergence_study(error, refine(4, max_n=1024), 2).status == PASS
+    assert convergence_study(error, [4, 8, 16], 2).status == FAIL
+    never = convergence_study(lambda n: math.inf, refine(4, max_n=64), 2)
+    assert never.status == INCONCLUSIVE and "the error is not finite at any level tried" in never.message
+
+
 def test_a_plan_stops_where_the_error_reaches_round_off() -> None:
     result = convergence_study(lambda n: max(1e-14, _alternating(n) ** 6), refine(4, max_n=1 << 16), 6)
     assert result.status == INCONCLUSIVE and "the error reached the noise floor" in result.message
@@ -146,7 +155,8 @@ def _served(p: int, c: float, a: float, q: int, unstable: int, start: int) -> tu
     def error_at(n: int) -> float:
         asked.append(n)
         if n in levels[:unstable]:
-            return math.inf  # beyond a stability limit at the coarsest levels
+            # beyond a stability limit at the coarsest levels: overflowed, or huge and falling
+            return math.inf if unstable % 2 else 10.0 ** (8 - levels.index(n))
         h = 1.0 / n
         return abs(c * h**p * (1.0 + a * h**q))
 
@@ -155,7 +165,7 @@ def _served(p: int, c: float, a: float, q: int, unstable: int, start: int) -> tu
 
 @settings(max_examples=150, deadline=None)
 @given(p=st.integers(1, 4), log_c=st.floats(-2.0, 2.0), a=st.floats(-60.0, 60.0), q=st.sampled_from([1, 2]),
-       unstable=st.integers(0, 2), start=st.integers(2, 12))
+       unstable=st.integers(0, 3), start=st.integers(2, 12))
 def test_with_refine_no_sequence_of_the_true_order_fails(p: int, log_c: float, a: float, q: int, unstable: int,
                                                          start: int) -> None:
     # the correction may dominate the coarse levels and pass through zero (a < 0)

@@ -318,7 +318,9 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
         done.append(n)
         errors.append(error)
         states.append(state)
-        if len(done) < 2:
+        if len(done) < 2 or not any(np.isfinite(errors)):
+            # A plan starts coarse on purpose: levels beyond a stability limit (all non-finite
+            # so far) are a reason to refine, not a blow-up at a finer step than a finite one.
             continue
         result = judge_sweep(Sweep(tuple(done), tuple(errors), None, _states(states)), h, expected_order,
                              **check_order_kwargs)
@@ -365,6 +367,11 @@ def _undecided(plan: Refinement, done: list[int], errors: list[float], result: O
                h: Callable[[int], float], expected_order: float, **check_order_kwargs: Any) -> OrderResult:
     """INCONCLUSIVE for a plan that stopped before a confirmed verdict, with the levels tried and why it stopped."""
     head = f"no verdict confirmed after n = {_levels(done)} ({reason})"
+    if result is None and done and not any(np.isfinite(errors)):
+        base = check_order([float(h(n)) for n in done], errors, expected_order, **check_order_kwargs)
+        return replace(base, status=INCONCLUSIVE, message=f"{head}; the error is not finite at any level tried: the "
+                       "steps are beyond the method's stability limit (give a larger max_n) or a NaN enters at every "
+                       "step (look for a division by zero)")
     if result is None:
         hs = [float(h(n)) for n in done]
         base = check_order(hs, errors, expected_order, **check_order_kwargs)
