@@ -23,7 +23,14 @@ physverify==0.6.0 installed). It prints a Markdown table: false alarms (FAIL on 
 correct method), false passes (PASS or EXACT on a defective one), and the share of
 cases each build decides (anything but INCONCLUSIVE).
 
-    python benchmarks/soundness.py --pv060 /tmp/pv060/bin/python [--before OLD_CHECKOUT/src]
+The sequential mode (issue 16) serves every kept (method, problem) pair as error_at(n) to
+convergence_study(error_at, refine(n0, max_n=8192), p) for n0 = 2 ... 12, and prints the
+same rates for the studies' stopping rule (a verdict must hold with one more level) and
+for the rule without confirmation, with the median right-hand-side evaluations against
+the cheapest fixed 4-level window of the same levels that decides rightly.
+
+    python benchmarks/soundness.py [--mode fixed|sequential|both] [--pv060 /tmp/pv060/bin/python]
+                                   [--before OLD_CHECKOUT/src]
 """
 
 from __future__ import annotations
