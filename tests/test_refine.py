@@ -24,6 +24,7 @@ from physverify import (
     invariant_study,
     mms_order_study,
     mms_trajectory_study,
+    ode_checks,
     path_steps,
     reference_study,
     refine,
@@ -31,7 +32,7 @@ from physverify import (
     run_check,
     self_convergence_study,
 )
-from physverify.checks import FAIL, INCONCLUSIVE, PASS
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS
 from physverify.mms import converges_elsewhere, still_changing
 
 # --- the plan as a value -------------------------------------------------------------
@@ -232,6 +233,17 @@ def test_every_study_that_takes_ns_takes_a_plan() -> None:
     for name, result in results.items():
         assert result.status == PASS and "the verdict held with one more level" in result.message, (name, result)
         assert len(result.hs) < 10, name
+
+
+def test_ode_checks_take_a_plan_and_give_the_patch_test_its_first_levels() -> None:
+    mms = ManufacturedODE(lambda t: np.array([np.cos(2 * t), -2 * np.sin(2 * t)]), _oscillator)
+    checks = ode_checks("Heun", _heun, rhs_ref=_oscillator, mms=mms, y0_free=[1.0, 0.0], t_end=1.0,
+                        ns=refine(8, max_n=2048), order=2, quantity=lambda y: 0.5 * float(y @ y),
+                        patch=([0.0, 0.0], [0.0, 0.0]))
+    outcomes = {c.label + c.family: run_check(c) for c in checks}
+    assert all(o.status in (PASS, EXACT) for o in outcomes.values()), outcomes
+    patch = next(o for o in outcomes.values() if o.family == "patch")
+    assert patch.result is not None and len(patch.result.hs) == 4  # type: ignore[attr-defined]
 
 
 def test_path_steps_serve_a_plan_the_path_a_list_gets() -> None:
