@@ -74,13 +74,6 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-# The function refine shares its name with its module physverify.refine. Importing that module
-# (any study does) would bind the module to physverify.refine, hiding the function, so the
-# function is bound here once, eagerly (the module is small and needs no numpy); an import
-# of a module already loaded does not rebind the package attribute.
-from physverify.refine import refine  # noqa: E402
-
-
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
