@@ -15,14 +15,23 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from physverify.errors import UsageError
 
-if TYPE_CHECKING:
-    from physverify.config import Config
-
 DEFAULT_TIMEOUT_S = 300.0
+
+
+class FolderConfig(Protocol):
+    """What ``resolve`` reads of a folder's physverify.yaml (config.Config has it).
+
+    A protocol rather than an import of config.py: config.py asks repo.py for the repository
+    root of its expect keys, and repo.py reads the sandbox's variables here, so importing
+    config.py from this module would close a cycle.
+    """
+
+    path: Path | None
+    preload: tuple[str, ...]
 # The variables the sandbox sets inside (sandbox/README.md): the repository's mount point,
 # and its commit read on the host, since the container has no .git folder.
 REPO_ENV = "PHYSVERIFY_REPO"
@@ -139,7 +148,7 @@ class RunSettings:
     sources: Mapping[str, str] = field(default_factory=dict)  # option -> "flag", the file's path, or "default"
 
 
-def resolve(flags: Mapping[str, object], config: Config | None = None) -> RunSettings:
+def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> RunSettings:
     """Each option from its flag (when given), else the first folder's physverify.yaml, else its default.
 
     ``flags`` maps RunSettings field names to the values as given (None: not given);
