@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.gate import DECIDED, FIXED, REGRESSED
-from physverify.report import MAX_PLOTS, _plot
+from physverify.report import MAX_PLOTS, _interval, _plot
 from physverify.text import clip, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
@@ -328,6 +328,9 @@ def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots, before: str 
     data = outcome.get("data")
     numbers = _plot.convergence(data)
     caption = f"<figcaption>{_e(outcome.get('label'))}</figcaption>"
+    stochastic = _interval.figure(data, caption)  # an estimate and its interval against expected +- tol
+    if stochastic is not None:
+        return stochastic
     if numbers is None:
         if not isinstance(data, Mapping) or not data:
             return ""
