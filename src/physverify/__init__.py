@@ -45,6 +45,12 @@ _LAZY: dict[str, str] = {
     "drift_study": "physverify.studies",
     "Refinement": "physverify.refine",
     "refine": "physverify.refine",
+    "exact_steps": "physverify.adapters",
+    "from_second_order_step": "physverify.adapters",
+    "from_step": "physverify.adapters",
+    "identity_check": "physverify.operators",
+    "operator_study": "physverify.operators",
+    "reversibility_study": "physverify.operators",
     "ode_checks": "physverify.studies",  # from physverify 0.6.0: claim files written for it run unchanged
     "zero_source": "physverify.mms",  # from physverify 0.6.0
 }
@@ -97,5 +103,11 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import drift_study as drift_study
     from physverify.refine import Refinement as Refinement
     from physverify.refine import refine as refine
+    from physverify.adapters import exact_steps as exact_steps
+    from physverify.adapters import from_second_order_step as from_second_order_step
+    from physverify.adapters import from_step as from_step
+    from physverify.operators import identity_check as identity_check
+    from physverify.operators import operator_study as operator_study
+    from physverify.operators import reversibility_study as reversibility_study
     from physverify.studies import ode_checks as ode_checks
     from physverify.mms import zero_source as zero_source
