@@ -9,6 +9,8 @@ Check`` in a claim file works as before.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -70,6 +72,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """This package's module type: a submodule never hides the public name it shares (refine)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The import system binds ``physverify.refine`` to the submodule when it is first
+        # imported (by a study, say), which would hide the function refine() served above:
+        # ``from physverify import refine`` would then give a module, depending on import order.
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X as X`` re-exports them)
