@@ -86,8 +86,8 @@ def identity_check(values: Any, expected: Any = 0.0, *, rtol: float = 0.0, atol:
         excess = np.where(deviation > tolerance, deviation / tolerance, 0.0)
     worst = int(np.argmax(excess)) if excess.max() > 0 else int(np.argmax(deviation))
     where, value, allowed = _index(got.shape, worst), float(deviation.flat[worst]), float(tolerance.flat[worst])
-    status, text = _identity_status(float(deviation.max()), excess.max() > 0, value, allowed, roundoff,
-                                    _at(where, got.size))
+    at = _at(where, got.size) if value > 0 else ""  # every deviation 0: no place to name
+    status, text = _identity_status(float(deviation.max()), excess.max() > 0, value, allowed, roundoff, at)
     return IdentityResult(status, text, value, allowed, roundoff, where, int(got.size))
 
 
