@@ -171,10 +171,10 @@ def study(effect_on):
 
 
 def control():
-    # A fixed grid isolates the time order: the space error is the same at every step count
-    # and cancels in the differences. The control also removes the claimed effect: a source
-    # or coefficient that is constant in time, where the time at which the code evaluates it
-    # cannot matter. effect_on=False is that case.
+    # The control isolates the claimed effect: a source or coefficient that is constant in
+    # time, where the time at which the code evaluates it cannot matter. effect_on=False is
+    # that case. The fixed grid isolates the time order in both: the space error is the same
+    # at every step count and cancels in the differences of consecutive levels.
     return Check("self-convergence", "the time order holds where the claimed effect cannot act",
                  lambda: study(False))
 
