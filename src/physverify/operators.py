@@ -24,7 +24,7 @@ import numpy as np
 from physverify.adapters import exact_steps
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
 from physverify.errors import PhysverifyError
-from physverify.mms import Sweep, finish_study, max_error, measure_resolutions
+from physverify.mms import finish_study, max_error, measure_resolutions
 from physverify.order import effective_floor
 from physverify.refine import Refinement, as_list
 
@@ -39,10 +39,19 @@ Points = Union[str, Callable[[int], Any]]
 POINTS = ("cells", "nodes", "faces")
 
 
-def _sweep(ns: Levels, measure: Callable[[int], float]) -> Sweep:
-    """The budgeted sweep of physverify.mms over a list of resolutions or a refinement plan."""
-    # measure_resolutions takes a list here; a plan is expanded to its levels (the budget still bounds it).
-    return measure_resolutions(as_list(ns), measure)
+def _order_sweep(ns: Levels, measure: Callable[[int], float], h: Callable[[int], float], expected_order: float,
+                 **check_order_kwargs: Any) -> OrderResult:
+    """Measure at the levels ``ns`` (a list or a refinement plan) within the check's budget, and judge the order."""
+    # The one sweep of physverify.mms; it takes a list here, so a plan is expanded to its
+    # levels (the check's budget still bounds how many are measured).
+    return finish_study(measure_resolutions(as_list(ns), measure), h, expected_order, **check_order_kwargs)
+
+
+def _largest_level(ns: Levels) -> int:
+    """The finest level a study may reach: the largest listed, or a plan's max_n (else its start)."""
+    if isinstance(ns, Refinement):
+        return ns.max_n if ns.max_n is not None else ns.start
+    return max((int(n) for n in ns), default=1)
 
 
 # --- identities --------------------------------------------------------------------------
@@ -145,7 +154,7 @@ def operator_study(
     ``apply(values, dx)`` is called, and its result is compared in the max norm with
     ``exact(x)`` at the ``where`` points. A result of another length is an ERROR naming the
     lengths expected. h is the cell width; check_order judges the order (``scale`` defaults
-    to the largest |field| or |exact| seen). Tensor-product 2-D (or more): ``domain`` is
+    to the largest |field| or |exact| on 65 nodes per axis). Tensor-product 2-D (or more): ``domain`` is
     one (lo, hi) pair per axis, nx cells along each, ``field(X, Y)`` and ``exact(X, Y)`` take
     the grid arrays (indexing "ij"), ``apply(values, dx, dy)``, and ``sample``/``where`` a
     name or a tuple of one per axis (a staggered MAC grid: ("faces", "cells")). Curvilinear
@@ -156,7 +165,6 @@ def operator_study(
     """
     axes = _axes(domain)
     samples, wheres = _per_axis(sample, len(axes), "sample"), _per_axis(where, len(axes), "where")
-    sizes: list[float] = []
 
     def error(nx: int) -> float:
         values = _evaluate(field, _grid(samples, nx, axes), "field")
@@ -165,13 +173,24 @@ def operator_study(
         want = np.broadcast_to(_evaluate(exact, points, "exact"), np.broadcast_shapes(*(p.shape for p in points)))
         if got.shape != want.shape:
             raise PhysverifyError(_length_mismatch(got.shape, want.shape, nx, where))
-        sizes.append(max(float(np.max(np.abs(values), initial=0.0)), float(np.max(np.abs(want), initial=0.0))))
         return max_error(got, np.asarray(want), "apply")
 
-    sweep = _sweep(nxs, error)
-    check_order_kwargs.setdefault("scale", max(sizes, default=1.0))
+    check_order_kwargs.setdefault("scale", _field_scale(field, exact, axes))
     span = max(hi - lo for lo, hi in axes)
-    return finish_study(sweep, lambda nx: span / nx, expected_order, **check_order_kwargs)
+    return _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
+
+
+# The size of the field and of its image, which sets the noise floor, is read on this many
+# nodes per axis: fixed, so the floor is the same at every level (a plan judges level by level).
+_SCALE_NODES = 65
+
+
+def _field_scale(field: Callable[..., Any], exact: Callable[..., Any], axes: list[tuple[float, float]]) -> float:
+    """The largest |field| or |exact| on a fixed grid of nodes over the domain."""
+    points = _grid(["nodes"] * len(axes), _SCALE_NODES - 1, axes)
+    sizes = [np.max(np.abs(_evaluate(f, points, name)), initial=0.0) for f, name in ((field, "field"),
+                                                                                      (exact, "exact"))]
+    return float(max(sizes))
 
 
 def _axes(domain: Sequence[Any]) -> list[tuple[float, float]]:
@@ -192,7 +211,7 @@ def _axes(domain: Sequence[Any]) -> list[tuple[float, float]]:
 
 def _per_axis(points: Points | Sequence[Points], dims: int, name: str) -> list[Points]:
     """One point set per axis: a name or callable for all of them, or a tuple of one per axis."""
-    chosen: list[Points] = ([points] * dims if isinstance(points, str) or callable(points)  # type: ignore[list-item]
+    chosen: list[Points] = ([points] * dims if isinstance(points, str) or callable(points)
                             else list(points))
     if len(chosen) != dims:
         raise PhysverifyError(f"operator_study: {name} gives {len(chosen)} point sets for {dims} axes")
@@ -258,7 +277,8 @@ def reversibility_study(
     symmetric returns with an O(h**p) error, and a wrong backward step with an error that
     does not fall. With ``require_exact=True`` a settled error above round-off is a FAIL
     ("not time-reversible"). Round-off here grows with the 2n steps of the finest round
-    trip (about 4 eps per step, never below check_order's floor). A PASS or EXACT shows
+    trip (about 4 eps per step, never below check_order's floor; n is the largest listed
+    level, or a plan's max_n). A PASS or EXACT shows
     the round trip; it does not show the forward run itself is accurate.
     """
     start = np.asarray(y0, dtype=float)
@@ -272,11 +292,10 @@ def reversibility_study(
             y = np.asarray(step_backward(y, float(t), h), dtype=float)
         return max_error(y, start, "the round trip")
 
-    sweep = _sweep(ns, round_trip)
     check_order_kwargs.setdefault("scale", float(np.max(np.abs(start), initial=0.0)))
-    steps = 2 * max(sweep.ns, default=1)
+    steps = 2 * _largest_level(ns)
     check_order_kwargs["floor"] = max(check_order_kwargs.get("floor", _FLOOR), steps * _ROUNDOFF_PER_STEP)
-    result = finish_study(sweep, lambda n: float(t_end) / n, expected_order, **check_order_kwargs)
+    result = _order_sweep(ns, round_trip, lambda n: float(t_end) / n, expected_order, **check_order_kwargs)
     return _judge_round_trip(result, require_exact)
 
 
