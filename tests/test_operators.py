@@ -58,6 +58,11 @@ def test_values_and_expected_values_that_do_not_broadcast_are_an_error_saying_so
     assert outcome.status == "ERROR" and "do not broadcast" in outcome.message
 
 
+def test_a_negative_tolerance_is_refused() -> None:
+    with pytest.raises(PhysverifyError, match="rtol and atol must be at least 0"):
+        identity_check(0.0, atol=-1e-3)
+
+
 def test_the_ledger_keeps_the_deviation_and_no_step_sizes_so_the_report_draws_no_plot() -> None:
     data = result_data(identity_check(np.array([0.0, 2e-3])))
     assert data == {"deviation": 2e-3, "tolerance": 1e-12, "roundoff": 1e-12, "index": [1], "count": 2}

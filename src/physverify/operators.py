@@ -80,6 +80,8 @@ def identity_check(values: Any, expected: Any = 0.0, *, rtol: float = 0.0, atol:
     The message gives the largest deviation and its index in words. An EXACT or PASS shows
     the identity holds for these values; it says nothing about values not computed.
     """
+    if not (rtol >= 0 and (atol is None or atol >= 0)):
+        raise PhysverifyError(f"identity_check: rtol and atol must be at least 0, got rtol={rtol!r}, atol={atol!r}")
     got, want = _broadcast(values, expected)
     roundoff = effective_floor(_FLOOR, scale) if math.isfinite(scale) else math.nan
     if got.size == 0 or not math.isfinite(roundoff):
