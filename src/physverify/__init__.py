@@ -9,8 +9,6 @@ Check`` in a claim file works as before.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -53,11 +51,22 @@ _LAZY: dict[str, str] = {
     "identity_check": "physverify.operators",
     "operator_study": "physverify.operators",
     "reversibility_study": "physverify.operators",
+    "StochasticResult": "physverify.stochastic",
+    "distribution_study": "physverify.stochastic",
+    "mean_study": "physverify.stochastic",
+    "weak_order_study": "physverify.stochastic",
     "ode_checks": "physverify.studies",  # from physverify 0.6.0: claim files written for it run unchanged
     "zero_source": "physverify.mms",  # from physverify 0.6.0
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - _LAZY is the one list of the public names
+
+# The function refine shares its module's name: the first ``import physverify.refine`` anywhere (a study
+# taking a plan) would set this package's attribute ``refine`` to the module, so ``from physverify import
+# refine`` would give the module. Binding the function here, after that import, settles it; refine.py
+# imports only the standard library, so ``physverify --version`` stays fast.
+from physverify.refine import Refinement as Refinement  # noqa: E402
+from physverify.refine import refine as refine  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
@@ -72,21 +81,6 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    """This package's module type: a submodule never hides the public name it shares (refine)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # The import system binds ``physverify.refine`` to the submodule when it is first
-        # imported (by a study, say), which would hide the function refine() served above:
-        # ``from physverify import refine`` would then give a module, depending on import order.
-        if isinstance(value, types.ModuleType) and _LAZY.get(name) == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X as X`` re-exports them)
@@ -118,13 +112,15 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import self_convergence_study as self_convergence_study
     from physverify.studies import refinement_path as refinement_path
     from physverify.studies import drift_study as drift_study
-    from physverify.refine import Refinement as Refinement
-    from physverify.refine import refine as refine
     from physverify.adapters import exact_steps as exact_steps
     from physverify.adapters import from_second_order_step as from_second_order_step
     from physverify.adapters import from_step as from_step
     from physverify.operators import identity_check as identity_check
     from physverify.operators import operator_study as operator_study
     from physverify.operators import reversibility_study as reversibility_study
+    from physverify.stochastic import StochasticResult as StochasticResult
+    from physverify.stochastic import distribution_study as distribution_study
+    from physverify.stochastic import mean_study as mean_study
+    from physverify.stochastic import weak_order_study as weak_order_study
     from physverify.studies import ode_checks as ode_checks
     from physverify.mms import zero_source as zero_source
