@@ -108,6 +108,10 @@ def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     confirm.add_argument("--line", help="confirm init: the line number in that file")
     confirm.add_argument("--defect", help="confirm init: the claimed mistake, as the whole line(s) of code (with --fix)")
     confirm.add_argument("--fix", help="confirm init: what those line(s) should be (with --defect)")
+    from physverify.templates import KINDS  # text only: no numpy at start-up
+
+    confirm.add_argument("--kind", choices=list(KINDS),
+                         help="confirm init: a template with the study for this kind of claim (docs/real-code.md)")
 
 
 def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -347,12 +351,15 @@ def _confirm(args: argparse.Namespace) -> int:
     if args.claim != "init" and (args.text, args.file, args.line, args.defect, args.fix) != (None,) * 5:
         raise UsageError("--text, --file, --line, --defect and --fix belong to 'confirm init CLAIM.py'; "
                          "a claim file keeps them in CLAIM")
+    if args.claim != "init" and args.kind is not None:
+        raise UsageError("--kind belongs to 'confirm init CLAIM.py'")
     if args.claim == "init":
         if args.init_path is None:
             raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
         written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
-                                       defect=args.defect, fix=args.fix)
-        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then control() and checks()\n")
+                                       kind=args.kind, defect=args.defect, fix=args.fix)
+        todo = "control() and checks()" if args.kind is None else "the ADAPTER block"
+        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}\n")
         return EXIT_OK
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")

@@ -599,3 +599,17 @@ def test_a_check_of_a_claim_that_names_its_fix_draws_both_runs_in_one_figure(tmp
     assert "latest: fitted slope 1.00 (4 levels)" in check and "variant: fitted slope 2.00 (4 levels)" in check
     assert "variant: measured error" in control
     assert "The variant line is the same check in the run with the fix." in " ".join(section.itertext())
+
+
+def test_a_stochastic_figure_that_fails_to_draw_is_a_note_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from physverify.report import _interval
+
+    def broken(*_: Any) -> str:
+        raise ValueError("cannot place the interval")
+
+    monkeypatch.setattr(_interval, "figure", broken)
+    record = ledger_record("claims/a.py", "confirmed")
+    root = parse(html.render_report(html.from_ledger(write_ledger(tmp_path / "l.jsonl", [record]))))
+    notes = [" ".join(p.itertext()) for p in root.iter("p") if p.get("class") == "plot-note"]
+    assert notes == ["The plot could not be drawn (ValueError: cannot place the interval)."] * 2
+    assert len(sections(root)) == 1
