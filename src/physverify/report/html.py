@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.gate import DECIDED, FIXED, REGRESSED
-from physverify.report import MAX_PLOTS, _interval, _plot
+from physverify import plot as _plot
+from physverify.report import MAX_PLOTS, _interval
 from physverify.text import clip, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
