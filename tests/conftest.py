@@ -22,10 +22,17 @@ from physverify import cli as _cli
 from physverify.repo import LOCAL_GIT_VARS
 
 
+@pytest.fixture(scope="session")
+def _readings_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of claim readings for the whole session, as a user's runs share one: never the user's own."""
+    return tmp_path_factory.mktemp("readings-cache")
+
+
 @pytest.fixture(autouse=True)
-def _scrubbed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _scrubbed_environment(monkeypatch: pytest.MonkeyPatch, _readings_cache: Path) -> None:
     for name in (*SANDBOX_VARS, *LOCAL_GIT_VARS):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", str(_readings_cache))
 
 
 @pytest.fixture()

@@ -14,8 +14,8 @@ import git
 import pytest
 from fixtures import Ran, clean_env, init_repo
 
-from physverify import cli as cli_module
 from physverify import replay
+from physverify.verdict import ExitCode
 
 TINY_CLAIM = '''\
 from physverify import PASS, Check, Result
@@ -100,7 +100,7 @@ def test_an_unexpected_crash_is_one_line_asking_for_a_report_and_exit_3(
 
     monkeypatch.setattr(replay, "replay", broken)
     done = cli("replay", "claims", "--trusted", cwd=Path(project.working_tree_dir or ""))
-    assert done.returncode == cli_module.EXIT_CRASH == 3
+    assert done.returncode == ExitCode.CRASH == 3
     assert done.stderr.count("\n") == 1 and "please report" in done.stderr and "an internal mistake" in done.stderr
 
 

@@ -62,15 +62,20 @@ class ForkUnavailable(Exception):
 
 
 # --- which modules to preload ---------------------------------------------------------
-def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = ()) -> frozenset[str]:
-    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``."""
+def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
+                imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None) -> frozenset[str]:
+    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``.
+
+    ``imports`` are the file's own (its reading), so the claim file is not read again.
+    """
     from physverify import affected, repo
 
     root = Path(extra[0]) if extra else path.parent
     roots = repo.import_roots(path.parent, root)
     found: set[str] = set()
-    for file in affected.import_closure(path, root):
-        for level, module, names in affected._imports_of(file):
+    for file in affected.import_closure(path, root, imports):
+        own = list(imports) if imports is not None and file == path.resolve() else None
+        for level, module, names in own if own is not None else affected._imports_of(file):
             if level == 0 and module and not affected._resolve(file, 0, module, names, roots):
                 found.update(_candidates(module, names))
     # physverify.yaml is repository content too: what it names must also live outside the repository
@@ -259,13 +264,26 @@ def shutdown() -> None:
         _current = None
 
 
+def start() -> None:
+    """Start the server with BASE_PRELOAD now, unless one runs (replay calls it while discovery reads the claims).
+
+    A claim that needs more modules starts a server with the union, as always; a server
+    that cannot start leaves the claims to fall back to fresh children, as always.
+    """
+    try:
+        _release(_acquire(frozenset(BASE_PRELOAD)))
+    except (ForkUnavailable, isolate.Stopped):
+        return
+
+
 def run_forked(
-    mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str]
+    mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str],
+    imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
 ) -> isolate.ChildOutcome:
     """isolate.run_child's fork mode; a fresh child when the server cannot be had."""
     request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env}
     try:
-        server = _acquire(preload_for(path, extra, preload))
+        server = _acquire(preload_for(path, extra, preload, imports))
     except ForkUnavailable:
         return isolate._run_fresh(mode, path, extra, env, timeout_s)
     try:

@@ -25,7 +25,7 @@ from physverify.text import visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 
 
@@ -61,7 +61,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     The transition shown is the last change the ledger records (the claim's two latest
     lines), judged by replay's own gate rule with the default fail_on.
     """
-    from physverify import gate, replay
+    from physverify import gate, results
 
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
@@ -74,12 +74,12 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     for key, record in latest.items():
         before = history[key][-2].verdict if len(history[key]) > 1 else None
         run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before)
-        runs.append(replace(run, failures=replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
+        runs.append(replace(run, failures=results.gate_failures(run, gate.DEFAULT_FAIL_ON)))
     return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems))
 
 
 def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str | None) -> ClaimRun:
-    from physverify.replay import ClaimRun
+    from physverify.results import ClaimRun
 
     line = record.get("line")
     target = record.get("file")
