@@ -6,7 +6,7 @@ repository-local variables (GIT_INDEX_FILE, GIT_DIR, ...); any of them would poi
 code under test at another repository. The CLI helpers: ``cli`` calls ``cli.main`` in
 this process (fast, for output and exit codes), ``physverify`` starts the console module
 as a real process (for what only a process shows: the stdout/stderr split, signals); the
-plain functions behind them live in fixtures.py, which test modules may import.
+plain functions behind them live in the support package (support/fixtures.py), which test modules import.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import SANDBOX_VARS, Ran, init_repo, run_process
+from support.fixtures import SANDBOX_VARS, Ran, init_repo, run_process
 
 from physverify import cli as _cli
 from physverify.repo import LOCAL_GIT_VARS

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
 
 from physverify import cache, claim, repo
 from physverify.claim import StaticReading

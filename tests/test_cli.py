@@ -12,7 +12,7 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import Ran, clean_env, init_repo
+from support.fixtures import Ran, clean_env, init_repo
 
 from physverify import replay
 from physverify.verdict import ExitCode

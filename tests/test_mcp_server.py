@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fixtures import DECAY_CLAIM as CLAIM
-from fixtures import DECAY_SOLVER as SOLVER
-from fixtures import init_repo
+from support.fixtures import DECAY_CLAIM as CLAIM
+from support.fixtures import DECAY_SOLVER as SOLVER
+from support.fixtures import init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import git
 import pytest
-from fixtures import init_repo
+from support.fixtures import init_repo
 from hypothesis import given
 from hypothesis import strategies as st
 
