@@ -190,3 +190,27 @@ def test_runs_writing_one_cache_at_once_give_the_verdicts_of_none(project: Path,
 
     assert all(verdicts(out) == verdicts(off.stdout) for out in outputs)
     assert not list((tmp_path / "shared").rglob(".tmp-*"))  # no temporary file left behind
+
+
+def test_an_entry_of_the_checkouts_file_under_another_key_is_never_used(project: Path, tmp_path: Path) -> None:
+    root = project
+    (root / "claims" / "other.py").write_text(BROKEN)
+    old = os.stat(root / "claims" / "other.py").st_mtime_ns - 10 * 10**9
+    os.utime(root / "claims" / "other.py", ns=(old, old))
+    git_repo = repo.Checkouts().for_folder(root).repo
+    git_repo.git.add("claims/other.py")
+    folder = tmp_path / "c"
+    readings = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    good, bad = readings.read(root / "claims" / "decay_claim.py"), readings.read(root / "claims" / "other.py")
+    readings.close()
+    (pack_file,) = (folder / "packs").glob("*.json")
+    pack = json.loads(pack_file.read_text())
+    entries = pack["entries"]
+    entries[bad.blob], entries[good.blob] = entries[good.blob], entries[bad.blob]  # each under the other's id
+    pack_file.write_text(json.dumps(pack))
+    for entry in _entry_files(folder):
+        if entry.parent.name != "packs":
+            entry.unlink()  # nothing but the swapped file to go on
+    again = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    assert again.read(root / "claims" / "other.py") == bad
+    assert again.read(root / "claims" / "decay_claim.py") == good

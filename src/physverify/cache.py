@@ -29,9 +29,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Mapping
+from typing import Any
 from pathlib import Path
 
 from physverify import __version__, claim, repo, settings
@@ -112,6 +114,49 @@ class Cache:
         with self._lock:
             self.written += 1
 
+    # --- one file per checkout: the readings its last run used ----------------------------
+    def load_pack(self, root: Path) -> dict[str, object]:
+        """The entries the last run over the checkout at ``root`` used, by key, each still to be checked (``_valid``).
+
+        One file read instead of one per claim: 10,000 claims would otherwise mean 10,000 opens.
+        """
+        try:
+            with open(self._pack_path(root), "rb") as handle:
+                pack = json.loads(handle.read())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, RecursionError):
+            self._warn("holds a file of readings that cannot be read; it is ignored and replaced")
+            return {}
+        fits = isinstance(pack, dict) and (pack.get("format"), pack.get("physverify"), pack.get("root")) == (
+            FORMAT, __version__, str(root))
+        entries = pack.get("entries") if fits else None
+        return entries if isinstance(entries, dict) else {}
+
+    def save_pack(self, root: Path, readings: Mapping[str, tuple[str, StaticReading]]) -> None:
+        """Keep the readings this run used for the checkout at ``root``, for the next run; never raises."""
+        if self._broken:
+            return
+        pack = {"format": FORMAT, "physverify": __version__, "root": str(root),
+                "entries": {key: _fields(key, sha256, reading) for key, (sha256, reading) in readings.items()}}
+        path = self._pack_path(root)
+        try:
+            data = json.dumps(pack, allow_nan=True, separators=(",", ":")).encode("ascii")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(path, data)
+        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
+            return
+        except OSError as exc:
+            self._broken = True
+            self._warn(f"cannot be written ({exc.strerror or exc})")
+            return
+        with self._lock:
+            self.written += 1
+
+    def _pack_path(self, root: Path) -> Path:
+        name = hashlib.sha256(f"{FORMAT}\0{__version__}\0pack\0{root}".encode("utf-8", "surrogateescape")).hexdigest()
+        return self.folder / "packs" / f"{name}.json"
+
     def prune(self) -> None:
         """Drop the oldest entries until at most MAX_ENTRIES of at most MAX_BYTES in all are left."""
         entries = []
@@ -163,13 +208,16 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def _encode(key: str, sha256: str, reading: StaticReading) -> bytes:
-    entry = {
+    return json.dumps(_fields(key, sha256, reading), allow_nan=True, separators=(",", ":")).encode("ascii")
+
+
+def _fields(key: str, sha256: str, reading: StaticReading) -> dict[str, Any]:
+    return {
         "format": FORMAT, "physverify": __version__, "key": key, "sha256": sha256,
         "binds": reading.binds, "claim": reading.claim, "problem": reading.problem,
         "imports": [[level, module, list(names)] for level, module, names in reading.imports],
         "notes": list(reading.notes),
-    }
-    return json.dumps(entry, allow_nan=True, separators=(",", ":")).encode("ascii")  # lone surrogates as \u escapes
+    }  # written with ensure_ascii: a lone surrogate in a CLAIM value travels as its \u escape
 
 
 def _entry(data: bytes, key: str) -> tuple[str, StaticReading] | None:
@@ -178,6 +226,11 @@ def _entry(data: bytes, key: str) -> tuple[str, StaticReading] | None:
         entry = json.loads(data)
     except (ValueError, RecursionError):  # not JSON, cut short, or absurdly nested
         return None
+    return _valid(entry, key)
+
+
+def _valid(entry: object, key: str) -> tuple[str, StaticReading] | None:
+    """(SHA-256, reading) of a decoded entry when it is one, for ``key``, from this version and format; else None."""
     if not isinstance(entry, dict) or set(entry) != _FIELDS:
         return None
     if (entry["format"], entry["physverify"], entry["key"]) != (FORMAT, __version__, key):
@@ -195,8 +248,11 @@ def _entry(data: bytes, key: str) -> tuple[str, StaticReading] | None:
 _FIELDS = frozenset({"format", "physverify", "key", "sha256", "binds", "claim", "problem", "imports", "notes"})
 
 
+_HEX = re.compile(r"[0-9a-f]*")
+
+
 def _is_hex(value: object, length: int) -> bool:
-    return isinstance(value, str) and len(value) == length and all(c in "0123456789abcdef" for c in value)
+    return isinstance(value, str) and len(value) == length and _HEX.fullmatch(value) is not None
 
 
 def _optional_str(value: object) -> bool:
@@ -237,23 +293,59 @@ class Readings:
     def __init__(self, cache: Cache | None, checkouts: repo.Checkouts) -> None:
         self.cache = cache
         self.checkouts = checkouts
+        self._lock = threading.Lock()
+        self._packs: dict[Path, dict[str, object]] = {}  # by checkout root: what its last run used
+        self._used: dict[Path, dict[str, tuple[str, StaticReading]]] = {}  # by checkout root: what this run used
+        self._missed: set[Path] = set()  # roots where a reading did not come from the last run's pack
 
     def read(self, path: Path) -> ClaimReading:
         """The reading of ``path``: from the cache by the index's id (the file unopened), else claim.read."""
         if self.cache is None:
             return claim.read(path)
-        blob = self.checkouts.for_claim(path, None).blob_id(path)
-        if blob is not None:
-            kept = self.cache.get(blob)
-            if kept is not None:
-                return claim.with_path(path, kept[0], kept[1], blob)
-        return claim.read(path, self.cache)
+        checkout = self.checkouts.for_claim(path, None)
+        root = checkout.real_root
+        blob = checkout.blob_id(path)
+        kept = self._packed(root, blob) if blob is not None else None
+        if kept is None:
+            with self._lock:
+                self._missed.add(root)
+            kept = self.cache.get(blob) if blob is not None else None
+        reading = claim.with_path(path, kept[0], kept[1], blob) if kept is not None else claim.read(path, self.cache)
+        if reading.blob is not None and reading.sha256 is not None:  # read from its bytes (not too large, not unreadable)
+            self._note(root, reading)
+        return reading
+
+    def _packed(self, root: Path, blob: str) -> tuple[str, StaticReading] | None:
+        assert self.cache is not None
+        with self._lock:
+            if root not in self._packs:
+                self._packs[root] = self.cache.load_pack(root)
+            raw = self._packs[root].get(blob)
+        return _valid(raw, blob) if raw is not None else None
+
+    def _note(self, root: Path, reading: ClaimReading) -> None:
+        static = claim.StaticReading(reading.binds, reading.claim, _own_problem(reading), reading.imports, reading.notes)
+        with self._lock:
+            self._used.setdefault(root, {})[str(reading.blob)] = (str(reading.sha256), static)
 
     @property
     def problems(self) -> list[str]:
         return [] if self.cache is None else list(self.cache.problems)
 
     def close(self) -> None:
-        """Bound the cache's size once the run wrote to it."""
-        if self.cache is not None and self.cache.written:
+        """Keep each checkout's readings for its next run (when they changed), and bound the cache's size."""
+        if self.cache is None:
+            return
+        for root, used in self._used.items():
+            if root in self._missed or set(used) != set(self._packs.get(root, {})):
+                self.cache.save_pack(root, used)
+        if self.cache.written:
             self.cache.prune()
+
+
+def _own_problem(reading: ClaimReading) -> str | None:
+    """The problem as the content gives it, without the "<path>: " the reading put in front."""
+    prefix = f"{reading.path}: "
+    if reading.problem is None or not reading.problem.startswith(prefix):
+        return reading.problem
+    return reading.problem[len(prefix):]
