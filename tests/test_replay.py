@@ -564,11 +564,11 @@ def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
 def test_the_fork_server_starts_during_discovery_only_when_every_claim_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from physverify import isolate, warm
+    from physverify import forkclient, isolate
 
     make_repo(tmp_path, claims=1)
     starts: list[str] = []
-    monkeypatch.setattr(warm, "start", lambda: starts.append("start"))
+    monkeypatch.setattr(forkclient, "start", lambda: starts.append("start"))
     monkeypatch.setattr(isolate, "fork_supported", lambda: True)
     run(tmp_path, jobs=1, dry_run=True, isolation="fresh")
     assert starts == []

@@ -1,4 +1,4 @@
-"""specscan.reference_notes: rule 1's static heuristic, with true and false positives."""
+"""claim.reference_notes (specscan.notes_in): rule 1's static heuristic, with true and false positives."""
 
 from __future__ import annotations
 

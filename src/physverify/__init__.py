@@ -45,11 +45,22 @@ _LAZY: dict[str, str] = {
     "drift_study": "physverify.studies",
     "Refinement": "physverify.refine",
     "refine": "physverify.refine",
+    "StochasticResult": "physverify.stochastic",
+    "distribution_study": "physverify.stochastic",
+    "mean_study": "physverify.stochastic",
+    "weak_order_study": "physverify.stochastic",
     "ode_checks": "physverify.studies",  # from physverify 0.6.0: claim files written for it run unchanged
     "zero_source": "physverify.mms",  # from physverify 0.6.0
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - _LAZY is the one list of the public names
+
+# The function refine shares its module's name: the first ``import physverify.refine`` anywhere (a study
+# taking a plan) would set this package's attribute ``refine`` to the module, so ``from physverify import
+# refine`` would give the module. Binding the function here, after that import, settles it; refine.py
+# imports only the standard library, so ``physverify --version`` stays fast.
+from physverify.refine import Refinement as Refinement  # noqa: E402
+from physverify.refine import refine as refine  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
@@ -95,7 +106,9 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import self_convergence_study as self_convergence_study
     from physverify.studies import refinement_path as refinement_path
     from physverify.studies import drift_study as drift_study
-    from physverify.refine import Refinement as Refinement
-    from physverify.refine import refine as refine
+    from physverify.stochastic import StochasticResult as StochasticResult
+    from physverify.stochastic import distribution_study as distribution_study
+    from physverify.stochastic import mean_study as mean_study
+    from physverify.stochastic import weak_order_study as weak_order_study
     from physverify.studies import ode_checks as ode_checks
     from physverify.mms import zero_source as zero_source

@@ -340,9 +340,9 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
 
 def _warm_up() -> None:
     """Start the fork server in the background now, so the first claim finds it ready (the one place that does)."""
-    from physverify import warm
+    from physverify import forkclient
 
-    threading.Thread(target=warm.start, name="physverify-warm-up", daemon=True).start()
+    threading.Thread(target=forkclient.start, name="physverify-warm-up", daemon=True).start()
 
 
 def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:

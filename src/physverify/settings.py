@@ -15,14 +15,35 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from physverify.errors import UsageError
 
-if TYPE_CHECKING:
-    from physverify.config import Config
-
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
+
+
+class FolderConfig(Protocol):
+    """What ``resolve`` reads of a folder's physverify.yaml (config.Config has it).
+
+    A protocol rather than an import of config.py: config.py asks repo.py for the repository
+    root of its expect keys, and repo.py reads the sandbox's variables here, so importing
+    config.py from this module would close a cycle.
+    """
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def preload(self) -> tuple[str, ...]: ...
+
+    @property
+    def isolation(self) -> str | None: ...
+
+
 # The variables the sandbox sets inside (sandbox/README.md): the repository's mount point,
 # and its commit read on the host, since the container has no .git folder.
 REPO_ENV = "PHYSVERIFY_REPO"
@@ -111,18 +132,16 @@ class Option:
     name: str  # the RunSettings field
     flag: str  # the command-line flag (the Action's input and the MCP argument carry the same value)
     key: str | None  # the physverify.yaml key of the first claims folder, or None
-    default: Callable[[Config | None], Any]  # of the first claims folder's settings
+    default: Callable[[FolderConfig | None], Any]  # of the first claims folder's settings
     parse: Callable[[Any], Any]
 
 
-def _cpus(config: Config | None) -> int:
+def _cpus(config: FolderConfig | None) -> int:
     return os.cpu_count() or 1
 
 
-def _default_ledger(config: Config | None) -> Path:
+def _default_ledger(config: FolderConfig | None) -> Path:
     """Inside the first claims folder, so it is a tracked file of the repository (replay.py says why)."""
-    from physverify.ledger import DEFAULT_LEDGER
-
     return config.folder / DEFAULT_LEDGER if config is not None else Path(DEFAULT_LEDGER)
 
 
@@ -147,12 +166,12 @@ class RunSettings:
     preload: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)  # option -> "flag", the file's path, or "default"
 
-    def isolation_for(self, config: Config) -> str | None:
+    def isolation_for(self, config: FolderConfig) -> str | None:
         """The isolation of a claim in ``config``'s folder: the flag when given, else that folder's own setting."""
         return self.isolation if self.sources.get("isolation") == "flag" else config.isolation
 
 
-def resolve(flags: Mapping[str, object], config: Config | None = None) -> RunSettings:
+def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> RunSettings:
     """Each option from its flag (when given), else the first folder's physverify.yaml, else its default.
 
     ``flags`` maps RunSettings field names to the values as given (None: not given);
