@@ -78,6 +78,7 @@ def evaluate(
     preload: Sequence[str] = (),
     reading: claim.ClaimReading | None = None,
     checkouts: repo.Checkouts | None = None,
+    env: dict[str, str] | None = None,
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
@@ -85,7 +86,8 @@ def evaluate(
     is read once per run; ``checkouts`` the run's repositories, each resolved once (a new
     set when not given). The root is always spec section 3's (CLAIM["repo"], else the
     checkout holding the claim), so replay and confirm write the same fields.
-    ``isolation`` and ``preload`` go to isolate.run_child.
+    ``isolation`` and ``preload`` go to isolate.run_child; ``env`` is ``repo.child_env()``
+    (computed here when not given; replay computes it once for the run).
     """
     claim_path = Path(claim_path)
     reading = reading if reading is not None else claim.read(claim_path)
@@ -104,7 +106,8 @@ def evaluate(
         return _finish(record, decide(dependent_notes=notes), target)
     # the claim's folder (run_child puts it first), the repository root, src/ when present
     roots = repo.import_roots(claim_path.resolve().parent, checkout.root)[1:]
-    child = isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots, env=repo.child_env(),
+    child = isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots,
+                              env=env if env is not None else repo.child_env(),
                               isolation=isolation, preload=preload, imports=reading.imports)
     return _finish(record, _decide_child(record, child, timeout_s, claim_path), target)
 

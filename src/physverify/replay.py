@@ -201,11 +201,44 @@ class _Changes:
 
 @dataclass
 class _Plan:
-    """What the planning stream saw, for what comes after the runs: keys planned and skipped, folders with claims."""
+    """What the planning stream saw (keys planned and skipped, folders with claims), and the progress lines.
 
+    A progress line gives the total of claims to run, which is known only once discovery is
+    done; lines of claims that end before then wait for it (discovery is quick next to a run).
+    """
+
+    progress: Progress | None = None
     keys: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     folders: set[int] = field(default_factory=set)  # id() of each Config that had a claim
+    complete: bool = False
+    done: int = 0
+    waiting: list[tuple[ClaimRun, int]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def total(self) -> int:
+        return len(self.keys) - len(self.skipped)
+
+    def finished(self, run: ClaimRun) -> None:
+        """One progress line for ``run``, numbered in the order claims finish (one line at a time)."""
+        if self.progress is None:
+            return
+        with self.lock:
+            self.done += 1
+            if self.complete:
+                self.progress(run, self.done, self.total)
+            else:
+                self.waiting.append((run, self.done))
+
+    def planned(self) -> None:
+        """Discovery is done: the total is known, and the lines that waited for it are given."""
+        with self.lock:
+            self.complete = True
+            for run, done in self.waiting:
+                if self.progress is not None:
+                    self.progress(run, done, self.total)
+            self.waiting.clear()
 
 
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
@@ -238,6 +271,7 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
             yield item
         else:
             seen.skipped.append(item.key)
+    seen.planned()
 
 
 def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str], shard: tuple[int, int] | None,
@@ -275,8 +309,8 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned
     worker has returned the exception goes on to cli.main. With one job the interrupted
     wait kills its own claim.
     """
-    if jobs == 1:
-        return [run_one(item) for item in planned]
+    if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live
+        return [run_one(item) for item in list(planned)]
     pool = ThreadPoolExecutor(max_workers=jobs)  # threads start as claims come, at most ``jobs``
     futures: list[Future[ClaimRun]] = []
     try:
@@ -296,7 +330,7 @@ def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> st
     file = record.get("file")
     if not isinstance(file, str):
         return None
-    return (repo.relative_key(found, item.root) or file) if found is not None else file
+    return (item.checkout.relative(found) or file) if found is not None else file
 
 
 def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
@@ -315,24 +349,20 @@ def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, An
 
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
-            record_all: bool, seen: _Plan, progress: Progress | None, checkouts: repo.Checkouts,
+            record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
             run: settings.RunSettings) -> Callable[[_Planned], ClaimRun]:
-    lock = threading.Lock()
-    done = [0]
+    env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
     def run_one(item: _Planned) -> ClaimRun:
         # the reading and checkout discovery resolved: the commit (and its dirty flag) is
         # looked up once per repository for the whole run, each lookup starts git processes
         evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, reading=item.reading, checkouts=checkouts,
-                                      isolation=run.isolation_for(item.config), preload=item.config.preload)
+                                      isolation=run.isolation_for(item.config), preload=item.config.preload,
+                                      env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
                         record_all)
-        if progress is not None:
-            with lock:  # one progress line at a time, numbered in the order claims finish
-                done[0] += 1
-                # the total is what planning has found so far: exact once discovery is done
-                progress(judged, done[0], max(len(seen.keys) - len(seen.skipped), done[0]))
+        seen.finished(judged)
         return judged
 
     return run_one
@@ -414,8 +444,8 @@ def replay(
     elif any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs):
         _warm_up()  # every claim runs: the fork server starts while discovery reads them
     recorded = before.latest if before.ref is None else _recorded(target)  # the working ledger, read once
-    seen = _Plan()
-    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, progress, checkouts, run)
+    seen = _Plan(progress)
+    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
     stream = _selected(_plan(configs, shard_kn, checkouts, readings.read), before.latest, changes, seen)
     runs = _write(_run_all(run_one, stream, workers), target, dry_run)
     readings.close()

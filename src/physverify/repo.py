@@ -287,6 +287,13 @@ class Checkout:
         """``claim_key`` for a path that is already resolved: the ledger's key, relative to this root."""
         return PurePath(os.path.relpath(real_path, self.real_root)).as_posix()
 
+    def relative(self, path: Path) -> str | None:
+        """``relative_key(path, root)``, with the root resolved once for the run."""
+        try:
+            return path.resolve().relative_to(self.real_root).as_posix()
+        except ValueError:
+            return None
+
     def blob_id(self, path: Path, key: str | None = None) -> str | None:
         """The object id git's index holds for ``path`` when the file is as the index saw it; else None.
 
@@ -299,7 +306,7 @@ class Checkout:
         index = self._entries()
         if not index:
             return None
-        key = key if key is not None else relative_key(path, self.root)
+        key = key if key is not None else self.relative(path)
         entry = index.get(key) if key is not None else None
         if entry is None:
             return None
