@@ -42,9 +42,16 @@ _LAZY: dict[str, str] = {
     "convergence_study": "physverify.studies",
     "self_convergence_study": "physverify.studies",
     "refinement_path": "physverify.studies",
+    "path_steps": "physverify.studies",
     "drift_study": "physverify.studies",
     "Refinement": "physverify.refine",
     "refine": "physverify.refine",
+    "exact_steps": "physverify.adapters",
+    "from_second_order_step": "physverify.adapters",
+    "from_step": "physverify.adapters",
+    "identity_check": "physverify.operators",
+    "operator_study": "physverify.operators",
+    "reversibility_study": "physverify.operators",
     "StochasticResult": "physverify.stochastic",
     "distribution_study": "physverify.stochastic",
     "mean_study": "physverify.stochastic",
@@ -104,8 +111,15 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import reference_study as reference_study
     from physverify.studies import convergence_study as convergence_study
     from physverify.studies import self_convergence_study as self_convergence_study
+    from physverify.studies import path_steps as path_steps
     from physverify.studies import refinement_path as refinement_path
     from physverify.studies import drift_study as drift_study
+    from physverify.adapters import exact_steps as exact_steps
+    from physverify.adapters import from_second_order_step as from_second_order_step
+    from physverify.adapters import from_step as from_step
+    from physverify.operators import identity_check as identity_check
+    from physverify.operators import operator_study as operator_study
+    from physverify.operators import reversibility_study as reversibility_study
     from physverify.stochastic import StochasticResult as StochasticResult
     from physverify.stochastic import distribution_study as distribution_study
     from physverify.stochastic import mean_study as mean_study

@@ -188,3 +188,10 @@ def test_importing_the_numerics_does_not_import_the_report() -> None:
             "print(sorted(m for m in sys.modules if m.startswith(('physverify.report', 'matplotlib'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_tick_labels_stay_short_for_denormal_and_ordinary_step_sizes() -> None:
+    assert [_plot._decimal(m, k) for m, k in ((5, -3), (1, -2), (2, -5))] == ["0.005", "0.01", "2e-05"]
+    assert _plot._decimal(1, -320) == "10\u207b\u00b3\u00b2\u2070" and _plot._decimal(5, -324) == "5·10\u207b\u00b3\u00b2\u2074"
+    svg = _plot.svg(study(hs=[5e-324, 1e-322, 1e-320, 1e-315, 1e-310]), "d")
+    assert not [t for t in texts(svg).split() if "e-3" in t]  # no 9.88131e-324

@@ -29,6 +29,7 @@ import html
 import io
 import itertools
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -370,9 +371,12 @@ def _one_two_five(lo: float, hi: float) -> list[tuple[float, str]]:
 
 
 def _decimal(mantissa: int, exponent: int) -> str:
-    """m x 10^k as a step size is written (0.005, 0.01, 2e-05); powers beyond a float's range as 10^k."""
+    """m x 10^k as a step size is written (0.005, 0.01, 2e-05); a power beyond a normal float's range
+    (a denormal 1e-320 prints as 9.99989e-321) as m·10^k."""
     value = float(f"{mantissa}e{exponent}")
-    return f"{value:g}" if value != 0 and math.isfinite(value) else f"{mantissa}·{_power_of_ten(exponent)}"
+    if sys.float_info.min <= value <= sys.float_info.max:
+        return f"{value:g}"
+    return _power_of_ten(exponent) if mantissa == 1 else f"{mantissa}·{_power_of_ten(exponent)}"
 
 
 # --- output ------------------------------------------------------------------------------------
