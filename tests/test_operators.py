@@ -327,3 +327,26 @@ def test_the_report_shows_an_identity_as_its_numbers_never_as_a_log_log_plot(tmp
     assert page.returncode == 0, page.stderr
     assert "<dt>deviation</dt>" in page.stdout and "<dt>roundoff</dt>" in page.stdout
     assert "<svg" not in page.stdout and 'class="convergence"' not in page.stdout
+
+
+def test_an_operator_study_given_a_plan_refines_only_until_its_verdict_holds() -> None:
+    """operator_study goes through the one plan-aware sweep (issue 16): a plan stops early, on both verdicts."""
+    import numpy as np
+
+    from physverify import FAIL, PASS, operator_study, refine
+
+    seen: list[int] = []
+
+    def forward_difference(values: np.ndarray, dx: float) -> np.ndarray:
+        seen.append(len(values) - 1)
+        return np.diff(values) / dx
+
+    centred = operator_study(forward_difference, np.sin, np.cos, refine(8, max_n=1 << 14), 2, sample="nodes",
+                             where=lambda nx: (np.arange(nx) + 0.5) / nx)
+    assert centred.status == PASS and "refined n = 8" in centred.message
+    assert max(seen) < 1 << 14  # it stopped long before max_n
+    seen.clear()
+    at_nodes = operator_study(forward_difference, np.sin, np.cos, refine(8, max_n=1 << 14), 2, sample="nodes",
+                              where=lambda nx: np.arange(nx) / nx)  # compared at the left node: first order
+    assert at_nodes.status == FAIL and "grid location" in at_nodes.message and "integrator" not in at_nodes.message
+    assert max(seen) < 1 << 14

@@ -328,7 +328,10 @@ def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots, before: str 
     data = outcome.get("data")
     numbers = _plot.convergence(data)
     caption = f"<figcaption>{_e(outcome.get('label'))}</figcaption>"
-    stochastic = _interval.figure(data, caption)  # an estimate and its interval against expected +- tol
+    try:
+        stochastic = _interval.figure(data, caption)  # an estimate and its interval against expected +- tol
+    except Exception as exc:  # noqa: BLE001 - as for a convergence plot: a note on the check, never a failed page
+        return f'<figure class="data">{caption}{_failed(exc)}{_data_list(data) if isinstance(data, Mapping) else ""}</figure>'
     if stochastic is not None:
         return stochastic
     if numbers is None:
@@ -355,10 +358,14 @@ def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots, before: str 
     # Whatever the drawing raises for numbers a ledger holds (an overflow in matplotlib, a value it
     # cannot place), the check keeps its note and table and the page goes on (issue 21, item 2).
     except Exception as exc:  # noqa: BLE001
-        failed = f'<p class="plot-note">The plot could not be drawn ({_e(type(exc).__name__)}: {_e(str(exc)[:200])}).</p>'
-        return f'<figure class="convergence">{caption}{note}{failed}{table}</figure>'
+        return f'<figure class="convergence">{caption}{note}{_failed(exc)}{table}</figure>'
     return (f'<figure class="convergence">{caption}{note}<div class="plot">{drawn}</div>'
             f"<details><summary>the numbers</summary>{table}</details></figure>")
+
+
+def _failed(exc: Exception) -> str:
+    """The note that stands for a plot that raised: the error's type and (escaped, cut) message."""
+    return f'<p class="plot-note">The plot could not be drawn ({_e(type(exc).__name__)}: {_e(str(exc)[:200])}).</p>'
 
 
 def _fmt(value: float | None, spec: str) -> str:
