@@ -6,9 +6,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import hostile
+from support import hostile
 import pytest
-from childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
+from support.childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
 
 from physverify import child, forkclient, fresh, isolate
 
@@ -168,7 +168,7 @@ def test_a_claim_that_signals_the_fork_server_decides_no_other_claims_verdict(
     tmp_path: Path, isolation: str, sig: str
 ) -> None:
     """Issue 21, item 4: B and C run beside A when it signals the server; D starts after."""
-    from fixtures import DECAY_DEFECT, init_repo
+    from support.fixtures import DECAY_DEFECT, init_repo
 
     from physverify import replay
 

@@ -408,7 +408,7 @@ HOSTILE_LABELS = ("a diverging study", "slopes of 1e308", "an integer of 400 dig
 
 @pytest.fixture()
 def hostile_repo(tmp_path: Path) -> Path:
-    from fixtures import init_repo
+    from support.fixtures import init_repo
 
     root = tmp_path / "hostile"
     (root / "claims").mkdir(parents=True)
