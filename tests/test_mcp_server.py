@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -11,9 +12,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fixtures import DECAY_CLAIM as CLAIM
-from fixtures import DECAY_SOLVER as SOLVER
-from fixtures import init_repo
+from support.fixtures import DECAY_CLAIM as CLAIM
+from support.fixtures import DECAY_SOLVER as SOLVER
+from support.fixtures import init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -53,9 +54,15 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+# The SDK starts the server with a minimal environment; these carry over, so the server runs
+# the physverify under test (PYTHONPATH) and the test's own cache of claim readings.
+_CARRIED = ("PYTHONPATH", "PHYSVERIFY_CACHE_DIR")
+
+
 def _server(root: Path, env: dict[str, str] | None = None) -> Client:
+    carried = {name: os.environ[name] for name in _CARRIED if name in os.environ}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(root)], env=env or {}
+        command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(root)], env={**carried, **(env or {})}
     )
     return Client(params, read_timeout_seconds=120)
 
@@ -256,3 +263,11 @@ def test_confirm_claim_runs_both_sides_of_a_claim_that_names_its_fix_in_one_sess
     assert fixed.startswith("rejected (impact: used): the checks pass, and fail with the claimed defect put back"), fixed
     assert broken.startswith("confirmed (impact: used): the checks fail, and the claimed fix makes them pass"), broken
     assert (after_fixed, after_broken) == (SOLVER.encode(), defect.encode())
+
+
+def test_confirm_claim_with_a_timeout_of_1e10_gives_its_verdict_and_line(project: Path) -> None:
+    is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True,
+                                                      "timeout": 1e10})
+    assert not is_error, text  # issue 21, item 10: an error with no reason before
+    assert text.startswith("rejected")
+    assert _ledger_lines(project / "confirm_ledger.jsonl")[0]["timeout_s"] == 1e10

@@ -319,7 +319,7 @@ def test_refine_is_the_function_even_after_a_study_imported_the_refine_submodule
 
 def test_the_report_shows_an_identity_as_its_numbers_never_as_a_log_log_plot(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Issue 18, item 2: a symmetry check has no step size, so the report must not invent an h axis."""
-    from fixtures import run_process
+    from support.fixtures import run_process
 
     ran = confirm(tmp_path, "heat", HEAT_ONE_SIDED, IMPORTS + IDENTITY_CLAIM, "Morton and Mayers, sec. 2.6")
     assert verdict(ran) == "confirmed"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fix_claims import (
+from support.fix_claims import (
     BURGERS,
     BURGERS_DEFECT,
     BURGERS_DEFECT_LINE,
@@ -32,7 +32,7 @@ from fix_claims import (
     LEAPFROG_DEFECT,
     burgers_claim,
 )
-from fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo, run_process
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo, run_process
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -14,18 +14,19 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from physverify import handler, results
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import TRANSITIONS
 from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.report import github
-from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
+from physverify.verdict import VERDICTS
 
 if TYPE_CHECKING:
-    from physverify.replay import ReplayResult
+    from physverify.results import ReplayResult
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
@@ -189,13 +190,7 @@ def _shown(path: Path, workspace: Path) -> Path:
     return path.relative_to(workspace) if workspace in path.parents else path
 
 
-def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:
-    """``result`` judged again with the action's fail-on, through replay's own gate rule."""
-    from physverify import replay
-
-    runs = tuple(replace(run, failures=replay.gate_failures(run, fail_on)) for run in result.claims)
-    failed = any(run.failures for run in runs)
-    return replace(result, claims=runs, fail_on=fail_on, exit_code=EXIT_FINDING if failed else EXIT_OK)
+with_fail_on = results.with_fail_on  # the gate's own rule, in results.py (kept under its old name here)
 
 
 def outputs(result: ReplayResult) -> dict[str, str]:
@@ -293,11 +288,14 @@ def main(env: Mapping[str, str] | None = None) -> int:
         # (physverify.yaml is not read here, outside its checks, issue 13).
         refuse_control_characters("ledger", (inputs.ledger or "") if inputs.sandbox else str(_ledger_of(inputs)))
         written = run(inputs, baseline, log)
-    except PhysverifyError as exc:  # one ::error line, the outputs say error, the step fails with 2
+    except Exception as exc:  # the one handler (handler.py): one ::error line, the outputs say error, the step fails
+        failed = handler.failure(exc)
+        if failed is None or (failed.bug and handler.debugging()):
+            raise
         sys.stdout.write("".join(f"{line}\n" for line in log))
-        sys.stdout.write(github.command("error", f"physverify: {exc}") + "\n")
-        _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(EXIT_ERROR)}))
-        return EXIT_ERROR
+        sys.stdout.write(github.command("error", f"physverify: {failed.message}") + "\n")
+        _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(int(failed.exit_code))}))
+        return failed.exit_code
     sys.stdout.write("".join(f"{line}\n" for line in log))
     _deliver(written, inputs, env)
     return written.exit_code

@@ -60,13 +60,15 @@ def run_child(
     isolation: str | None = None,
     preload: Sequence[str] = (),
     variant: VariantSource | None = None,
+    imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
 ) -> ChildOutcome:
     """Run ``path`` in a child (mode ``claim`` or ``spec``) and collect its result.
 
     ``sys_path`` entries go after the file's own folder on the child's sys.path. At
     ``timeout_s`` the child and every process in its group are killed. ``isolation`` is
     ``fresh`` or ``fork`` (None: the default, see ``resolve_isolation``); ``preload`` names
-    modules the fork server imports besides the ones it finds in the claim's imports.
+    modules the fork server imports besides the ones it finds in the claim's imports;
+    ``imports`` are the file's own, from its reading (read again when not given).
     ``variant``: the child imports CLAIM["file"] from this source instead (issue 17).
     """
     if mode not in MODES:
@@ -80,5 +82,5 @@ def run_child(
             from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
             return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
-                                         variant_fd=variant_fd)
+                                         imports=imports, variant_fd=variant_fd)
         return run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)

@@ -422,7 +422,7 @@ HOSTILE_LABELS = ("a diverging study", "slopes of 1e308", "an integer of 400 dig
 
 @pytest.fixture()
 def hostile_repo(tmp_path: Path) -> Path:
-    from fixtures import init_repo
+    from support.fixtures import init_repo
 
     root = tmp_path / "hostile"
     (root / "claims").mkdir(parents=True)
@@ -470,7 +470,7 @@ def test_a_hand_written_ledger_of_nan_infinity_and_huge_integers_gives_the_page(
 
 def test_a_plot_that_fails_to_draw_is_a_note_on_its_check_and_the_page_goes_on(tmp_path: Path,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from physverify.report import _plot
+    from physverify import plot as _plot
 
     def broken(*_: Any) -> str:
         raise OverflowError("(34, 'Numerical result out of range') <b>")

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from fixtures import init_repo
+from support.fixtures import init_repo
 from test_sandbox import claim_file
 
 from physverify import sandbox
@@ -280,7 +280,7 @@ def test_a_ledger_with_another_hard_link_is_refused(repo: Path, tmp_path: Path) 
 @needs_bwrap
 @pytest.mark.parametrize("mode", ["fork", "fresh"])
 def test_a_claim_that_names_its_fix_runs_both_sides_in_the_read_only_sandbox(repo: Path, mode: str) -> None:
-    from fix_claims import BURGERS_DEFECT, BURGERS_IDENTITY_CHECKS, burgers_claim
+    from support.fix_claims import BURGERS_DEFECT, BURGERS_IDENTITY_CHECKS, burgers_claim
 
     (repo / "burgers.py").write_text(BURGERS_DEFECT)
     (repo / "claim_burgers.py").write_text(burgers_claim(BURGERS_IDENTITY_CHECKS))

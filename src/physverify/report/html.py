@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.gate import DECIDED, FIXED, REGRESSED
-from physverify.report import MAX_PLOTS, _interval, _plot
+from physverify import plot as _plot
+from physverify.report import MAX_PLOTS, _interval
 from physverify.text import clip, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 # Seconds the page may spend drawing plots (issue 21, item 3): host-side work after the claims ran
 # is bounded by no timeout and no sandbox limit, so past this the remaining checks are tables.
@@ -110,7 +111,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     The transition shown is the last change the ledger records (the claim's two latest
     lines), judged by replay's own gate rule with the default fail_on.
     """
-    from physverify import gate, replay
+    from physverify import gate, results
 
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
@@ -125,7 +126,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
         previous = grouped[key][-2][1] if len(grouped[key]) > 1 else None
         before = history[key][-2].verdict if previous is not None else None
         run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before, previous)
-        runs.append(replace(run, failures=replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
+        runs.append(replace(run, failures=results.gate_failures(run, gate.DEFAULT_FAIL_ON)))
         if previous is not None and run.transition in OVERLAY_TRANSITIONS:
             baselines[key] = previous
     return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems), EXIT_OK, baselines)
@@ -133,7 +134,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
 
 def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str | None,
                previous: Mapping[str, Any] | None) -> ClaimRun:
-    from physverify.replay import ClaimRun
+    from physverify.results import ClaimRun
 
     line = record.get("line")
     target = record.get("file")
