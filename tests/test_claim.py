@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify import affected, claim as claim_module, specscan
+from physverify import affected, claim as claim_module
 from physverify.claim import (
     FILL_IN,
     MAX_CLAIM_BYTES,
