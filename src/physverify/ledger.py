@@ -210,6 +210,11 @@ def parse_ledger(data: bytes, name: str) -> LedgerRead:
     )
 
 
+def read_bytes(path: Path) -> bytes:
+    """The ledger file's bytes as they are (a missing ledger is empty); only a regular file is read."""
+    return _read_bytes(path)
+
+
 def _read_bytes(path: Path) -> bytes:
     """The ledger file's bytes; a missing ledger is empty."""
     try:

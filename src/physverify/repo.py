@@ -220,9 +220,15 @@ def reachable(ref: str, workspace: Path) -> tuple[str | None, str | None]:
     """``ref`` when the checkout has it (fetching that one commit if missing), else None and a warning.
 
     actions/checkout fetches one commit by default, so a pull request's base is usually absent.
+    The fetch takes only a hexadecimal object name, after ``--end-of-options``: the event's
+    value as an option (``--upload-pack=...``) would run a command (issue 21, item 12).
     """
+    import re
+
     import git
 
+    if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", ref) is None:
+        return None, f"baseline {ref!r}: not a hexadecimal object name; comparing with the ledger as committed at HEAD"
     repo = open_repo(workspace)
     if repo is None:
         return None, f"baseline {ref}: {workspace} is not a git checkout; comparing with the ledger at HEAD"
@@ -232,7 +238,7 @@ def reachable(ref: str, workspace: Path) -> tuple[str | None, str | None]:
     except UsageError:
         pass
     try:
-        repo.git.fetch("--no-tags", "--depth=1", "origin", ref)
+        repo.git.fetch("--no-tags", "--depth=1", "--end-of-options", "origin", ref)
         resolve(repo, ref, "baseline")
         return ref, None
     except (git.GitCommandError, UsageError):
