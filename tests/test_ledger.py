@@ -353,7 +353,7 @@ small_records = st.builds(lambda d, c, v: {"date": d, "claim_file": c, "verdict"
 
 
 @FUZZ
-@given(st.lists(st.lists(small_records, max_size=5), min_size=1, max_size=3))
+@given(st.lists(st.lists(small_records, min_size=1, max_size=5), min_size=1, max_size=3))
 def test_merge_gives_the_same_output_for_any_input_order_and_loses_no_line(
     tmp_path: Path, shards: list[list[dict[str, Any]]]
 ) -> None:
@@ -381,6 +381,66 @@ def test_merge_refuses_to_overwrite_an_input_or_any_existing_file(tmp_path: Path
     with pytest.raises(PhysverifyError, match="no such ledger"):
         merge([a, tmp_path / "missing.jsonl"], tmp_path / "out.jsonl")
     assert a.read_bytes() == json.dumps(record()).encode() + b"\n" and not (tmp_path / "out.jsonl").exists()
+
+
+# --- merge inputs from a job that ran code under test (issue 21, item 8) --------------------
+def test_merge_refuses_a_shard_linked_to_a_file_outside_and_writes_nothing(tmp_path: Path) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$hash:19000:0:99999:7:::\n")
+    good = write_ledger(tmp_path / "shard1.jsonl", [record("claims/a.py")])
+    (tmp_path / "shard2.jsonl").symlink_to(secret)
+    with pytest.raises(PhysverifyError, match="shard2.jsonl: a symbolic link; ledger merge reads only regular files"):
+        merge([good, tmp_path / "shard2.jsonl"], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_merge_refuses_a_fifo_a_folder_and_a_device_without_waiting(tmp_path: Path) -> None:
+    good = write_ledger(tmp_path / "shard1.jsonl", [record("claims/a.py")])
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    (tmp_path / "folder.jsonl").mkdir()
+    for bad, what in ((tmp_path / "fifo.jsonl", "a FIFO"), (tmp_path / "folder.jsonl", "a folder"),
+                      (Path("/dev/zero"), "a device or socket")):
+        with pytest.raises(PhysverifyError, match=f"it is {what}, not a regular file"):
+            merge([good, bad], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("content", [b"root:$6$hash:19000:0:99999:7:::\n", b"", b"\n\n", b'{"a": 1}\n[1, 2]\n',
+                                     b'{"verdict": "confirmed"}\n'])
+def test_merge_refuses_an_input_that_holds_no_ledger_record(tmp_path: Path, content: bytes) -> None:
+    good = write_ledger(tmp_path / "shard1.jsonl", [record("claims/a.py")])
+    (tmp_path / "shard2.jsonl").write_bytes(content)
+    with pytest.raises(PhysverifyError, match="shard2.jsonl: no ledger record in it"):
+        merge([good, tmp_path / "shard2.jsonl"], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_line_dated_after_the_merge_is_flagged_and_never_outranks_a_real_run(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from physverify.ledger import latest_by_claim
+
+    forged = record("claims/a.py", "confirmed", date="9999-12-31T23:59:59+00:00")
+    real = record("claims/a.py", "rejected", date="2026-06-01T00:00:00+00:00")
+    a = write_ledger(tmp_path / "shard1.jsonl", [forged])
+    b = write_ledger(tmp_path / "shard2.jsonl", [real])
+    now = datetime(2026, 6, 2, tzinfo=timezone.utc)
+    result = merge([a, b], tmp_path / "out.jsonl", now=now)
+    merged = read_ledger(tmp_path / "out.jsonl").records
+    assert [r["date"] for r in merged] == [forged["date"], real["date"]]  # the forged line first, kept
+    assert latest_by_claim(merged)["claims/a.py"]["verdict"] == "rejected"
+    assert result.problems == [f"{a}:1: dated 9999-12-31T23:59:59+00:00, after the merge time 2026-06-02T00:00:00+00:00; "
+                               "sorted first, with the undated lines, so it never outranks a real run"]
+
+
+def test_ledger_merge_on_the_command_line_refuses_a_link_with_exit_2(tmp_path: Path, cli: Callable[..., Ran]) -> None:
+    write_ledger(tmp_path / "a.jsonl", [record("claims/a.py")])
+    (tmp_path / "b.jsonl").symlink_to("/etc/passwd")
+    done = cli("ledger", "merge", "a.jsonl", "b.jsonl", "-o", "all.jsonl", cwd=tmp_path)
+    assert done.returncode == EXIT_ERROR and done.stdout == ""
+    assert done.stderr == ("physverify: b.jsonl: a symbolic link; ledger merge reads only regular files, never "
+                           "through a link\n")
+    assert not (tmp_path / "all.jsonl").exists()
 
 
 # --- the command line ---------------------------------------------------------------------

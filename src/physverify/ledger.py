@@ -15,6 +15,7 @@ import json
 import math
 import os
 import posixpath
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -384,21 +385,35 @@ class MergeResult:
     exit_code: int = EXIT_OK
 
 
-def merge(inputs: Sequence[Path], output: Path) -> MergeResult:
+def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) -> MergeResult:
     """Join ledgers into ``output``: date order, exact duplicates once, bad lines kept at the end.
 
     The order does not depend on the order of ``inputs`` (a CI matrix finishes in any
     order): lines sort by date, then by their place in their own file, then by their
     bytes. A line that is not a valid record is reported and copied after the good ones,
     so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
+
+    A shard's ledger comes from a job that ran code under test (issue 21, item 8): an input
+    that is a link or not a regular file, or that holds no ledger record at all (``/etc/shadow``
+    under a shard's name), is refused before anything is written. A line dated after the
+    merge time (``now``, default the clock) is reported and sorted with the undated lines,
+    first, so a line dated 9999 never becomes a claim's latest verdict over a real run.
     """
     _check_merge_paths(inputs, output)
-    lines = [(path, _read_lines(path)) for path in inputs]  # a list: the same input twice counts twice
+    moment = now if now is not None else datetime.now(timezone.utc)
+    lines = [(path, _merge_input(path)) for path in inputs]  # a list: the same input twice counts twice
     good: dict[bytes, tuple[Any, ...]] = {}  # a distinct line -> its smallest sort key
-    for _, path_lines in lines:
+    future: list[str] = []
+    for path, path_lines in lines:
         for index, line in enumerate(path_lines):
             if line.record is not None:
-                key = (*_date_key(line.record.get("date")), index, line.raw)
+                date = _date_key(line.record.get("date"))
+                if date[0] and date[1] > moment:
+                    future.append(f"{path}:{line.number}: dated {visible(str(line.record.get('date')))[:40]}, after "
+                                  f"the merge time {moment.isoformat(timespec='seconds')}; sorted first, with the "
+                                  "undated lines, so it never outranks a real run")
+                    date = _date_key(None)
+                key = (*date, index, line.raw)
                 good[line.raw] = min(good.get(line.raw, key), key)
     bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
     body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + bad
@@ -408,17 +423,45 @@ def merge(inputs: Sequence[Path], output: Path) -> MergeResult:
         for path, path_lines in lines
         for line in path_lines
         if line.problem is not None
-    ]
+    ] + future
     lines_in = sum(len(path_lines) for _, path_lines in lines)
     return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
+
+
+def _merge_input(path: Path) -> list[_Line]:
+    """The lines of one ledger to merge: a regular file reached without a link, holding at least one record."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise PhysverifyError(f"{path}: a symbolic link; ledger merge reads only regular files, never through a link")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | NO_WAIT)
+    except FileNotFoundError:
+        raise PhysverifyError(f"{path}: no such ledger file") from None
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    try:
+        _require_regular(path, fd, "merge")
+    except BaseException:  # close, then re-raise
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    lines = _split_lines(data)
+    if not any(line.record is not None and _is_ledger_record(line.record) for line in lines):
+        raise PhysverifyError(f"{path}: no ledger record in it (no JSON line naming a claim and its verdict); "
+                              "nothing merged")
+    return lines
+
+
+def _is_ledger_record(record: Mapping[str, Any]) -> bool:
+    return _record_key(record) is not None and "verdict" in record
 
 
 def _check_merge_paths(inputs: Sequence[Path], output: Path) -> None:
     if not inputs:
         raise PhysverifyError("ledger merge: name at least one ledger to merge")
-    for path in inputs:
-        if not path.is_file():
-            raise PhysverifyError(f"{path}: no such ledger file")
     if output.exists() or output.is_symlink():
         named = any(output.resolve() == path.resolve() for path in inputs)
         why = "it is one of the inputs" if named else "its lines would be lost; name it as an input instead"
