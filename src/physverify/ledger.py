@@ -264,10 +264,15 @@ def _split_lines(data: bytes) -> list[_Line]:
 
 
 def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
+    # A byte that is not UTF-8 is read as U+FFFD instead of dropping the line: a dropped
+    # committed line made its claim "new", so a regression passed the gate (issue 21, item 9).
+    # JSON's structure is ASCII, so the replacement never changes where a string ends.
     try:
-        value = json.loads(raw.decode("utf-8"))
+        text, note = raw.decode("utf-8"), None
     except UnicodeDecodeError:
-        return _Line(number, raw, None, "not UTF-8 text; line skipped")
+        text, note = raw.decode("utf-8", errors="replace"), "not UTF-8 text; read with each bad byte as U+FFFD"
+    try:
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         # A last line without its newline that is not valid JSON was cut off mid-write; a
         # complete object without the newline (a hand edit) is kept.
@@ -276,7 +281,72 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
         return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
     if not isinstance(value, dict):
         return _Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
-    return _Line(number, raw, value, None)
+    return _Line(number, raw, value, note)
+
+
+# --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
+@dataclass(frozen=True)
+class Latest:
+    """The latest record of each claim key in a ledger, and one problem per bad line."""
+
+    latest: dict[str, dict[str, Any]]
+    problems: list[str]
+
+
+def latest_of_chunks(chunks: Iterable[bytes], name: str) -> Latest:
+    """``latest_by_claim`` of the ledger whose bytes come as ``chunks``, never holding more than one line and
+    the latest record per key: a committed ledger of a million lines costs its keys' memory, not its own."""
+    latest: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for line in _stream_lines(chunks):
+        if line.problem is not None:
+            problems.append(f"{name}:{line.number}: {line.problem}")
+        if line.record is not None and (key := _record_key(line.record)) is not None:
+            latest[key] = line.record  # the order of first appearance, as latest_by_claim
+    return Latest(latest, problems)
+
+
+def read_latest(path: Path) -> Latest:
+    """``latest_of_chunks`` of the ledger file at ``path`` (missing: empty); only a regular file is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NO_WAIT)
+    except FileNotFoundError:
+        return Latest({}, [])
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise PhysverifyError(f"{visible(str(path))}: cannot read the ledger: {reason}") from None
+    try:
+        _require_regular(path, fd, "read")
+    except BaseException:  # close, then re-raise
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return latest_of_chunks(iter(lambda: handle.read(1 << 20), b""), str(path))
+        except OSError as exc:
+            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+
+
+def _stream_lines(chunks: Iterable[bytes]) -> Iterable[_Line]:
+    """The non-blank lines of the bytes in ``chunks``, parsed as ``_split_lines`` parses them."""
+    pending = b""
+    number = 0
+    bom_checked = False
+    for chunk in chunks:
+        pending += chunk
+        if not bom_checked:  # the mark can only be at the very start, once three bytes are in
+            if len(pending) < len(codecs.BOM_UTF8):
+                continue
+            pending, bom_checked = pending.removeprefix(codecs.BOM_UTF8), True
+        *whole, pending = pending.split(b"\n")
+        for raw in whole:
+            number += 1
+            if raw.strip():
+                yield _parse_line(number, raw, torn=False)
+    if not bom_checked:
+        pending = pending.removeprefix(codecs.BOM_UTF8)
+    if pending.strip():
+        yield _parse_line(number + 1, pending, torn=True)
 
 
 # --- keys ---------------------------------------------------------------------------
@@ -419,7 +489,7 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + bad
     _write_atomically(output, b"".join(raw + b"\n" for raw in body))
     problems = [
-        f"{path}:{line.number}: {line.problem} (copied to the end of {output})"
+        f"{path}:{line.number}: {line.problem}" + (f" (copied to the end of {output})" if line.record is None else "")
         for path, path_lines in lines
         for line in path_lines
         if line.problem is not None

@@ -28,13 +28,13 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from physverify import affected, claim, confirm, gate, isolate, ledger, repo
-from physverify.config import Config, load_config
-from physverify.errors import UsageError
+from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
+from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import REMOVED, TRANSITIONS, UNCHANGED
 from physverify.verdict import EXIT_FINDING, EXIT_OK, evidence
 
@@ -141,6 +141,9 @@ class Baseline:
     latest: Mapping[str, Mapping[str, Any]]
     ref: str | None  # the commit it was read at; None: the working ledger (outside git, never committed)
     problems: tuple[str, ...] = ()
+    source: repo.Committed | None = None  # the committed ledger it was read from
+    path: Path | None = None  # where that ledger is in the tree (the baseline commit's own setting)
+    followed: Mapping[str, str] = field(default_factory=dict)  # a renamed claim's key -> its key in the baseline
 
 
 Progress = Callable[[ClaimRun, int, int], None]
@@ -229,31 +232,102 @@ def default_ledger(first: Config) -> Path:
 
 
 # --- baseline ---------------------------------------------------------------------------
-def load_baseline(ledger_path: Path, ref: str | None) -> Baseline:
+def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | None = None) -> Baseline:
     """The ledger the run is judged against, read once before anything runs.
 
     ``ref`` given: the ledger as committed there (none there: every claim is new). No
     ref: as committed at HEAD, or the working ledger outside git or before it was ever
-    committed.
+    committed. ``committed_path`` is where the ledger is in the commit (default: where
+    this run writes it); the committed blob is streamed, and only the latest line per
+    claim is kept (issue 21, item 11).
     """
+    at = committed_path or ledger_path
     if ref is not None:
-        data = repo.file_at(ledger_path, ref)
+        found = repo.blob_at(at, ref)
         used: str | None = ref
     else:
-        data = repo.committed_at_head(ledger_path)
-        used = "HEAD" if data is not None else None
+        found = repo.blob_at_head(at)
+        used = "HEAD" if found is not None else None
     if used is None:
-        read = ledger.read_ledger(ledger_path)
-        name = str(ledger_path)
-    else:
-        name = f"{ledger_path}@{used}"
-        read = ledger.parse_ledger(data or b"", name)  # the one tolerant reader, as for the file
-    return Baseline(ledger.latest_by_claim(read.records), used, tuple(read.problems))
+        read = ledger.read_latest(ledger_path)
+        return Baseline(read.latest, None, tuple(read.problems))
+    name = f"{at}@{used}"
+    read = ledger.latest_of_chunks(found.chunks() if found is not None else (), name)  # the one tolerant reader
+    return Baseline(read.latest, used, tuple(read.problems), found, at)
 
 
-def _recorded(ledger_path: Path) -> dict[str, dict[str, Any]]:
-    """The working ledger's latest line per claim: what a line is compared with before it is written."""
-    return ledger.latest_by_claim(ledger.read_ledger(ledger_path).records)
+def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
+    """Where the baseline commit keeps the ledger: its own physverify.yaml's ``ledger``, else its default.
+
+    A change that moves the ledger in physverify.yaml must not move the gate's memory with
+    it (issue 21, item 9), so the commit's copy decides. A --ledger the caller gives is
+    the caller's choice, kept. A copy that cannot be read gives a warning and ``target``.
+    """
+    if explicit:
+        return target, []
+    where = first.folder / CONFIG_NAME
+    try:
+        found = repo.blob_at(where, ref) if ref is not None else repo.blob_at_head(where)
+        if found is None:  # no settings in that commit: its default place
+            return first.folder / ledger.DEFAULT_LEDGER, []
+        if found.size > (1 << 20):
+            raise PhysverifyError(f"{where}@{found.ref}: larger than 1 MiB")
+        text = b"".join(found.chunks()).decode("utf-8")
+        setting = ledger_setting(first.folder, text, Path(f"{where}@{found.ref}"))
+    except UsageError:
+        raise  # a ref that names no commit: the same error the ledger's reading gives
+    except (PhysverifyError, UnicodeDecodeError) as exc:
+        return target, [f"{where}: its committed copy cannot give the baseline's ledger ({exc}); reading the "
+                        f"baseline from {target}"]
+    return (setting if setting is not None else first.folder / ledger.DEFAULT_LEDGER), []
+
+
+def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
+    """The working ledger's latest line per claim: what a line is compared with before it is written.
+
+    Read once: when the working ledger holds the committed bytes (the usual case), it is
+    the baseline already read (issue 21, item 11).
+    """
+    if baseline.source is not None and baseline.path == ledger_path and baseline.source.same_as(ledger_path):
+        return baseline.latest
+    return ledger.read_latest(ledger_path).latest
+
+
+def follow_renames(baseline: Baseline, planned: Sequence[_Planned]) -> Baseline:
+    """``baseline`` with each renamed claim's line under its new key too, so moving a file keeps its history.
+
+    A claim whose key has no baseline line takes the line of a key whose file is gone: the
+    one git's rename detection names (between the baseline commit and the working tree),
+    else the only one recorded with the same content hash (issue 21, item 9).
+    """
+    missing = [item for item in planned if item.key not in baseline.latest]
+    if not missing:
+        return baseline
+    current = {item.key for item in planned}
+    gone = {key for key in baseline.latest if key not in current}
+    if not gone:
+        return baseline
+    renames: dict[Path, dict[str, str]] = {}
+    if baseline.ref is not None:
+        for root in {item.root for item in missing}:
+            renames[root] = repo.renamed_since(root, baseline.ref)
+    by_hash: dict[str, list[str]] = {}
+    for key in sorted(gone):
+        digest = baseline.latest[key].get("claim_sha256")
+        if isinstance(digest, str):
+            by_hash.setdefault(digest, []).append(key)
+    followed: dict[str, str] = {}
+    for item in missing:
+        old = renames.get(item.root, {}).get(item.key)
+        if old not in gone:
+            same = by_hash.get(claim.sha256_or_none(item.path) or "", [])
+            old = same[0] if len(same) == 1 else None
+        if old is not None and old not in followed.values() and _gone(item.root / old):
+            followed[item.key] = old
+    if not followed:
+        return baseline
+    latest = {**baseline.latest, **{new: baseline.latest[old] for new, old in followed.items()}}
+    return replace(baseline, latest=latest, followed=followed)
 
 
 # --- planning ---------------------------------------------------------------------------
@@ -283,9 +357,12 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Pla
 
 def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str], shard: tuple[int, int] | None,
              fail_on: frozenset[str]) -> list[ClaimRun]:
-    """Baseline claims under the replayed folders whose file is gone, and that existed at the baseline commit."""
+    """Baseline claims under the replayed folders whose file is gone, and that existed at the baseline commit.
+
+    A claim renamed in this run is followed (``follow_renames``), not removed.
+    """
     runs = []
-    seen = set(planned)
+    seen = set(planned) | set(baseline.followed.values())
     for cfg in configs:
         root = repo.root_for(cfg.folder)
         prefix = repo.relative_key(cfg.folder, root) or ""
@@ -433,9 +510,17 @@ def replay(
     target = Path(ledger) if ledger is not None else default_ledger(first)
     if not dry_run:
         _check_ledger(target)  # found before the claims run, not after
-    before = load_baseline(target, baseline)
-    warnings = list(before.problems) + _baseline_note(before, target)
+    committed, moved = committed_ledger(first, target, ledger is not None, baseline)
+    before = load_baseline(target, baseline, committed)
+    warnings = list(before.problems) + moved + _baseline_note(before, target)
+    if before.path is not None and before.path != target:
+        warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
+                        f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
+    recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
     planned = _plan(configs, shard_kn)
+    before = follow_renames(before, planned)
+    warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
+                 for new, old in before.followed.items()]
     if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
         warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
                      for cfg in configs if not any(item.config is cfg for item in planned)]
@@ -443,7 +528,6 @@ def replay(
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before.latest, changed)
-    recorded = before.latest if before.ref is None else _recorded(target)  # the working ledger, read once
     run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, isolation)
     runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
     runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on)

@@ -17,11 +17,11 @@ them from the environment a claim runs in.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
-from physverify.errors import UsageError
+from physverify.errors import PhysverifyError, UsageError
 
 # The variables git itself treats as local to one repository: `git rev-parse --local-env-vars`
 # prints this list (git 2.39). A child given any of them would work on the hook's repository.
@@ -150,29 +150,121 @@ def _shallow(repo: Any) -> bool:
 
 def file_at(path: Path, ref: str) -> bytes | None:
     """The bytes of ``path`` as committed at ``ref`` (None when it was not there); UsageError outside git."""
+    found = blob_at(path, ref)
+    return None if found is None else b"".join(found.chunks())
+
+
+def committed_at_head(path: Path) -> bytes | None:
+    """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
+    found = blob_at_head(path)
+    return None if found is None else b"".join(found.chunks())
+
+
+# The modes of a file in a tree: a regular file, an executable one. A link (120000) is a blob
+# too, whose bytes are the link's target; a gitlink (160000) is a commit of another repository.
+_FILE_MODES = (0o100644, 0o100755)
+_CHUNK = 1 << 20
+
+
+class Committed:
+    """A regular file as committed at a ref: its blob, read a block at a time."""
+
+    def __init__(self, blob: Any, ref: str) -> None:
+        self.blob = blob
+        self.ref = ref
+
+    @property
+    def size(self) -> int:
+        return int(self.blob.size)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes, a block at a time: a large ledger is never one bytes object (issue 21, item 11)."""
+        stream = self.blob.data_stream
+        while chunk := stream.read(_CHUNK):
+            yield bytes(chunk)
+
+    def same_as(self, path: Path) -> bool:
+        """True when the file at ``path`` holds these bytes: git's blob id of it is this one's."""
+        import hashlib
+
+        from physverify.claim import open_regular
+
+        try:
+            with open_regular(path) as handle:
+                if os.fstat(handle.fileno()).st_size != self.size:
+                    return False
+                digest = hashlib.new(_hash_name(self.blob.hexsha))
+                digest.update(b"blob %d\0" % self.size)
+                for block in iter(lambda: handle.read(_CHUNK), b""):
+                    digest.update(block)
+        except (OSError, ValueError):
+            return False
+        return bool(digest.hexdigest() == self.blob.hexsha)
+
+
+def _hash_name(hexsha: str) -> str:
+    return "sha256" if len(hexsha) == 64 else "sha1"
+
+
+def blob_at(path: Path, ref: str) -> Committed | None:
+    """``path`` as committed at ``ref`` (None when absent); UsageError outside git or for a ref that names no
+    commit, PhysverifyError when the entry there is not a regular file (a gitlink, a link, a folder)."""
     repo = _require_repo(path.parent, "--baseline", ref)
     found = resolve(repo, ref, "--baseline")
     relative = relative_key(path, Path(repo.working_tree_dir))
     if relative is None:
         raise UsageError(f"--baseline {ref}: {path} is not inside the repository {repo.working_tree_dir}")
-    return _blob(found, relative)
+    return _committed(found, relative, ref)
 
 
-def committed_at_head(path: Path) -> bytes | None:
+def blob_at_head(path: Path) -> Committed | None:
     """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
     repo = open_repo(path.parent)
     if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
         return None
     relative = relative_key(path, Path(repo.working_tree_dir))
-    return None if relative is None else _blob(repo.head.commit, relative)
+    return None if relative is None else _committed(repo.head.commit, relative, "HEAD")
+
+
+def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
+    """The regular file at ``relative`` in ``commit``'s tree, None when the tree has nothing there.
+
+    Anything else there is refused: read as a file, a gitlink or a link gave an empty or
+    foreign ledger, so every claim was new and a regression passed (issue 21, item 9).
+    """
+    try:
+        entry = commit.tree[relative]
+    except KeyError:
+        return None
+    if entry.type != "blob" or entry.mode not in _FILE_MODES:
+        kind = {"submodule": "a gitlink", "commit": "a gitlink",
+                "tree": "a folder"}.get(entry.type, "a symbolic link")
+        raise PhysverifyError(f"{relative}@{ref}: is {kind} in that commit, not a file; the committed ledger cannot "
+                              "be read from it")
+    return Committed(entry, ref)
 
 
 def _blob(commit: Any, relative: str) -> bytes | None:
     """The bytes of the file at ``relative`` in ``commit``'s tree, or None when the tree has none there."""
-    try:
-        return bytes(commit.tree[relative].data_stream.read())
-    except KeyError:
-        return None
+    found = _committed(commit, relative, str(commit.hexsha)[:12])
+    return None if found is None else b"".join(found.chunks())
+
+
+def renamed_since(root: Path, ref: str) -> dict[str, str]:
+    """Files renamed between ``ref`` and the working tree (git's rename detection): new key -> old key,
+    both relative to ``root``. Staged and committed renames count; an untracked new file is not in git's view."""
+    repo = open_repo(root)
+    if repo is None or repo.working_tree_dir is None:
+        return {}
+    found = resolve(repo, ref, "--baseline")
+    git_root = Path(repo.working_tree_dir)
+    renames: dict[str, str] = {}
+    for diff in found.diff(None, M=True):
+        if diff.renamed_file and diff.rename_from and diff.rename_to:
+            new, old = relative_key(git_root / diff.rename_to, root), relative_key(git_root / diff.rename_from, root)
+            if new is not None and old is not None:
+                renames[new] = old
+    return renames
 
 
 def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
