@@ -102,8 +102,12 @@ def import_roots(claim_folder: Path, root: Path) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(r.resolve() for r in roots))
 
 
-def commit(root: Path) -> str | None:
-    """HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None."""
+def commit(root: Path, *, untrusted: bool = False) -> str | None:
+    """HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None.
+
+    ``untrusted``: the repository's own configuration may not make git run anything here
+    (``untrusted_dirty``); the sandbox asks this on the host before the sandbox starts.
+    """
     sandbox = os.environ.get("PHYSVERIFY_REPO_COMMIT")
     if sandbox:  # the container has the files but not the .git folder (sandbox/README.md)
         return sandbox
@@ -114,10 +118,74 @@ def commit(root: Path) -> str | None:
 
     try:
         # Untracked files do not count: a new scratch file does not change what HEAD's code does.
-        dirty = repo.is_dirty(index=True, working_tree=True, untracked_files=False)
+        dirty = untrusted_dirty(repo) if untrusted else repo.is_dirty(index=True, working_tree=True,
+                                                                       untracked_files=False)
     except git.GitCommandError:  # e.g. git's "dubious ownership" refusal: the state is unknown, so null
         return None
+    if dirty is None:
+        return None
     return str(repo.head.commit.hexsha) + ("-dirty" if dirty else "")
+
+
+# Settings of a received .git/config that make `git diff` run a command of the repository's
+# choosing on the host: the fsmonitor hook (run on every index refresh), hooks, an external
+# diff, and the drivers .gitattributes names (filter.X.clean runs when git hashes a stat-dirty
+# file; diff.X.command and diff.X.textconv). They are overridden at command-line scope, which
+# outranks every file git reads (issue 21, item 7).
+_NEUTRAL = {"core.fsmonitor": "false", "core.hooksPath": os.devnull, "diff.external": "", "core.pager": "cat",
+            "core.untrackedCache": "false", "core.sshCommand": "false", "core.askPass": "", "credential.helper": ""}
+_DRIVER_KEYS = {"filter": ("clean", "smudge", "process"), "diff": ("command", "textconv")}
+_GIT_LIMIT_S = 60  # a config that includes a FIFO would block git's read for ever
+
+
+def untrusted_dirty(repo: Any) -> bool | None:
+    """Whether tracked files differ from HEAD, asked of git so that the repository's configuration runs nothing.
+
+    None when git could not answer within its limit. Submodules count by the commit recorded
+    (``--ignore-submodules=dirty``): looking inside one would read its own configuration.
+    """
+    import git
+
+    drivers = _driver_names(repo)
+    if drivers is None:
+        return None
+    env = _neutral_env(drivers)
+    options = ["--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
+    for staged in (["--cached"], []):
+        status, _, _ = repo.git.execute(["git", "diff", *staged, *options], with_exceptions=False,
+                                        with_extended_output=True, env=env, kill_after_timeout=_GIT_LIMIT_S)
+        if status == 1:
+            return True
+        if status != 0:
+            raise git.GitCommandError(["git", "diff", *staged], status)
+    return False
+
+
+def _driver_names(repo: Any) -> dict[str, set[str]] | None:
+    """The filter and diff driver names every configuration file git reads defines (includes too), as git
+    lists them; None when git could not list them (then nothing else is asked of it)."""
+    status, out, _ = repo.git.execute(["git", "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],
+                                      with_exceptions=False, with_extended_output=True, env=_neutral_env({}),
+                                      kill_after_timeout=_GIT_LIMIT_S, strip_newline_in_stdout=False)
+    names: dict[str, set[str]] = {"filter": set(), "diff": set()}
+    for key in (out or "").split("\0"):
+        section, _, rest = key.partition(".")
+        name, dot, _ = rest.rpartition(".")
+        if section in names and dot and name:
+            names[section].add(name)
+    return names if status in (0, 1) else None  # 1: no such key
+
+
+def _neutral_env(drivers: Mapping[str, set[str]]) -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY/VALUE for _NEUTRAL and every driver's command keys (no quoting can break them)."""
+    pairs = list(_NEUTRAL.items())
+    pairs += [(f"{section}.{name}.{key}", "") for section, keys in _DRIVER_KEYS.items()
+              for name in sorted(drivers.get(section, ())) if name for key in keys]
+    pairs += [(f"filter.{name}.required", "false") for name in sorted(drivers.get("filter", ())) if name]
+    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
 
 
 def _require_repo(folder: Path, flag: str, ref: str) -> Any:
