@@ -59,3 +59,9 @@ def small_repo(tmp_path: Path) -> git.Repo:
     repository.index.add(["solver.py", "claims/a.py"])
     repository.index.commit("solver and a claim")
     return repository
+
+
+@pytest.fixture(params=("fresh", "fork"))
+def isolation(request: pytest.FixtureRequest) -> str:
+    """Every isolation property holds for the fresh child and for the forked one (issue 11): isolate.ISOLATION_MODES."""
+    return str(request.param)

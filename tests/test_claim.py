@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify import affected, specscan
+from physverify import affected, claim as claim_module, specscan
 from physverify.claim import (
     FILL_IN,
     MAX_CLAIM_BYTES,
@@ -149,7 +149,7 @@ def test_a_fifo_or_a_device_named_like_a_claim_is_a_load_error_at_once(tmp_path:
     error = _within_a_minute(lambda: pytest.raises(ClaimLoadError, read_claim, path).value)
     assert str(error) == f"{path}: cannot be read: it is {'a FIFO' if kind == 'FIFO' else 'a device or socket'}, not a regular file"
     assert _within_a_minute(lambda: binds_claim(path)) is False  # discovery skips it
-    assert _within_a_minute(lambda: specscan.reference_notes(path, GOOD_CLAIM)) == []
+    assert _within_a_minute(lambda: claim_module.reference_notes(path, GOOD_CLAIM)) == []
 
 
 def test_bytes_that_are_not_utf8_are_a_load_error_with_the_hash(tmp_path: Path) -> None:
@@ -209,7 +209,7 @@ def test_a_claim_file_is_parsed_once_for_all_its_static_readers(tmp_path: Path, 
     path = write(tmp_path, claim_source() + f"# {tmp_path}\n")  # content no other test has parsed
     assert binds_claim(path)
     claim_file = read_claim(path)
-    assert specscan.reference_notes(path, claim_file.claim) == []
+    assert claim_module.reference_notes(path, claim_file.claim) == []
     assert affected.target_of(path) == "solver.py"
     assert affected.import_closure(path, tmp_path) == {path.resolve()}
     assert binds_claim(path) and read_claim(path) == claim_file
@@ -348,7 +348,7 @@ def test_any_bytes_give_a_claim_or_a_load_error(tmp_path: Path, data: bytes) -> 
     outcome = loads_or_load_error(write(tmp_path, data))
     assert isinstance(binds_claim(tmp_path / "claim_x.py"), bool)
     if isinstance(outcome, ClaimFile):
-        assert isinstance(specscan.reference_notes(outcome.path, outcome.claim), list)
+        assert isinstance(claim_module.reference_notes(outcome.path, outcome.claim), list)
     assert affected.import_closure(tmp_path / "claim_x.py", tmp_path) >= {(tmp_path / "claim_x.py").resolve()}
 
 

@@ -1,4 +1,4 @@
-"""specscan.reference_notes: rule 1's static heuristic, with true and false positives."""
+"""claim.reference_notes (specscan.notes_in): rule 1's static heuristic, with true and false positives."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify.specscan import reference_notes
+from physverify.claim import reference_notes
 
 CLAIM = {"file": "oscillator.py", "line": 10}
 

@@ -458,7 +458,7 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
     if found is None:
         return None, None
     if OBJECT_NAME.fullmatch(found) is None:
-        return None, (f"baseline {visible(found)[:80]!r}: the event's base is not a hexadecimal object name; "
+        return None, (f"baseline '{visible(found)[:80]}': the event's base is not a hexadecimal object name; "
                       "comparing with the ledger as committed at HEAD")
     return repo.reachable(found, workspace)
 

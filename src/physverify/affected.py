@@ -33,16 +33,12 @@ def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) 
 
 def claim_values(claim_path: Path) -> Mapping[str, Any] | None:
     """CLAIM read statically, also from a claim that fails to load; None when not even that could be read."""
-    try:
-        return claim.read_claim(claim_path).claim
-    except claim.ClaimLoadError as exc:
-        return exc.claim
+    return claim.read(claim_path).claim
 
 
 def target_of(claim_path: Path) -> str | None:
     """The claim's target ``file`` read statically (also from a claim that fails to load), or None."""
-    file = (claim_values(claim_path) or {}).get("file")
-    return file if isinstance(file, str) else None
+    return claim.read(claim_path).target
 
 
 def imported_names(source: str) -> list[claim.Import]:
@@ -96,8 +92,11 @@ def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...],
     return []
 
 
-def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
-    """Every file inside the repository that importing ``claim_path`` can run, the claim included."""
+def import_closure(claim_path: Path, repo_root: Path, imports: Sequence[claim.Import] | None = None) -> frozenset[Path]:
+    """Every file inside the repository that importing ``claim_path`` can run, the claim included.
+
+    ``imports`` are the claim's own (from its reading); read from the file when not given.
+    """
     roots = repo.import_roots(claim_path.parent, repo_root)
     root = repo_root.resolve()
     start = claim_path.resolve()
@@ -108,11 +107,27 @@ def import_closure(claim_path: Path, repo_root: Path) -> frozenset[Path]:
         if current in seen or not current.is_relative_to(root):
             continue  # numpy, the standard library: outside the repository, never our change
         seen.add(current)
-        # the claim's imports come from claim.py's one parse of it, which also bounds its size
-        imports = claim.static_imports(current) if current == start else _imports_of(current)
-        for level, module, names in imports:
+        # the claim's imports come from its reading (claim.py's one parse), which also bounds its size
+        if current == start:
+            found = list(imports) if imports is not None else claim.static_imports(current)
+        else:
+            found = _imports_of(current)
+        for level, module, names in found:
             todo.extend(_resolve(current, level, module, names, roots))
     return frozenset(seen)
+
+
+def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path]) -> list[tuple[str, tuple[str, ...]]]:
+    """(module, names) of every absolute import in the claim's closure that no file under ``roots`` provides.
+
+    What the fork server may preload for the claim: numpy, scipy, an installed library.
+    """
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for file in import_closure(claim_path, repo_root):
+        for level, module, names in _imports_of(file):
+            if level == 0 and module and not _resolve(file, 0, module, names, roots):
+                found.append((module, names))
+    return found
 
 
 def _imports_of(path: Path) -> list[claim.Import]:
@@ -135,10 +150,11 @@ def _parsed_imports(path: Path, mtime_ns: int, size: int) -> list[claim.Import]:
 
 
 def claim_inputs(
-    claim_path: Path, repo_root: Path, target: str | None, config_file: Path | None
+    claim_path: Path, repo_root: Path, target: str | None, config_file: Path | None,
+    imports: Sequence[claim.Import] | None = None,
 ) -> frozenset[str]:
     """The repository keys whose change re-runs the claim: closure, target file, physverify.yaml."""
-    paths = set(import_closure(claim_path, repo_root))
+    paths = set(import_closure(claim_path, repo_root, imports))
     if target:  # spec section 3: relative to the root, else next to the claim file
         paths.update((repo_root / target, claim_path.parent / target))
     if config_file is not None:

@@ -28,10 +28,12 @@ import stat
 import threading
 import tokenize
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
+from physverify import specscan
 from physverify.errors import PhysverifyError
 from physverify.text import clip
 
@@ -76,28 +78,125 @@ class ClaimFile:
 
 
 # --- reading --------------------------------------------------------------------------
-Import = tuple[int, str, tuple[str, ...]]  # (level, module, names); level > 0 is a relative import
+Import = specscan.Import  # (level, module, names); level > 0 is a relative import
 
 
 @dataclass(frozen=True)
-class _Reading:
-    """What the static readers need from one version of a file, taken from one parse."""
+class StaticReading:
+    """What the static readers need from one content of a file, taken from one parse.
 
-    names: frozenset[str] | None  # bound at the top level; None when the file cannot be parsed
+    It depends on the bytes alone (never on the path, the repository or a run), so it is
+    what cache.py may keep between runs, keyed by the content's hash.
+    """
+
+    binds: bool  # discovery: the top level binds CLAIM (or, unparsable, a line starts with a CLAIM binding)
     claim: dict[str, Any] | None  # the readable part of CLAIM, for the ledger
     problem: str | None  # why it is not a loadable claim (the message after "<path>: ")
     imports: tuple[Import, ...]
     notes: tuple[str, ...]  # specscan's reference notes for the file's own CLAIM["file"]
 
 
+@dataclass(frozen=True)
+class ClaimReading:
+    """One claim file as discovery read it, once: every later step of a run uses this value.
+
+    ``sha256`` is None when the file could not be read; ``problem`` is the whole load
+    error ("<path>: ...") or None for a loadable claim.
+    """
+
+    path: Path
+    sha256: str | None
+    binds: bool
+    claim: dict[str, Any] | None
+    problem: str | None
+    imports: tuple[Import, ...] = ()
+    notes: tuple[str, ...] = ()
+    blob: str | None = None  # git's object id for the same bytes, so cache.py can key by the index's ids
+
+    @property
+    def static(self) -> StaticReading:
+        """The part that depends on the content alone (what cache.py keeps)."""
+        problem = self.problem
+        if problem is not None and problem.startswith(f"{self.path}: "):
+            problem = problem[len(f"{self.path}: "):]
+        return StaticReading(self.binds, _copy(self.claim), problem, self.imports, self.notes)
+
+    @property
+    def target(self) -> str | None:
+        """CLAIM["file"], also from a claim that fails to load; None when it is not a string."""
+        file = (self.claim or {}).get("file")
+        return file if isinstance(file, str) else None
+
+    def load(self) -> ClaimFile:
+        """The validated claim; ClaimLoadError (carrying what could be read) when it does not load."""
+        if self.problem is not None:
+            raise ClaimLoadError(self.problem, claim=_copy(self.claim), sha256=self.sha256)
+        return ClaimFile(self.path, str(self.sha256), dict(self.claim or {}))
+
+
 def read_claim(path: Path) -> ClaimFile:
     """Return the validated CLAIM of ``path``, read statically; raise ClaimLoadError otherwise."""
+    return read(path).load()
+
+
+class Store(Protocol):
+    """Where readings are kept between runs, by the content's SHA-256 (cache.py's ``Cache``)."""
+
+    def get(self, key: str) -> tuple[str, StaticReading] | None: ...
+
+    def put(self, key: str, sha256: str, reading: StaticReading) -> None: ...
+
+
+def read(path: Path, store: Store | None = None) -> ClaimReading:
+    """Read ``path`` once: its hash, CLAIM, imports and reference notes; never raises for a bad file.
+
+    A parse is kept in memory per content (``static_reading``) and, given a ``store``, on
+    disk under ``sha256:<hash>``: the file is always read and hashed, only the parse is saved.
+    """
     if path.suffix != ".py":
-        raise ClaimLoadError(f"{path}: a claim file must end in .py", sha256=sha256_or_none(path))
-    digest, reading = _read(path)
-    if reading.problem is not None:
-        raise ClaimLoadError(f"{path}: {reading.problem}", claim=_copy(reading.claim), sha256=digest)
-    return ClaimFile(path, digest, dict(reading.claim or {}))
+        return ClaimReading(path, sha256_or_none(path), False, None, f"{path}: a claim file must end in .py")
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(MAX_CLAIM_BYTES + 1)
+            if len(data) > MAX_CLAIM_BYTES:  # hash the whole file for the ledger, a block at a time
+                return _too_large(path, handle)
+    except _NotRegularFile as exc:  # a FIFO or a device named *.py is no claim file; discovery skips it
+        return ClaimReading(path, None, False, None, f"{path}: cannot be read: {exc.strerror or exc}")
+    except OSError as exc:  # unreadable: a claim to report, not a helper to skip
+        return ClaimReading(path, None, True, None, f"{path}: cannot be read: {exc.strerror or exc}")
+    digest = hashlib.sha256(data).hexdigest()
+    static = remembered(digest)
+    if static is None and store is not None:
+        kept = store.get(f"sha256:{digest}")
+        static = kept[1] if kept is not None and kept[0] == digest else None
+        if static is not None:
+            with _PARSE_LOCK:
+                remember(digest, static)
+    if static is None:
+        static = static_reading(data, digest)
+        if store is not None:
+            store.put(f"sha256:{digest}", digest, static)
+    return with_path(path, digest, static, git_blob_id(data))
+
+
+def git_blob_id(data: bytes) -> str:
+    """The object id git gives these bytes as a file (``git hash-object``): SHA-1 of "blob <size>\\0" and the bytes."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def with_path(path: Path, sha256: str, static: StaticReading, blob: str | None = None) -> ClaimReading:
+    """The ClaimReading of ``path`` whose content (of hash ``sha256``) reads as ``static``."""
+    problem = None if static.problem is None else f"{path}: {static.problem}"
+    return ClaimReading(path, sha256, static.binds, _copy(static.claim), problem, static.imports, static.notes, blob)
+
+
+def _too_large(path: Path, handle: BinaryIO) -> ClaimReading:
+    handle.seek(0)
+    digest = _sha256_of(handle)
+    size = handle.tell()
+    problem = (f"{path}: is {size:,} bytes; a claim file may hold at most {MAX_CLAIM_BYTES:,} bytes (1 MiB), "
+               "so keep large data in a file the claim reads")
+    return ClaimReading(path, digest, _has_claim_line(path), None, problem)
 
 
 def binds_claim(path: Path) -> bool:
@@ -108,33 +207,47 @@ def binds_claim(path: Path) -> bool:
     reported rather than the file being skipped as a helper. A FIFO or a device is not a
     file at all and never counts: reading it would wait or never end.
     """
-    try:
-        _, reading = _read(path)
-    except ClaimLoadError:  # unreadable (counts), or too large to parse (its lines decide)
-        return _has_claim_line(path)
-    if reading.names is not None:
-        return "CLAIM" in reading.names
-    return _has_claim_line(path)
+    return read(path).binds
 
 
 def static_imports(path: Path) -> list[Import]:
     """Every import in the file, from its one parse; none when it cannot be read, is too large or does not parse."""
-    try:
-        _, reading = _read(path)
-    except ClaimLoadError:
-        return []
-    return list(reading.imports)
+    return list(read(path).imports)
 
 
 def own_reference_notes(path: Path, file: object) -> list[str] | None:
     """Return specscan's notes from the one parse when the file loads and its CLAIM names ``file``; else None."""
-    try:
-        _, reading = _read(path)
-    except ClaimLoadError:
-        return None
+    reading = read(path)
     if reading.problem is not None or reading.claim is None or reading.claim.get("file") != file:
         return None
     return list(reading.notes)
+
+
+def reference_notes(path: Path, values: Mapping[str, Any]) -> list[str]:
+    """Rule 1's notes for the claim file ``path`` whose CLAIM is ``values`` (specscan.py's heuristic).
+
+    When the file's own CLAIM names the same target, the notes come from its one parse;
+    otherwise (a caller asking about another target) the file is parsed for the question.
+    """
+    file = values.get("file")
+    if not specscan.module_names(file):
+        return []
+    own = own_reference_notes(path, file)
+    if own is not None:
+        return own
+    tree = _tree_or_none(path)
+    return [] if tree is None else specscan.notes_in(tree, file)  # read_claim reports an unreadable file
+
+
+def _tree_or_none(path: Path) -> ast.Module | None:
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(MAX_CLAIM_BYTES + 1)
+        if len(data) > MAX_CLAIM_BYTES:  # read_claim refuses it, naming the size
+            return None
+        return parse_module(data, str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):  # read_claim reports these
+        return None
 
 
 def _copy(claim: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -156,26 +269,6 @@ def _sha256_of(handle: BinaryIO) -> str:
     for block in iter(lambda: handle.read(1 << 16), b""):
         digest.update(block)
     return digest.hexdigest()
-
-
-def _read(path: Path) -> tuple[str, _Reading]:
-    """Return the file's SHA-256 and its reading; raise ClaimLoadError when it cannot be read or is too large."""
-    try:
-        with open_regular(path) as handle:
-            data = handle.read(MAX_CLAIM_BYTES + 1)
-            if len(data) > MAX_CLAIM_BYTES:  # hash the whole file for the ledger, a block at a time
-                handle.seek(0)
-                digest = _sha256_of(handle)
-                size = handle.tell()
-                raise ClaimLoadError(
-                    f"{path}: is {size:,} bytes; a claim file may hold at most {MAX_CLAIM_BYTES:,} bytes (1 MiB), "
-                    "so keep large data in a file the claim reads",
-                    sha256=digest,
-                )
-    except OSError as exc:
-        raise ClaimLoadError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    digest = hashlib.sha256(data).hexdigest()
-    return digest, _reading(data, digest)
 
 
 def open_regular(path: Path) -> BinaryIO:
@@ -224,45 +317,56 @@ def _has_claim_line(path: Path) -> bool:
 
 
 # Readings by SHA-256; each is a few hundred bytes (the CLAIM values, the imports, the notes).
-_READINGS: OrderedDict[str, _Reading] = OrderedDict()
-_READINGS_KEPT = 512
+# 10,000 claims of one repository fit, so a long-lived process (the MCP server) parses each once.
+_READINGS: OrderedDict[str, StaticReading] = OrderedDict()
+_READINGS_KEPT = 16384
 
 
-def _reading(data: bytes, digest: str) -> _Reading:
-    """Return the reading of ``data``, parsed only the first time this content is seen."""
+def static_reading(data: bytes, digest: str) -> StaticReading:
+    """Return the reading of ``data`` (whose SHA-256 is ``digest``), parsed only the first time this content is seen."""
     with _PARSE_LOCK:  # one parse per content even when several threads ask at once
         reading = _READINGS.get(digest)
         if reading is None:
             reading = _read_source(data)
-            _READINGS[digest] = reading
-            while len(_READINGS) > _READINGS_KEPT:
-                _READINGS.popitem(last=False)
+            remember(digest, reading)
         _READINGS.move_to_end(digest)
         return reading
 
 
-def _read_source(data: bytes) -> _Reading:
+def remember(digest: str, reading: StaticReading) -> None:
+    """Keep ``reading`` in memory for the content of SHA-256 ``digest`` (call with _PARSE_LOCK held)."""
+    _READINGS[digest] = reading
+    while len(_READINGS) > _READINGS_KEPT:
+        _READINGS.popitem(last=False)
+
+
+def remembered(digest: str) -> StaticReading | None:
+    """The reading kept in memory for the content of SHA-256 ``digest``, if any."""
+    with _PARSE_LOCK:
+        found = _READINGS.get(digest)
+        if found is not None:
+            _READINGS.move_to_end(digest)
+        return found
+
+
+def _read_source(data: bytes) -> StaticReading:
     """Parse ``data`` once and take from the tree what every static reader needs (call with _PARSE_LOCK held)."""
     try:
         tree = _parse(data)
     except _Problem as exc:
-        return _Reading(None, None, str(exc), (), ())
+        return StaticReading(_CLAIM_LINE.search(data) is not None, None, str(exc), (), ())
     bindings = _top_level_bindings(tree)
-    imports = tuple(imports_in(tree))
+    binds = "CLAIM" in bindings
     try:
         claim = _claim_literal(bindings)
     except _Problem as exc:
-        return _Reading(frozenset(bindings), exc.claim, str(exc), imports, ())
+        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree)), ())
     problem = _claim_problem(claim) or _missing_function(bindings)
-    if problem is not None:
-        return _Reading(frozenset(bindings), claim, problem, imports, ())
-    from physverify import specscan  # here, not at the top: specscan reads trees through this module
-
     try:
-        notes = tuple(specscan.notes_in(tree, claim.get("file")))
+        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None)
     except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard
-        return _Reading(frozenset(bindings), claim, f"cannot be scanned for its reference: {clip(str(exc))}", imports, ())
-    return _Reading(frozenset(bindings), claim, None, imports, notes)
+        return StaticReading(binds, claim, f"cannot be scanned for its reference: {clip(str(exc))}", (), ())
+    return StaticReading(binds, claim, problem, tuple(imports), tuple(notes))
 
 
 class _Problem(Exception):
@@ -294,15 +398,7 @@ def _parse(data: bytes) -> ast.Module:
         raise _Problem(f"is nested too deeply to be read ({clip(str(exc)) or type(exc).__name__})") from None
 
 
-def imports_in(tree: ast.AST) -> list[Import]:
-    """Every import statement in ``tree``, also inside functions and blocks, as (level, module, names)."""
-    found: list[Import] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.extend((0, alias.name, ()) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
-    return found
+imports_in = specscan.imports_in  # the import statements of a tree: one walk, in specscan.py
 
 
 def _top_level_bindings(tree: ast.Module) -> dict[str, ast.stmt]:

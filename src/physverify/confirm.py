@@ -7,23 +7,21 @@ timeout check and the ledger write.
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from physverify import __version__, claim, isolate, repo, specscan
+from physverify import __version__, claim, isolate, repo, settings
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
-from physverify.errors import RefusedError, UsageError
+from physverify.errors import RefusedError
 from physverify.text import clean
 from physverify.verdict import Verdict, decide
 
-DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_TIMEOUT_S = settings.DEFAULT_TIMEOUT_S
 SANDBOX_HINT = "sandbox/README.md"
 
 
@@ -35,20 +33,12 @@ class Evaluation:
     verdict: Verdict
 
 
-def parse_timeout(value: object) -> float:
-    """A positive, finite number of seconds; UsageError for anything else (spec section 4)."""
-    try:
-        seconds = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise UsageError(f"--timeout must be a number of seconds, not {value!r}") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"--timeout must be a positive, finite number of seconds, not {value!r}")
-    return seconds
+parse_timeout = settings.parse_timeout  # its home is settings.py, with the other options
 
 
 def require_trust(trusted: bool) -> None:
     """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5)."""
-    if trusted or os.environ.get("PHYSVERIFY_REPO"):
+    if trusted or settings.sandbox_repo() is not None:
         return
     raise RefusedError(
         "refusing to run the code under test: pass --trusted if the code is yours or reviewed, "
@@ -82,36 +72,35 @@ def evaluate(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     allow_dependent_reference: str | None = None,
-    commit_of: Callable[[Path], str | None] = repo.commit,
     isolation: str | None = None,
     preload: Sequence[str] = (),
+    reading: claim.ClaimReading | None = None,
+    checkouts: repo.Checkouts | None = None,
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
-    ``commit_of`` looks up ``repo.commit`` for the root; replay passes one that remembers
-    the answer for the whole run. The root is always spec section 3's (CLAIM["repo"], else
-    the checkout holding the claim), so replay and confirm write the same fields.
+    ``reading`` is the claim as discovery read it (read here when not given), so the file
+    is read once per run; ``checkouts`` the run's repositories, each resolved once (a new
+    set when not given). The root is always spec section 3's (CLAIM["repo"], else the
+    checkout holding the claim), so replay and confirm write the same fields.
     ``isolation`` and ``preload`` go to isolate.run_child.
     """
     claim_path = Path(claim_path)
-    record = _base_record(claim_path, timeout_s)
-    try:
-        claim_file = claim.read_claim(claim_path)
-    except claim.ClaimLoadError as exc:
-        root = repo.claim_root(claim_path, exc.claim)
-        record.update(_claim_fields(exc.claim, root, claim_path, commit_of))
+    reading = reading if reading is not None else claim.read(claim_path)
+    checkout = (checkouts or repo.Checkouts()).for_claim(claim_path, reading.claim)
+    record = _base_record(claim_path, timeout_s, reading.sha256)
+    record.update(_claim_fields(reading.claim, checkout, claim_path))
+    if reading.problem is not None:
         record["stderr_tail"] = ""  # an error: a string, though nothing ran to write to stderr
-        return _finish(record, decide(load_error=str(exc)))
-    root = repo.claim_root(claim_path, claim_file.claim)
-    record.update(_claim_fields(claim_file.claim, root, claim_path, commit_of))
-    notes = specscan.reference_notes(claim_path, claim_file.claim)
+        return _finish(record, decide(load_error=reading.problem))
+    notes = list(reading.notes)  # rule 1, from the one parse of the file
     if allow_dependent_reference is not None:
         record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
         notes = []
     if notes:  # rule 1 is static: nothing runs
         return _finish(record, decide(dependent_notes=notes))
     # the claim's folder (run_child puts it first), the repository root, src/ when present
-    roots = repo.import_roots(claim_path.resolve().parent, root)[1:]
+    roots = repo.import_roots(claim_path.resolve().parent, checkout.root)[1:]
     child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env(),
                               isolation=isolation, preload=preload)
     return _finish(record, _decide_child(record, child, timeout_s, claim_path))
@@ -144,18 +133,17 @@ def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
 _PATH_FIELDS = ("claim_file", "claim_key")
 
 
-def _base_record(claim_path: Path, timeout_s: float) -> dict[str, Any]:
+def _base_record(claim_path: Path, timeout_s: float, sha256: str | None) -> dict[str, Any]:
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     record = _ledger.new_record(str(claim_path), date, __version__, timeout_s)
-    record["claim_sha256"] = claim.sha256_or_none(claim_path)
+    record["claim_sha256"] = sha256
     return record
 
 
-def _claim_fields(
-    values: Mapping[str, Any] | None, root: Path, claim_path: Path, commit_of: Callable[[Path], str | None]
-) -> dict[str, Any]:
+def _claim_fields(values: Mapping[str, Any] | None, checkout: repo.Checkout, claim_path: Path) -> dict[str, Any]:
     """The CLAIM fields, the claim's key, the target file's hash and the commit."""
-    fields: dict[str, Any] = {"claim_key": repo.claim_key(claim_path, root), "repo_commit": commit_of(root)}
+    root = checkout.root
+    fields: dict[str, Any] = {"claim_key": repo.claim_key(claim_path, root), "repo_commit": checkout.commit}
     if values is None:
         return fields  # the file could not be read at all: no CLAIM fields (spec section 3)
     for key in claim.REQUIRED_KEYS:

@@ -21,12 +21,11 @@ exclude and expect apply to the folder whose file names them.
 from __future__ import annotations
 
 import fnmatch
-import functools
 import hashlib
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -130,8 +129,13 @@ def _plural(n: int, noun: str) -> str:
 class _Planned:
     path: Path
     key: str
-    root: Path
+    checkout: repo.Checkout
     config: Config
+    reading: claim.ClaimReading
+
+    @property
+    def root(self) -> Path:
+        return self.checkout.root
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,23 @@ def _regular(path: Path) -> bool:
 
 def discover(folder: Path, exclude: Sequence[str] = ()) -> list[Path]:
     """Claim files under ``folder``: regular *.py files binding CLAIM at top level (read statically), sorted."""
+    return [reading.path for reading in read_claims(folder, exclude)]
+
+
+def read_claims(folder: Path, exclude: Sequence[str] = (),
+                read: Callable[[Path], claim.ClaimReading] = claim.read) -> Iterator[claim.ClaimReading]:
+    """The reading of each claim file under ``folder`` (``read`` reads each candidate once), sorted by path.
+
+    A generator, so the first claims can start while later ones are still being read.
+    """
+    for path in _candidates(folder, exclude):
+        reading = read(path)
+        if reading.binds:  # files without CLAIM are helpers
+            yield reading
+
+
+def _candidates(folder: Path, exclude: Sequence[str]) -> list[Path]:
+    """Regular *.py files under ``folder`` that may hold a claim (not _private, not excluded), sorted."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = [d for d in dirnames if not is_skipped_dir(d)]  # pruned, so a trap in .venv is never read
@@ -195,7 +216,7 @@ def discover(folder: Path, exclude: Sequence[str] = ()) -> list[Path]:
             path = Path(dirpath) / name
             relative = path.relative_to(folder).as_posix()
             if name.endswith(".py") and not name.startswith(("_", ".")) and not _excluded(relative, exclude):
-                if _regular(path) and claim.binds_claim(path):  # files without CLAIM are helpers
+                if _regular(path):
                     found.append(path)
     return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
 
@@ -320,7 +341,7 @@ def follow_renames(baseline: Baseline, planned: Sequence[_Planned]) -> Baseline:
     for item in missing:
         old = renames.get(item.root, {}).get(item.key)
         if old not in gone:
-            same = by_hash.get(claim.sha256_or_none(item.path) or "", [])
+            same = by_hash.get(item.reading.sha256 or "", [])  # the hash discovery read once
             old = same[0] if len(same) == 1 else None
         if old is not None and old not in followed.values() and _gone(item.root / old):
             followed[item.key] = old
@@ -332,7 +353,8 @@ def follow_renames(baseline: Baseline, planned: Sequence[_Planned]) -> Baseline:
 
 # --- planning ---------------------------------------------------------------------------
 def _affected(item: _Planned, changed: frozenset[str]) -> bool:
-    inputs = affected.claim_inputs(item.path, item.root, affected.target_of(item.path), item.config.path)
+    inputs = affected.claim_inputs(item.path, item.root, item.reading.target, item.config.path,
+                                   imports=item.reading.imports)
     return affected.is_affected(inputs, changed)
 
 
@@ -343,20 +365,22 @@ def _select(planned: list[_Planned], before: Mapping[str, Any], changed: frozens
     return [p for p in planned if p.key in keep], [p.key for p in planned if p.key not in keep]
 
 
-def _plan(configs: Sequence[Config], shard: tuple[int, int] | None) -> list[_Planned]:
+def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
+          read: Callable[[Path], claim.ClaimReading] = claim.read) -> list[_Planned]:
     planned: dict[Path, _Planned] = {}
     for cfg in configs:
-        for path in discover(cfg.folder, cfg.exclude):
+        for reading in read_claims(cfg.folder, cfg.exclude, read):
+            path = reading.path
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
-            root = repo.claim_root(path, affected.claim_values(path))
-            key = repo.claim_key(path, root)
+            checkout = checkouts.for_claim(path, reading.claim)
+            key = repo.claim_key(path, checkout.root)
             if (shard is None or in_shard(key, *shard)) and path.resolve() not in planned:
-                planned[path.resolve()] = _Planned(path, key, root, cfg)
+                planned[path.resolve()] = _Planned(path, key, checkout, cfg, reading)
     return list(planned.values())
 
 
 def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str], shard: tuple[int, int] | None,
-             fail_on: frozenset[str]) -> list[ClaimRun]:
+             fail_on: frozenset[str], checkouts: repo.Checkouts) -> list[ClaimRun]:
     """Baseline claims under the replayed folders whose file is gone, and that existed at the baseline commit.
 
     A claim renamed in this run is followed (``follow_renames``), not removed.
@@ -364,7 +388,7 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
     runs = []
     seen = set(planned) | set(baseline.followed.values())
     for cfg in configs:
-        root = repo.root_for(cfg.folder)
+        root = checkouts.for_folder(cfg.folder).root
         prefix = repo.relative_key(cfg.folder, root) or ""
         keys = [key for key in baseline.latest if key not in seen and (prefix in ("", ".") or key.startswith(prefix + "/"))
                 and _gone(root / key) and (shard is None or in_shard(key, *shard))]
@@ -429,16 +453,15 @@ def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | 
 
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
-            record_all: bool, total: int, progress: Progress | None,
+            record_all: bool, total: int, progress: Progress | None, checkouts: repo.Checkouts,
             isolation: str | None = None) -> Callable[[_Planned], ClaimRun]:
     lock = threading.Lock()
     done = [0]
-    # The commit (and its dirty flag) is looked up once per repository for the whole run,
-    # not once per claim: each lookup starts git processes (benchmarks/replay_bench.py).
-    commit_of = functools.lru_cache(maxsize=None)(repo.commit)
 
     def run_one(item: _Planned) -> ClaimRun:
-        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, commit_of=commit_of,
+        # the reading and checkout discovery resolved: the commit (and its dirty flag) is
+        # looked up once per repository for the whole run, each lookup starts git processes
+        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, reading=item.reading, checkouts=checkouts,
                                       isolation=isolation or item.config.isolation, preload=item.config.preload)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         run = _judge(item, evaluation.record, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
@@ -517,7 +540,8 @@ def replay(
         warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
                         f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
     recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
-    planned = _plan(configs, shard_kn)
+    checkouts = repo.Checkouts()
+    planned = _plan(configs, shard_kn, checkouts)
     before = follow_renames(before, planned)
     warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
                  for new, old in before.followed.items()]
@@ -528,9 +552,10 @@ def replay(
     if changed_since is not None or files is not None or pre_commit:
         changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
         planned, skipped = _select(planned, before.latest, changed)
-    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, isolation)
+    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, checkouts,
+                      isolation)
     runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
-    runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on)
+    runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on, checkouts)
     written = sum(run.recorded for run in runs)
     failed = any(run.failures for run in runs) or (pre_commit and written > 0)
     return ReplayResult(

@@ -17,11 +17,14 @@ them from the environment a claim runs in.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
 from physverify.errors import PhysverifyError, UsageError
+from physverify.settings import sandbox_commit, sandbox_repo
 
 # The variables git itself treats as local to one repository: `git rev-parse --local-env-vars`
 # prints this list (git 2.39). A child given any of them would work on the hook's repository.
@@ -63,9 +66,9 @@ def open_repo(folder: Path) -> Any:
 
 def root_for(folder: Path) -> Path:
     """$PHYSVERIFY_REPO, else the git working tree holding ``folder``, else ``folder`` (spec section 3)."""
-    sandbox = os.environ.get("PHYSVERIFY_REPO")
-    if sandbox:
-        return Path(sandbox)
+    sandbox = sandbox_repo()
+    if sandbox is not None:
+        return sandbox
     repo = open_repo(folder)
     if repo is None or repo.working_tree_dir is None:  # not in git, or a bare repository
         return folder.resolve()
@@ -76,7 +79,7 @@ def claim_root(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
     """The root of spec section 3 for a claim: CLAIM["repo"] (relative to the claim file), else its checkout."""
     folder = claim_path.resolve().parent
     given = values.get("repo") if values else None
-    if isinstance(given, str) and given and not os.environ.get("PHYSVERIFY_REPO"):
+    if isinstance(given, str) and given and sandbox_repo() is None:
         return root_for((folder / given).resolve())
     return root_for(folder)
 
@@ -108,10 +111,13 @@ def commit(root: Path, *, untrusted: bool = False) -> str | None:
     ``untrusted``: the repository's own configuration may not make git run anything here
     (``untrusted_dirty``); the sandbox asks this on the host before the sandbox starts.
     """
-    sandbox = os.environ.get("PHYSVERIFY_REPO_COMMIT")
-    if sandbox:  # the container has the files but not the .git folder (sandbox/README.md)
+    sandbox = sandbox_commit()
+    if sandbox is not None:  # the container has the files but not the .git folder (sandbox/README.md)
         return sandbox
-    repo = open_repo(root)
+    return _commit_of(open_repo(root), untrusted=untrusted)
+
+
+def _commit_of(repo: Any, *, untrusted: bool = False) -> str | None:
     if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
         return None
     import git
@@ -406,3 +412,133 @@ def reachable(ref: str, workspace: Path) -> tuple[str | None, str | None]:
             f"baseline {ref}: not in the checkout and could not be fetched (use actions/checkout with "
             "fetch-depth: 0); comparing with the ledger as committed at HEAD"
         )
+
+
+# --- one checkout per repository per run ------------------------------------------------
+IndexStat = tuple[int, int, int, int, int]  # (mtime_ns, ctime_ns, size, inode, device) as git's index keeps them
+
+
+@dataclass
+class Checkout:
+    """One repository as a run sees it: resolved once, asked many times (issue 19).
+
+    ``root`` is spec section 3's root (the working tree, $PHYSVERIFY_REPO, or the folder
+    outside git); ``repo`` the GitPython Repo (None outside git). The commit, dirty state
+    and the index's object ids are looked up on first use, once, whichever thread asks.
+    """
+
+    root: Path
+    repo: Any = field(default=None, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _commit: tuple[str | None] | None = field(default=None, repr=False, compare=False)
+    _index: dict[str, tuple[IndexStat, str]] | None = field(default=None, repr=False, compare=False)
+    _index_mtime_ns: int = field(default=0, repr=False, compare=False)
+
+    @property
+    def commit(self) -> str | None:
+        """HEAD's sha (+"-dirty"), $PHYSVERIFY_REPO_COMMIT, or None: as ``commit`` gives it, computed once."""
+        with self._lock:
+            if self._commit is None:
+                sandbox = sandbox_commit()
+                self._commit = (sandbox if sandbox is not None else _commit_of(self.repo),)
+            return self._commit[0]
+
+    def blob_id(self, path: Path) -> str | None:
+        """The object id git's index holds for ``path`` when the file is as the index saw it; else None.
+
+        The index is read once per run (GitPython's ``index.entries``), not one hash per
+        file. A file whose stat differs from its entry (mtime, ctime, size, inode, device),
+        or whose mtime is not older than the index itself (git's "racily clean" case: an
+        edit to the same size in the same second as ``git add``), gets no id, so the
+        caller hashes its bytes instead.
+        """
+        index = self._entries()
+        key = relative_key(path, self.root) if index else None
+        entry = index.get(key) if key is not None else None
+        if entry is None:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        seen = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+        if not _same_stat(seen, entry[0]) or st.st_mtime_ns // 10**9 >= self._index_mtime_ns // 10**9:
+            return None
+        return entry[1]
+
+    def _entries(self) -> dict[str, tuple[IndexStat, str]]:
+        with self._lock:
+            if self._index is None:
+                self._index, self._index_mtime_ns = _read_index(self.repo, self.root)
+            return self._index
+
+
+def _same_stat(seen: IndexStat, kept: IndexStat) -> bool:
+    """Whether a file's stat matches its index entry, compared as git stores it (32-bit fields, seconds + ns)."""
+    mask = 0xFFFFFFFF
+    return all(a == b for a, b in zip(
+        ((seen[0] // 10**9) & mask, seen[0] % 10**9, (seen[1] // 10**9) & mask, seen[1] % 10**9,
+         seen[2] & mask, seen[3] & mask, seen[4] & mask),
+        ((kept[0] // 10**9) & mask, kept[0] % 10**9, (kept[1] // 10**9) & mask, kept[1] % 10**9,
+         kept[2] & mask, kept[3] & mask, kept[4] & mask)))
+
+
+def _read_index(repo: Any, root: Path) -> tuple[dict[str, tuple[IndexStat, str]], int]:
+    """Every stage-0 index entry under ``root`` as key -> (stat, hex object id), and the index file's mtime."""
+    if repo is None or repo.working_tree_dir is None:
+        return {}, 0
+    index_path = Path(repo.git_dir) / "index"
+    try:
+        mtime_ns = os.stat(index_path).st_mtime_ns
+        entries = repo.index.entries
+    except Exception:  # noqa: BLE001 - recorded by its absence: no ids, every file is hashed itself
+        return {}, 0
+    base = Path(repo.working_tree_dir)
+    inside = base.resolve() == root.resolve()
+    found: dict[str, tuple[IndexStat, str]] = {}
+    for (name, stage), entry in entries.items():
+        if stage != 0:  # a conflict: the work tree file is what counts
+            continue
+        key = name if inside else relative_key(base / name, root)
+        if key is None:
+            continue
+        (m_s, m_ns), (c_s, c_ns) = entry.mtime, entry.ctime
+        found[key] = ((m_s * 10**9 + m_ns, c_s * 10**9 + c_ns, entry.size, entry.inode, entry.dev), entry.hexsha)
+    return found, mtime_ns
+
+
+class Checkouts:
+    """The checkouts of one run, by folder: each repository is opened once, whatever the number of claims."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_folder: dict[Path, Checkout] = {}
+        self._by_root: dict[Path, Checkout] = {}
+
+    def for_folder(self, folder: Path) -> Checkout:
+        """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
+        folder = folder.resolve()
+        with self._lock:
+            found = self._by_folder.get(folder)
+        if found is not None:
+            return found
+        sandbox = sandbox_repo()
+        repo = open_repo(folder if sandbox is None else sandbox)
+        if sandbox is not None:
+            root = sandbox
+        elif repo is None or repo.working_tree_dir is None:  # not in git, or a bare repository
+            root, repo = folder, None
+        else:
+            root = Path(repo.working_tree_dir)
+        with self._lock:
+            checkout = self._by_root.setdefault(root, Checkout(root, repo))
+            self._by_folder[folder] = checkout
+        return checkout
+
+    def for_claim(self, claim_path: Path, values: Mapping[str, Any] | None) -> Checkout:
+        """The checkout of spec section 3 for a claim: CLAIM["repo"] (relative to the claim file), else its folder's."""
+        folder = claim_path.resolve().parent
+        given = values.get("repo") if values else None
+        if isinstance(given, str) and given and sandbox_repo() is None:
+            return self.for_folder((folder / given).resolve())
+        return self.for_folder(folder)

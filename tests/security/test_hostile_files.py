@@ -149,7 +149,7 @@ def test_a_yaml_alias_bomb_is_a_config_error_not_a_hang(project: git.Repo) -> No
 # and writes a result of its own there before its checks run.
 FORGER = '''
 import json, os, stat
-from physverify.isolate import MARKER
+from physverify.protocol import MARKER
 
 def _forge():
     err = os.fstat(2)

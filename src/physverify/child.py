@@ -1,0 +1,161 @@
+"""The claim's child: its environment, and its main, the same in both isolation modes (spec section 4).
+
+Whether started fresh (fresh.py) or forked from the warm server (forkserver.py), the child
+runs ``child_main``: the claim's folder first on sys.path, the file loaded under its own
+name, control() and checks() called and run through ``run_check``, and the result sent on
+the saved copy of the original stdout (protocol.py). Before anything of the user's is
+imported, file descriptor 1 points at stderr (``divert_stdout``), so whatever Python, C or
+Fortran code prints cannot reach the result stream. Every error of the claim's own making
+becomes a load error or the check's ERROR, never a lost result.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from physverify.checks import ERROR, Check, CheckOutcome, describe_exception, run_check
+from physverify.procgroup import TOKEN_ENV
+from physverify.protocol import encode_result
+
+
+def child_environment(env: dict[str, str] | None) -> dict[str, str]:
+    """The child's environment: the caller's (or ``env``) plus what spec section 4 fixes."""
+    child_env = dict(os.environ if env is None else env)
+    child_env["PYTHONDONTWRITEBYTECODE"] = "1"  # an edit within one second is still seen; nothing added to the repo
+    child_env["PYTHONUNBUFFERED"] = "1"  # the stderr tail is complete even when the child is killed
+    child_env["PYTHONPATH"] = _package_parent(child_env.get("PYTHONPATH"))  # this physverify, wherever the cwd is
+    child_env[TOKEN_ENV] = uuid.uuid4().hex
+    return child_env
+
+
+def package_parent() -> str:
+    """The folder holding this physverify package: first on every child's and the server's path."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _package_parent(existing: str | None) -> str:
+    here = package_parent()
+    return here if not existing else os.pathsep.join([here, existing])
+
+
+def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int) -> None:
+    """The child's work, the same in both modes: sys.path, load, run, send the result on ``result_fd``."""
+    sys.path[:] = [str(path.parent)] + list(extra) + [p for p in sys.path if p not in ("", str(path.parent))]
+    payload = run_claim(path) if mode == "claim" else run_spec(path)
+    sys.stdout.flush()
+    data = encode_result(payload)
+    while data:
+        data = data[os.write(result_fd, data) :]
+    os.close(result_fd)
+
+
+def divert_stdout() -> int:
+    """Save the real stdout for the result; point fd 1 (and sys.stdout) at stderr."""
+    sys.stdout.flush()
+    saved = os.dup(1)  # not inherited by the code's own subprocesses (PEP 446)
+    os.dup2(2, 1)
+    return saved
+
+
+def _load(path: Path) -> ModuleType:
+    name = path.stem if path.stem.isidentifier() else "physverify_claim"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a helper that imports the claim by name gets this module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _call_for_checks(module: ModuleType, name: str, *, single: bool) -> list[Check]:
+    """Call ``name()`` and return its Check(s); raise _LoadProblem when it is missing or wrong."""
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise _LoadProblem(f"{name}() is not defined")
+    try:
+        value = function()
+    except BaseException as exc:  # recorded: also SystemExit and KeyboardInterrupt, the claim's own (issue 13, item 22)
+        traceback.print_exc()
+        raise _LoadProblem(f"{name}() raised {describe_exception(exc)}") from exc
+    items = [value] if single else value
+    if not single and (not isinstance(value, (list, tuple)) or not value):
+        raise _LoadProblem(f"{name}() returned {_what(value)}, not a non-empty list of physverify Check")
+    for item in items:
+        if not isinstance(item, Check):
+            raise _LoadProblem(f"{name}() returned {_what(item)}, not a physverify Check")
+        for field_name in ("family", "label"):
+            if not isinstance(getattr(item, field_name), str):  # it goes into the JSON result and the reports
+                raise _LoadProblem(
+                    f"{name}() returned a Check whose {field_name} is {_what(getattr(item, field_name))}, not a string"
+                )
+    return list(items)
+
+
+def _what(value: object) -> str:
+    if isinstance(value, (list, tuple)) and not value:
+        return "an empty list"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+class _LoadProblem(Exception):
+    pass
+
+
+def _run(check: Check) -> dict[str, Any]:
+    """``run_check`` plus what only the child must guard: a check that tries to end the process."""
+    start = time.monotonic()
+    try:
+        outcome = run_check(check)
+    except ValueError as exc:  # run_check refuses a bad budget_s before running: that check is miswritten
+        outcome = CheckOutcome(check.label, check.family, ERROR, f"{exc}; the check was not run", 0.0)
+    except (SystemExit, KeyboardInterrupt) as exc:  # recorded as the check's ERROR (issue 13, item 22)
+        traceback.print_exc()
+        message = f"{describe_exception(exc)}: a check must return a Result, not end the process"
+        outcome = CheckOutcome(check.label, check.family, ERROR, message, time.monotonic() - start)
+    if not isinstance(outcome.message, str):  # Result(PASS, 42): the ledger holds text
+        message = f"the check's Result has a message that is {_what(outcome.message)}, not a string"
+        outcome = CheckOutcome(check.label, check.family, ERROR, message, outcome.seconds)
+    return outcome.to_dict()
+
+
+def _guarded(path: Path, body: Callable[[ModuleType], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        module = _load(path)
+    except BaseException as exc:  # noqa: BLE001 - recorded: an import that fails (or exits) is a load error
+        traceback.print_exc()
+        return {"load_error": f"importing it raised {describe_exception(exc)}"}
+    try:
+        return body(module)
+    except _LoadProblem as exc:
+        return {"load_error": str(exc)}
+
+
+def run_claim(path: Path) -> dict[str, Any]:
+    """The child's work for a claim: build and run the control and every check."""
+
+    def body(module: ModuleType) -> dict[str, Any]:
+        control = _call_for_checks(module, "control", single=True)[0]
+        checks = _call_for_checks(module, "checks", single=False)
+        return {"load_error": None, "control": _run(control), "checks": [_run(check) for check in checks]}
+
+    return _guarded(path, body)
+
+
+def run_spec(path: Path) -> dict[str, Any]:
+    """The child's work for a spec file (``physverify run``): run every check of checks()."""
+
+    def body(module: ModuleType) -> dict[str, Any]:
+        checks = _call_for_checks(module, "checks", single=False)
+        return {"load_error": None, "checks": [_run(check) for check in checks]}
+
+    return _guarded(path, body)

@@ -1,0 +1,160 @@
+"""forkclient.py: the fork server's client: one warm server, replaced when stale, fresh when it fails."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
+
+from physverify import child, forkclient, fresh, isolate
+
+
+def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP server keeps one fork server; an edit to what it preloaded must still be seen."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "pv_preloaded_lib.py").write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(lib))  # as a process started with it: the server and physverify see it
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.setattr(forkclient, "_STAMP_EVERY_S", 0.0)
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    spec = write_spec(
+        folder,
+        """
+        import pv_preloaded_lib
+        def checks():
+            return [Check("demo", "value", lambda: Result(PASS, str(pv_preloaded_lib.VALUE)))]
+    """,
+    )
+    forkclient.shutdown()
+    try:
+        first = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
+        server = forkclient._current
+        assert server is not None and "pv_preloaded_lib" in server.preload
+        (lib / "pv_preloaded_lib.py").write_text("VALUE = 22\n")
+        second = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
+        assert forkclient._current is not server
+    finally:
+        forkclient.shutdown()
+    assert [o.payload["checks"][0]["message"] for o in (first, second)] == ["1", "22"]  # type: ignore[index]
+
+
+def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the_client(tmp_path: Path) -> None:
+    """Issue 11, item 3, with the SDK's real client; the edit between the calls is still seen."""
+    import re
+
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    (tmp_path / "rate.py").write_text("RATE = 1\n")
+    (tmp_path / "verify_parent.py").write_text(
+        SPEC_HEADER
+        + textwrap.dedent("""
+        import os
+        import rate
+        def checks():
+            return [Check("demo", "who forked me", lambda: Result(PASS, f"ppid={os.getppid()} rate={rate.RATE}"))]
+    """)
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
+
+    async def two_calls() -> list[str]:
+        texts = []
+        async with Client(params, read_timeout_seconds=120) as client:
+            for rate in (1, 2):
+                (tmp_path / "rate.py").write_text(f"RATE = {rate}\n")
+                result = await client.call_tool("run_checks", {"specs": ["verify_parent.py"], "trusted": True})
+                texts.append("".join(p.text for p in result.content if p.type == "text"))
+        return texts
+
+    texts = anyio.run(two_calls)
+    seen = [re.search(r"ppid=(\d+) rate=(\d+)", text) for text in texts]
+    assert all(seen), texts
+    (first_parent, first_rate), (second_parent, second_rate) = [m.groups() for m in seen]  # type: ignore[union-attr]
+    assert first_parent == second_parent and (first_rate, second_rate) == ("1", "2")
+    pidfile = tmp_path / "server.pid"
+    pidfile.write_text(first_parent)
+    assert_ends_soon(pidfile)
+
+
+def test_a_claim_that_stops_the_fork_server_times_out_and_the_next_claim_still_runs(tmp_path: Path) -> None:
+    """A claim can SIGSTOP its parent; in fork mode that is the server, which is then replaced."""
+    stopper = write_spec(
+        tmp_path,
+        """
+        import os, signal
+        def checks():
+            os.kill(os.getppid(), signal.SIGSTOP)
+            return [Check("demo", "stopped its parent", lambda: Result(PASS, "done"))]
+    """,
+        name="verify_stopper.py",
+    )
+    plain = write_spec(
+        tmp_path,
+        """
+        def checks():
+            return [Check("demo", "runs", lambda: Result(PASS, "fine"))]
+    """,
+        name="verify_plain.py",
+    )
+    stopped = isolate.run_child("spec", stopper, timeout_s=3, isolation="fork")
+    after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
+    assert stopped.timed_out  # its status never came: the stopped server could not report it
+    assert after.payload is not None and after.payload["checks"][0]["status"] == "PASS"
+
+
+def test_a_claim_running_when_the_mcp_client_disconnects_is_ended(tmp_path: Path) -> None:
+    """Issue 13, item 6: an MCP client that goes away leaves no claim running."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    pidfile = tmp_path / "claim.pid"
+    grandfile = tmp_path / "grandchild.pid"
+    write_spec(
+        tmp_path,
+        start_sleeper(grandfile)
+        + f"""
+        import os
+        def checks():
+            open({str(pidfile)!r}, "w").write(str(os.getpid()))
+            time.sleep(300)
+            return []
+    """,
+        name="verify_slow.py",
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
+
+    async def leave_while_running() -> None:
+        async with Client(params, read_timeout_seconds=120) as client, anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "run_checks", {"specs": ["verify_slow.py"], "trusted": True})
+            with anyio.fail_after(60):
+                while not (pidfile.exists() and pidfile.read_text()):
+                    await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
+
+    anyio.run(leave_while_running)
+    assert_ends_soon(pidfile)
+    assert_ends_soon(grandfile)
+
+
+def test_while_stopping_fork_mode_falls_back_to_no_fresh_child(tmp_path: Path) -> None:
+    """On the way out no fork server starts, and the fresh child fork mode falls back to is refused too: Stopped."""
+    spec = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'passes', lambda: Result(PASS, ''))]\n")
+    forkclient.shutdown()  # so the next run has to start a server
+    with isolate.stopping(), pytest.raises(isolate.Stopped):
+        forkclient.run_forked("spec", spec, [], child.child_environment(None), timeout_s=60, preload=())
+    with isolate.stopping(), pytest.raises(isolate.Stopped):
+        fresh.run_fresh("spec", spec, [], child.child_environment(None), 60)
+    assert isolate.run_child("spec", spec, timeout_s=60, isolation=isolate.FORK).payload is not None
