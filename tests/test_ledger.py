@@ -328,6 +328,36 @@ def test_the_log_table_shortens_commits_and_trims_long_reasons() -> None:
     assert render_log(LogResult([], [], "claims/z.py")) == "no ledger lines for claims/z.py"
 
 
+# --- the latest line per claim, streamed (issue 21, item 11) -------------------------------
+keys = st.sampled_from(["claims/a.py", "claims/b.py", "./claims/a.py", "claims/é.py", ""])
+streamed_lines = st.one_of(
+    st.builds(lambda k, v, n: json.dumps({"ledger_version": 1, "claim_key": k, "verdict": v, "n": n},
+                                         ensure_ascii=False).encode(), keys, st.sampled_from(["confirmed", "rejected"]),
+              st.integers(0, 9)),
+    st.builds(lambda k: json.dumps({"claim_file": k, "verdict": "rejected"}).encode(), keys),
+    st.builds(lambda k, j: ('{"ledger_version": 1, "\\"claim_key": "%s", "claim_file": "claims/c.py", "verdict": "x"}'
+                            % k).encode() if j else ('{"control": {"claim_key": "%s"}, "claim_file": "claims/d.py", '
+                                                     '"verdict": "y"}' % k).encode(), keys, st.booleans()),
+    st.builds(lambda k: b'{"claim_key": "' + k.encode() + b'", "verdict": "bad\xff"}', keys),
+    st.builds(lambda k: b'{"claim_key": "' + k.encode() + b'", "verdict": broken}', keys),
+    st.builds(lambda k: b'{"claim_key": "' + k.encode() + b'", "claim_key": "claims/z.py", "verdict": "twice"}', keys),
+    garbage_lines,
+)
+
+
+@FUZZ
+@given(st.lists(streamed_lines, max_size=12), st.integers(1, 64), st.booleans())
+def test_the_streamed_latest_lines_are_those_of_the_full_reader(lines: list[bytes], size: int, bom: bool) -> None:
+    """Hand-made and hostile lines among physverify's: the shortcut never changes which line is a claim's latest."""
+    from physverify.ledger import latest_by_claim, latest_of_chunks
+
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if lines and size % 2 else b"")
+    full = parse_ledger(data, "L")
+    streamed = latest_of_chunks(lambda: [data[i:i + size] for i in range(0, len(data), size)], "L")
+    assert streamed.latest == latest_by_claim(full.records)
+    assert set(streamed.problems) <= set(full.problems)
+
+
 # --- ledger merge -------------------------------------------------------------------------
 def write_ledger(path: Path, records: list[dict[str, Any]], tail: bytes = b"") -> Path:
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)

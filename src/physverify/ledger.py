@@ -15,9 +15,10 @@ import json
 import math
 import os
 import posixpath
+import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -293,14 +294,73 @@ class Latest:
     problems: list[str]
 
 
-def latest_of_chunks(chunks: Iterable[bytes], name: str) -> Latest:
-    """``latest_by_claim`` of the ledger whose bytes come as ``chunks``, never holding more than one line and
-    the latest record per key: a committed ledger of a million lines costs its keys' memory, not its own."""
+def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest:
+    """``latest_by_claim`` of the ledger whose bytes ``chunks()`` gives, holding one line per key, never the file.
+
+    A committed ledger of a million lines costs its keys' memory, not its own. Most lines
+    are older runs of a claim that a later line supersedes, so a line as physverify writes
+    it (``_key_hint``: its top-level ``claim_key`` readable without parsing) is kept raw,
+    and only each key's last such line is parsed. If that parse disagrees with the hint (a
+    hand-made or hostile line), the whole ledger is read again line by line, so the answer
+    is always the full reader's; only the problems of superseded lines go unreported.
+    """
+    deferred: dict[str, tuple[int, bytes]] = {}  # key -> (line number, raw) of its last hinted line
+    parsed: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (line number, record) of its last other line
+    order: dict[str, None] = {}  # each key once, in the order of its first line (callers look keys up, never by order)
+    problems: list[str] = []
+    for number, raw, torn in _raw_lines(chunks()):
+        hint = None if torn else _key_hint(raw)
+        if hint is not None:
+            deferred[hint] = (number, raw)
+            order.setdefault(hint)
+            continue
+        line = _parse_line(number, raw, torn=torn)
+        if line.problem is not None:
+            problems.append(f"{name}:{number}: {line.problem}")
+        if line.record is not None and (key := _record_key(line.record)) is not None:
+            parsed[key] = (number, line.record)
+            order.setdefault(key)
+    for key, (number, raw) in deferred.items():
+        if key in parsed and parsed[key][0] > number:
+            continue  # a later line that needed parsing is the latest
+        line = _parse_line(number, raw, torn=False)
+        if line.record is None or _record_key(line.record) != key:
+            return _latest_line_by_line(chunks(), name)  # the hint was wrong: no shortcut for this ledger
+        if line.problem is not None:
+            problems.append(f"{name}:{number}: {line.problem}")
+        parsed[key] = (number, line.record)
+    problems.sort(key=lambda problem: int(problem[len(name) + 1:].split(":", 1)[0]))
+    return Latest({key: parsed[key][1] for key in order if key in parsed}, problems)
+
+
+# A line as _serialise writes it: a top-level "claim_key" whose value has no escape. Inside a
+# JSON string every quote is escaped, so an unescaped `"claim_key": "` with no `{` before it
+# and no backslash in front is the top-level key, unless the name occurs twice (JSON's last
+# one wins), which the count rules out. Anything else is parsed like any line.
+_KEY_HINT = re.compile(rb'"claim_key": "([^"\\\x00-\x1f]+)"')
+
+
+def _key_hint(raw: bytes) -> str | None:
+    """The claim key of a line physverify wrote, read without parsing it; None when unsure."""
+    match = _KEY_HINT.search(raw)
+    if match is None or not raw.startswith(b"{") or raw.count(b'"claim_key"') != 1:
+        return None
+    start = match.start()
+    if raw[start - 1:start] == b"\\" or b"{" in raw[1:start]:
+        return None
+    try:
+        return _normal(match.group(1).decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+
+
+def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
     latest: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
-    for line in _stream_lines(chunks):
+    for number, raw, torn in _raw_lines(chunks):
+        line = _parse_line(number, raw, torn=torn)
         if line.problem is not None:
-            problems.append(f"{name}:{line.number}: {line.problem}")
+            problems.append(f"{name}:{number}: {line.problem}")
         if line.record is not None and (key := _record_key(line.record)) is not None:
             latest[key] = line.record  # the order of first appearance, as latest_by_claim
     return Latest(latest, problems)
@@ -321,14 +381,19 @@ def read_latest(path: Path) -> Latest:
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as handle:
+
+        def chunks() -> Iterable[bytes]:  # from the start each time: a second pass reads the same file
+            handle.seek(0)
+            return iter(lambda: handle.read(1 << 20), b"")
+
         try:
-            return latest_of_chunks(iter(lambda: handle.read(1 << 20), b""), str(path))
+            return latest_of_chunks(chunks, str(path))
         except OSError as exc:
             raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
 
 
-def _stream_lines(chunks: Iterable[bytes]) -> Iterable[_Line]:
-    """The non-blank lines of the bytes in ``chunks``, parsed as ``_split_lines`` parses them."""
+def _raw_lines(chunks: Iterable[bytes]) -> Iterable[tuple[int, bytes, bool]]:
+    """(number, bytes, is the unterminated last line) of each non-blank line in ``chunks``, as _split_lines cuts them."""
     pending = b""
     number = 0
     bom_checked = False
@@ -342,11 +407,15 @@ def _stream_lines(chunks: Iterable[bytes]) -> Iterable[_Line]:
         for raw in whole:
             number += 1
             if raw.strip():
-                yield _parse_line(number, raw, torn=False)
-    if not bom_checked:
-        pending = pending.removeprefix(codecs.BOM_UTF8)
+                yield number, raw, False
+    if not bom_checked:  # fewer than three bytes in all: cut them here
+        *whole, pending = pending.removeprefix(codecs.BOM_UTF8).split(b"\n")
+        for raw in whole:
+            number += 1
+            if raw.strip():
+                yield number, raw, False
     if pending.strip():
-        yield _parse_line(number + 1, pending, torn=True)
+        yield number + 1, pending, True
 
 
 # --- keys ---------------------------------------------------------------------------

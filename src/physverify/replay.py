@@ -273,7 +273,7 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
         read = ledger.read_latest(ledger_path)
         return Baseline(read.latest, None, tuple(read.problems))
     name = f"{at}@{used}"
-    read = ledger.latest_of_chunks(found.chunks() if found is not None else (), name)  # the one tolerant reader
+    read = ledger.latest_of_chunks(found.chunks if found is not None else tuple, name)  # the one tolerant reader
     return Baseline(read.latest, used, tuple(read.problems), found, at)
 
 

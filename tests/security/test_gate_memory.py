@@ -176,7 +176,8 @@ def test_a_200000_line_committed_ledger_gives_the_latest_verdict_and_one_new_lin
         key = "claims/claim_decay.py" if i % 2 else f"claims/gone_{i % 1000}.py"
         earlier.append(json.dumps({"ledger_version": 1, "date": f"2020-01-01T00:00:{i % 60:02d}+00:00",
                                    "claim_file": key, "claim_key": key, "verdict": "confirmed"}).encode())
-    earlier[1000] = earlier[1000][:-1] + b', "note": "\xff"}'  # and one stray byte in the middle
+    earlier[1000] = earlier[1000][:-1] + b', "note": broken}'  # a bad line, superseded by later ones
+    real = real.rstrip(b"\n")[:-1] + b', "note": "\xff"}\n'  # and a stray byte in the line that counts
     ledger.write_bytes(b"\n".join(earlier) + b"\n" + real)
     repo.index.add([LEDGER])
     base = repo.index.commit("200,000 lines").hexsha
@@ -184,7 +185,7 @@ def test_a_200000_line_committed_ledger_gives_the_latest_verdict_and_one_new_lin
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base)
     run = _only(result)  # the gone_* claims never existed at the base commit: not reported as removed
     assert (run.transition, run.baseline_verdict, run.baseline["date"]) == (REGRESSED, "rejected", record["date"])
-    assert result.warnings == (f"claims/confirm_ledger.jsonl@{base}:1001: not UTF-8 text; read with each bad byte as "
-                               "U+FFFD",)
+    assert result.warnings == (f"claims/confirm_ledger.jsonl@{base}:200000: not UTF-8 text; read with each bad byte "
+                               "as U+FFFD",)
     assert len(ledger.read_bytes().splitlines()) == 200_001  # one line added, none lost
     assert json.loads(ledger.read_bytes().splitlines()[-1])["verdict"] == "confirmed"
