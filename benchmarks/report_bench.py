@@ -13,6 +13,12 @@ included) and in-process (the rendering alone):
 
 Target (issue 12): a 500-claim ledger renders in under 5 s. Usage:
 python benchmarks/report_bench.py [-n 500]
+
+With ``--points``, issue 21's benchmark instead: one claim whose check reports 1,000, 20,000
+and 100,000 levels, the page rendered (in-process, imports excluded) by the code before the fix
+(``--before REF``, the source tree at that git ref, extracted to a temporary folder) and by this
+checkout, side by side in one run; a render still going after ``--limit`` seconds is stopped:
+python benchmarks/report_bench.py --points [--sizes 1000,20000,100000] [--before REF] [--limit 120]
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import os
 import resource
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +86,83 @@ def timed_render(ledger: Path, max_plots: int | None) -> tuple[float, int]:
     return time.perf_counter() - start, len(page)
 
 
+# --- issue 21, item 3: many points in one check -------------------------------------------------
+# The last commit of main before the report was made O(n log n) (the fit window matched every level
+# against every fitted step size: quadratic).
+BEFORE = "7a6323e"
+REPO = Path(__file__).resolve().parents[1]
+# Run in a child with the code under test first on its path: the ledger's page, timed without the
+# imports (matplotlib is imported and warmed by one small plot first).
+_TIMED = """
+import sys, time
+from pathlib import Path
+from physverify.report import _plot, html
+small = _plot.convergence({"hs": [0.1, 0.05], "errors": [0.1, 0.025], "expected": 2, "fitted": 2})
+_plot.svg(small, "warm")
+start = time.perf_counter()
+page = html.render_report(html.from_ledger(Path(sys.argv[1])))
+print(time.perf_counter() - start, len(page), "levels drawn" in page)
+"""
+
+
+def points_ledger(path: Path, n: int) -> None:
+    """One claim whose check reports ``n`` levels of a second-order study (fitted on all of them, as
+    a study that fits every level records it)."""
+    hs = [1.0 / (10 + k) for k in range(n)]
+    big = {"label": f"a study of {n} levels", "family": "mms", "status": "PASS", "message": "second order",
+           "data": {"hs": hs, "errors": [3 * h * h for h in hs], "expected": 2.0, "fitted": 2.0, "floor": 1e-12,
+                    "fit_hs": hs}}
+    line = dict(record(0, "rejected", "2026-02-01T00:00:00+00:00"), checks=[big])
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+
+
+def source_at(ref: str, into: Path) -> Path:
+    """The ``src`` folder of this repository at git ``ref``, extracted under ``into``."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", ref, "src"], capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def timed_child(src: Path, ledger: Path, limit: float) -> str:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _TIMED, str(ledger)], env=env, capture_output=True, text=True,
+                              timeout=limit, cwd=ledger.parent)
+    except subprocess.TimeoutExpired:
+        return f"> {limit:.0f} s (stopped)"
+    if done.returncode != 0:
+        return "failed: " + (done.stderr.strip().splitlines() or ["?"])[-1][:60]
+    seconds, size, capped = done.stdout.split()
+    return f"{float(seconds):.2f} s, {int(size) / 1e6:.1f} MB" + (", capped" if capped == "True" else "")
+
+
+def points_main(sizes: list[int], before: str, limit: float) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        old = source_at(before, Path(tmp) / "before")
+        new = Path(__file__).resolve().parents[1] / "src"
+        print(f"one check of N levels; page render in-process, imports excluded; {os.cpu_count()} CPUs, "
+              f"load {os.getloadavg()[0]:.1f}; before = {before}, after = this checkout")
+        print(f"{'levels':>8}  {'before':>28}  {'after':>28}")
+        for n in sizes:
+            ledger = Path(tmp) / f"points-{n}.jsonl"
+            points_ledger(ledger, n)
+            print(f"{n:>8,}  {timed_child(old, ledger, limit):>28}  {timed_child(new, ledger, limit):>28}", flush=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=500, help="claims in the ledger (default: 500)")
-    n = parser.parse_args().n
+    parser.add_argument("--points", action="store_true", help="issue 21's benchmark: one check of many levels")
+    parser.add_argument("--sizes", default="1000,20000,100000", help="levels per check for --points")
+    parser.add_argument("--before", default=BEFORE, help=f"the git ref of the code before (default: {BEFORE})")
+    parser.add_argument("--limit", type=float, default=120.0, help="seconds before a render is stopped")
+    args = parser.parse_args()
+    if args.points:
+        return points_main([int(v) for v in args.sizes.split(",")], args.before, args.limit)
+    n = args.n
     with tempfile.TemporaryDirectory() as tmp:
         ledger, out = Path(tmp) / "ledger.jsonl", Path(tmp) / "report.html"
         write_ledger(ledger, n)

@@ -23,7 +23,14 @@ physverify==0.6.0 installed). It prints a Markdown table: false alarms (FAIL on 
 correct method), false passes (PASS or EXACT on a defective one), and the share of
 cases each build decides (anything but INCONCLUSIVE).
 
-    python benchmarks/soundness.py --pv060 /tmp/pv060/bin/python [--before OLD_CHECKOUT/src]
+The sequential mode (issue 16) serves every kept (method, problem) pair as error_at(n) to
+convergence_study(error_at, refine(n0, max_n=8192), p) for n0 = 2 ... 12, and prints the
+same rates for the studies' stopping rule (a verdict must hold with one more level) and
+for the rule without confirmation, with the median right-hand-side evaluations against
+the cheapest fixed 4-level window of the same levels that decides rightly.
+
+    python benchmarks/soundness.py [--mode fixed|sequential|both] [--pv060 /tmp/pv060/bin/python]
+                                   [--before OLD_CHECKOUT/src]
 """
 
 from __future__ import annotations
@@ -146,13 +153,13 @@ PROBLEMS = (prothero_robinson(-10.0), prothero_robinson(-100.0), driven_oscillat
             driven_oscillator(10.0), driven_oscillator(30.0), riccati())
 
 
-def errors_of(tableaux: list[Tableau], problem: Problem) -> np.ndarray:
-    """Max-norm errors at t_end, shape (M, len(NS)), every tableau at once."""
+def errors_of(tableaux: list[Tableau], problem: Problem, ns: tuple[int, ...] = NS) -> np.ndarray:
+    """Max-norm errors at t_end, shape (M, len(ns)), every tableau at once."""
     a, b, c = padded(tableaux)
     y0, y_end = problem.exact(0.0), problem.exact(problem.t_end)
-    out = np.empty((len(tableaux), len(NS)))
+    out = np.empty((len(tableaux), len(ns)))
     with np.errstate(all="ignore"):
-        for col, n in enumerate(NS):
+        for col, n in enumerate(ns):
             h = problem.t_end / n
             y = np.tile(y0, (len(tableaux), 1))
             for step in range(n):
@@ -195,19 +202,35 @@ class Case:
     scale: float
 
 
-def suite() -> tuple[list[Case], dict[str, int]]:
-    """Every case, and how many mutant-problem pairs were kept and dropped."""
-    cases: list[Case] = []
+@dataclass(frozen=True)
+class Pair:
+    """One (method, problem) pair of the suite, with its errors at every step count measured."""
+
+    tableau: Tableau
+    problem: Problem
+    correct: bool
+    scale: float
+    errors: dict[int, float]
+
+    @property
+    def stages(self) -> int:
+        return len(self.tableau.b)
+
+
+def pairs(ns: tuple[int, ...] = NS) -> tuple[list[Pair], dict[str, int]]:
+    """Every kept (method, problem) pair with its errors at ``ns`` (which must include NS), and the tally."""
     kept = {"mutants kept": 0, "mutants dropped (not >= 1 below)": 0, "correct with another order": 0}
     tableaux = list(CORRECT)
     for t in CORRECT:
         tableaux.extend(mutants(t))
+    out: list[Pair] = []
     for problem in PROBLEMS:
-        table = errors_of(tableaux, problem)
+        table = errors_of(tableaux, problem, ns)
         scale = float(max(np.max(np.abs(problem.exact(0.0))), np.max(np.abs(problem.exact(problem.t_end)))))
         for t, row in zip(tableaux, table):
+            errors = {n: float(x) for n, x in zip(ns, row)}
             correct = t in CORRECT
-            measured = true_order(row)
+            measured = true_order(np.array([errors[n] for n in NS]))
             if correct and (measured is None or abs(measured - t.order) > 0.2):
                 kept["correct with another order"] += 1
             if not correct:
@@ -215,10 +238,100 @@ def suite() -> tuple[list[Case], dict[str, int]]:
                     kept["mutants dropped (not >= 1 below)"] += 1
                     continue
                 kept["mutants kept"] += 1
-            for levels in windows():
-                cases.append(Case(correct, [problem.t_end / NS[i] for i in levels],
-                                  [float(row[i]) for i in levels], t.order, scale))
+            out.append(Pair(t, problem, correct, scale, errors))
+    return out, kept
+
+
+def suite() -> tuple[list[Case], dict[str, int]]:
+    """Every fixed-window case, and how many mutant-problem pairs were kept and dropped."""
+    kept_pairs, kept = pairs()
+    cases = [Case(p.correct, [p.problem.t_end / NS[i] for i in levels], [p.errors[NS[i]] for i in levels],
+                  p.tableau.order, p.scale) for p in kept_pairs for levels in windows()]
     return cases, kept
+
+
+# --- the sequential mode (issue 16) -------------------------------------------------
+STARTS = tuple(range(2, 13))  # the first level n0 of each plan
+MAX_N = 8192
+
+
+def sequential_ns() -> tuple[int, ...]:
+    """Every step count a plan refine(n0, max_n=8192) can ask for, n0 in STARTS (NS among them)."""
+    return tuple(sorted({n0 * 2**k for n0 in STARTS for k in range(14) if n0 * 2**k <= MAX_N} | set(NS)))
+
+
+@dataclass(frozen=True)
+class Run:
+    correct: bool
+    status: str
+    naive: str  # the status at the first look that decides: the rule without confirmation
+    rhs: int  # right-hand-side evaluations of the levels the study asked for
+    oracle: int | None  # those of the cheapest fixed 4-level window of the same levels that decides rightly
+
+
+def sequential_runs(kept_pairs: list[Pair]) -> list[Run]:
+    """convergence_study with refine(n0, max_n=8192) on every pair and start, served from the measured errors."""
+    from physverify import convergence_study, refine
+
+    runs: list[Run] = []
+    for p in kept_pairs:
+        t_end = p.problem.t_end
+        for n0 in STARTS:
+            asked: list[int] = []
+
+            def error_at(n: int, p: Pair = p, asked: list[int] = asked) -> float:
+                asked.append(n)
+                return p.errors[n]
+
+            result = convergence_study(error_at, refine(n0, max_n=MAX_N), p.tableau.order, h=lambda n: t_end / n,
+                                       scale=p.scale)
+            levels = list(refine(n0, max_n=MAX_N).levels())
+            runs.append(Run(p.correct, result.status, _naive(p, levels), p.stages * sum(asked), _oracle(p, levels)))
+    return runs
+
+
+def _judge(p: Pair, ns: list[int]) -> str:
+    return check_order([p.problem.t_end / n for n in ns], [p.errors[n] for n in ns], p.tableau.order,
+                       scale=p.scale).status
+
+
+def _right(p: Pair, status: str) -> bool:
+    return status == (PASS if p.correct else FAIL) or (p.correct and status == EXACT)
+
+
+def _naive(p: Pair, levels: list[int]) -> str:
+    """Stop at the first prefix of the levels check_order decides on."""
+    for k in range(2, len(levels) + 1):
+        status = _judge(p, levels[:k])
+        if status != INCONCLUSIVE:
+            return status
+    return INCONCLUSIVE
+
+
+def _oracle(p: Pair, levels: list[int]) -> int | None:
+    """The cost of the cheapest window of 4 consecutive levels that decides rightly (None: none does)."""
+    costs = [p.stages * sum(levels[i:i + 4]) for i in range(len(levels) - 3) if _right(p, _judge(p, levels[i:i + 4]))]
+    return min(costs) if costs else None
+
+
+def sequential_table(runs: list[Run]) -> str:
+    head = ["rule", "false alarms (of {c} correct runs)", "false passes (of {d} defective runs)",
+            "right, correct", "right, defective", "median rhs evaluations", "median, cheapest right 4-level window"]
+    correct = [r for r in runs if r.correct]
+    defective = [r for r in runs if not r.correct]
+    head = [h.format(c=len(correct), d=len(defective)) for h in head]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    oracle = [r.oracle for r in runs if r.oracle is not None]
+    for name, status in (("confirmed with one more level (refine)", lambda r: r.status),
+                         ("first decision, unconfirmed", lambda r: r.naive)):
+        alarms = sum(status(r) == FAIL for r in correct)
+        passes = sum(status(r) in (PASS, EXACT) for r in defective)
+        right_c = sum(status(r) in (PASS, EXACT) for r in correct) / len(correct)
+        right_d = sum(status(r) == FAIL for r in defective) / len(defective)
+        rhs = f"{np.median([r.rhs for r in runs]):.0f}" if name.startswith("confirmed") else "-"
+        lines.append(f"| {name} | {alarms / len(correct):.1%} ({alarms}) | {passes / len(defective):.1%} ({passes}) | "
+                     f"{right_c:.1%} | {right_d:.1%} | {rhs} | {np.median(oracle):.0f} ({len(oracle)} runs) |")
+    return "\n".join(lines)
 
 
 def statuses_here(cases: list[Case]) -> list[str]:
@@ -279,7 +392,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pv060", help="a Python with physverify==0.6.0 installed, to compare against")
     parser.add_argument("--before", metavar="SRC", help="the src/ folder of an earlier checkout, to compare against")
+    parser.add_argument("--mode", choices=("fixed", "sequential", "both"), default="both",
+                        help="fixed windows of levels, refine() plans judged level by level, or both (the default)")
     args = parser.parse_args(argv)
+    if args.mode in ("sequential", "both"):
+        kept_pairs, kept = pairs(sequential_ns())
+        print(sequential_table(sequential_runs(kept_pairs)))
+        print(f"\n{len(kept_pairs)} (method, problem) pairs, starts n0 = {STARTS[0]} ... {STARTS[-1]}, "
+              f"refine(n0, max_n={MAX_N})\n")
+        if args.mode == "sequential":
+            return 0
     cases, kept = suite()
     rows = {"this build": tally(cases, statuses_here(cases))}
     if args.before:

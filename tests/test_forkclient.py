@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import hostile
 import pytest
 from childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
 
@@ -37,11 +38,11 @@ def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
     forkclient.shutdown()
     try:
         first = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
-        server = forkclient._current
+        server = forkclient.servers()[frozenset({"pv_preloaded_lib"})]
         assert server is not None and "pv_preloaded_lib" in server.preload
         (lib / "pv_preloaded_lib.py").write_text("VALUE = 22\n")
         second = isolate.run_child("spec", spec, timeout_s=60, isolation="fork", preload=["pv_preloaded_lib"])
-        assert forkclient._current is not server
+        assert forkclient.servers()[frozenset({"pv_preloaded_lib"})] is not server
     finally:
         forkclient.shutdown()
     assert [o.payload["checks"][0]["message"] for o in (first, second)] == ["1", "22"]  # type: ignore[index]
@@ -158,3 +159,89 @@ def test_while_stopping_fork_mode_falls_back_to_no_fresh_child(tmp_path: Path) -
     with isolate.stopping(), pytest.raises(isolate.Stopped):
         fresh.run_fresh("spec", spec, [], child.child_environment(None), 60)
     assert isolate.run_child("spec", spec, timeout_s=60, isolation=isolate.FORK).payload is not None
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGSTOP"])
+def test_a_claim_that_signals_the_fork_server_decides_no_other_claims_verdict(
+    tmp_path: Path, isolation: str, sig: str
+) -> None:
+    """Issue 21, item 4: B and C run beside A when it signals the server; D starts after."""
+    from fixtures import DECAY_DEFECT, init_repo
+
+    from physverify import replay
+
+    done = str(tmp_path / "signal.done")
+    root = tmp_path / "repo"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    claims = {"claim_a_signaller.py": hostile.signaller(done, sig), "claim_b_victim.py": hostile.victim(done),
+              "claim_c_victim.py": hostile.victim(done), "claim_d_after.py": hostile.plain()}
+    for name, text in claims.items():
+        (root / "claims" / name).write_text(text)
+    repo = init_repo(root)
+    repo.index.add(["decay.py", *[f"claims/{name}" for name in claims]])
+    repo.index.commit("claims")
+    forkclient.shutdown()
+    try:
+        result = replay.replay([root / "claims"], ledger=tmp_path / "ledger.jsonl", trusted=True, jobs=3,
+                               isolation=isolation, timeout_s=120)
+    finally:
+        forkclient.shutdown()
+    runs = {run.key.rsplit("/", 1)[-1]: run for run in result.claims}
+    signalled = runs["claim_a_signaller.py"].record["checks"][0]["message"]  # type: ignore[index]
+    assert (signalled == "signalled None") == (isolation == "fresh"), signalled
+    for name in ("claim_b_victim.py", "claim_c_victim.py", "claim_d_after.py"):
+        assert runs[name].verdict == "confirmed", (name, runs[name].record)
+
+
+def test_a_claim_whose_server_died_is_re_run_fresh_and_a_second_failure_names_the_server(tmp_path: Path) -> None:
+    """Issue 21, item 4: the re-run decides; only when it fails too does the reason speak of the server."""
+    import os
+    import signal
+
+    plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n")
+    failing = write_spec(tmp_path, "import os\nos._exit(3)\n", name="verify_exits.py")
+    forkclient.shutdown()
+    try:
+        for spec, dies in ((plain, False), (failing, True)):
+            assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
+            server = forkclient.servers()[frozenset()]
+            os.kill(server.pid, signal.SIGKILL)
+            outcome = isolate.run_child("spec", spec, timeout_s=60, isolation="fork")
+            if not dies:
+                assert outcome.payload is not None and outcome.payload["checks"][0]["status"] == "PASS"
+            else:
+                assert outcome.payload is None
+                assert (outcome.failure() or "").startswith("the fork server died under the claim (")
+                assert (outcome.failure() or "").endswith(
+                    "and the re-run in a fresh child failed too: the claim's process exited with code 3 "
+                    "before it reported a result")
+    finally:
+        forkclient.shutdown()
+
+
+def test_a_setsid_grandchild_of_a_claim_running_when_the_mcp_client_disconnects_is_ended(tmp_path: Path) -> None:
+    """Issue 21, item 6: the heartbeat left by a spec that runs when the client goes away ends too."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    beat = tmp_path / "beat"
+    write_spec(tmp_path, hostile.heartbeat(str(beat)) + textwrap.dedent("""
+        def checks():
+            start_heartbeat()
+            time.sleep(300)
+            return []
+    """), name="verify_beats.py")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
+
+    async def leave_while_running() -> None:
+        async with Client(params, read_timeout_seconds=120) as client, anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "run_checks", {"specs": ["verify_beats.py"], "trusted": True})
+            with anyio.fail_after(60):
+                while not (beat.exists() and beat.read_text()):
+                    await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
+
+    anyio.run(leave_while_running)
+    assert hostile.stops_beating(beat, hostile.beating_pid(beat))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from childsupport import write_spec
 
-from physverify import isolate
+from physverify import forkclient, isolate
 
 
 def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml_asks(
@@ -53,7 +53,7 @@ def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_desc
             return json.dumps({
                 "cwd": os.getcwd(), "path": sys.path, "repo": os.environ.get("PHYSVERIFY_REPO"),
                 "stdin": os.read(0, 10).decode(), "fd1_is_fd2": os.path.samestat(os.fstat(1), os.fstat(2)),
-                "leader": os.getsid(0) == os.getpid() == os.getpgid(0), "bytecode": sys.dont_write_bytecode,
+                "leader": os.getpgid(0) == os.getpid() != os.getsid(0), "bytecode": sys.dont_write_bytecode,
                 "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
             })
         def checks():
@@ -74,3 +74,120 @@ def test_the_forked_child_has_the_fresh_childs_cwd_sys_path_environment_and_desc
     assert seen["fresh"] == seen["fork"]
     assert seen["fork"]["path"][:2] == [str(tmp_path), str(extra)] and seen["fork"]["repo"] == str(tmp_path)
     assert seen["fork"]["stdin"] == "" and seen["fork"]["fd1_is_fd2"] and seen["fork"]["leader"]
+
+
+LOCAL_YAML_SPEC = """
+    import yaml
+    def checks():
+        own = getattr(yaml, "SOURCE", None) == "the claim's own"
+        return [Check("demo", "the claim's own yaml.py", lambda: Result(PASS if own else FAIL, yaml.__file__))]
+"""
+
+
+@pytest.mark.parametrize("how", ["another claim imports it", "preload names it"])
+def test_a_claims_own_module_is_never_shadowed_by_a_preloaded_one(tmp_path: Path, isolation: str, how: str) -> None:
+    """Issue 21, item 5: a local yaml.py against the installed yaml the server imported."""
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    (folder / "yaml.py").write_text('SOURCE = "the claim\'s own"\n')
+    spec = write_spec(folder, LOCAL_YAML_SPEC)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    installed = write_spec(other, """
+        import yaml
+        def checks():
+            return [Check("demo", "the installed yaml", lambda: Result(PASS, yaml.__file__))]
+    """)
+    preload = ["yaml"] if how == "preload names it" else []
+    forkclient.shutdown()
+    try:
+        first = isolate.run_child("spec", installed, timeout_s=60, isolation=isolation, preload=preload)
+        assert first.payload is not None and first.payload["checks"][0]["status"] == "PASS"
+        outcome = isolate.run_child("spec", spec, timeout_s=60, sys_path=[tmp_path], isolation=isolation,
+                                    preload=preload)
+    finally:
+        forkclient.shutdown()
+    assert outcome.payload is not None, outcome.failure()
+    check = outcome.payload["checks"][0]
+    assert check["status"] == "PASS", check["message"]
+    assert check["message"] == str(folder / "yaml.py")
+
+
+def test_one_folders_preload_never_reaches_another_folders_claims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    """Issue 21, item 5: folder X's ``preload:`` in the same run (or MCP session) as folder Y's claims."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "pv_cross_lib.py").write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(lib))  # as a process started with it: the server and physverify see it
+    monkeypatch.syspath_prepend(str(lib))
+    asks, plain = tmp_path / "x", tmp_path / "y"
+    asks.mkdir()
+    plain.mkdir()
+    x_spec = write_spec(asks, "def checks():\n    return [Check('demo', 'x', lambda: Result(PASS, ''))]\n")
+    y_spec = write_spec(plain, """
+        import sys
+        def checks():
+            loaded = "pv_cross_lib" in sys.modules
+            return [Check("demo", "nothing preloaded for me", lambda: Result(FAIL if loaded else PASS, str(loaded)))]
+    """)
+    forkclient.shutdown()
+    try:
+        isolate.run_child("spec", x_spec, timeout_s=60, isolation=isolation, preload=["pv_cross_lib"])
+        outcome = isolate.run_child("spec", y_spec, timeout_s=60, isolation=isolation)
+    finally:
+        forkclient.shutdown()
+    assert outcome.payload is not None and outcome.payload["checks"][0]["status"] == "PASS"
+
+
+def _ask(server: forkclient.ForkServer, request: dict[str, object]) -> dict[str, object]:
+    """Send ``request`` as the client does (four descriptors) and return the server's first answer."""
+    import json
+    import socket
+
+    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)] + [socket.socketpair() for _ in range(3)]
+    socket.send_fds(server._sock, [json.dumps(request).encode()], [theirs.fileno() for _, theirs in pairs])
+    for _, theirs in pairs:
+        theirs.close()
+    reply = pairs[0][0]
+    reply.settimeout(60)
+    answer = json.loads(reply.recv(1 << 16))
+    for mine, _ in pairs:
+        mine.close()
+    return answer  # type: ignore[no-any-return]
+
+
+def test_the_fork_server_forks_only_for_its_client_with_the_runs_secret(tmp_path: Path) -> None:
+    """Issue 21, item 13: a request with another secret, or from another process holding the socket, is refused."""
+    import json
+    import os
+
+    ran = tmp_path / "ran"
+    spec = write_spec(tmp_path, f"open({str(ran)!r}, 'a').write('ran')\ndef checks():\n    return []\n")
+    plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",
+                       name="verify_plain.py")
+    forkclient.shutdown()
+    try:
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
+        server = forkclient.servers()[frozenset()]
+        request = {"mode": "spec", "path": str(spec), "extra": [], "env": dict(os.environ), "key": "00" * 32}
+        wrong = _ask(server, {**request, "secret": "0" * 64})
+        assert wrong == {"error": "refused: the request does not carry this run's secret"}
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a process that got hold of the client's socket, with the right secret (a copy of its memory)
+            try:
+                os.write(write_end, json.dumps(_ask(server, {**request, "secret": server._secret})).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        os.waitpid(pid, 0)
+        other = json.loads(os.read(read_end, 1 << 16))
+        os.close(read_end)
+        assert other == {"error": f"refused: the request came from process {pid}, not from the process that "
+                                  "started the server"}
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None  # still serving
+    finally:
+        forkclient.shutdown()
+    assert not ran.exists()

@@ -222,7 +222,8 @@ def test_check_order_recovers_p_from_a_power_law(p: float, log_c: float, log_coa
     assume(errors[-1] > 1e-9)  # well above the noise floor
     assert check_order(hs, errors, p).status == PASS
     assert check_order(hs, errors, p + 1).status == FAIL
-    assert check_order(hs, errors, p - 1).status == INCONCLUSIVE  # above the range: not a defect
+    assert check_order(hs, errors, p - 1).status == PASS  # at the top of the range, within the fit's slack: inside
+    assert check_order(hs, errors, p - 1.5).status == INCONCLUSIVE  # above the range: not a defect
 
 
 @settings(max_examples=200, deadline=None)
@@ -384,3 +385,37 @@ def test_an_order_falling_out_of_the_range_is_not_yet_a_pass() -> None:
     """A mutant of true order 1 measured at coarse steps: pairwise orders 2.95, 1.95, 1.79 (benchmarks/soundness.py)."""
     result = check_order([0.625, 0.3125, 0.15625, 0.078125], [68.3, 8.83, 2.28, 0.658], 2, scale=19.5)
     assert result.status == INCONCLUSIVE and "still falling" in result.message
+
+
+# --- issue 16: at-least orders, the edge of the range, causes that fit the study -------------
+
+
+def test_tol_high_none_accepts_any_settled_order_from_the_bottom_of_the_range_up() -> None:
+    hs = [0.1, 0.05, 0.025, 0.0125]
+    assert check_order(hs, [h**4 for h in hs], 1, tol_high=None).status == PASS
+    assert check_order(hs, [h**4 for h in hs], 1).status == INCONCLUSIVE  # above [0.7, 2)
+    low = check_order(hs, [h**0.5 for h in hs], 1, tol_high=None)
+    assert low.status == FAIL and "[0.7, inf)" in low.message
+
+
+def test_an_order_at_the_top_of_the_range_within_the_fit_s_slack_is_inside() -> None:
+    hs = [1 / 8, 1 / 16, 1 / 32, 1 / 64]
+    errors = [h**2 for h in hs]
+    assert check_order(hs, errors, 1).status == PASS  # fitted 2.0000000000000x against [0.7, 2)
+    assert check_order(hs, [h**2.01 for h in hs], 1).status == INCONCLUSIVE
+
+
+def test_messages_name_causes_that_fit_what_the_study_refines() -> None:
+    hs = [0.1, 0.05, 0.025, 0.0125, 0.00625]
+    first = [h for h in hs]
+    space = check_order(hs, first, 2, refines="space")
+    assert space.status == FAIL and "stencil coefficient" in space.message and "stage" not in space.message
+    time_ = check_order(hs, first, 2)
+    assert "a stage at the wrong time" in time_.message and "stencil" not in time_.message
+    flat = check_order(hs, [0.3] * 5, 2, refines="space")
+    assert flat.status == FAIL and "rather than to the integrator" not in flat.message
+    assert "rather than to the spatial discretisation" in flat.message
+    blow_up = check_order(hs, [1e-2, 2.5e-3, 6e-4, 1e-2, 3e-1], 2)
+    assert blow_up.status == INCONCLUSIVE and "while t < t_end" in blow_up.message
+    with pytest.raises(ValueError, match="refines"):
+        check_order(hs, first, 2, refines="volume")

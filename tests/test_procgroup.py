@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import hostile
 import pytest
 from childsupport import assert_ends_soon, sleeping_spec, start_sleeper, write_spec
 
@@ -91,3 +92,47 @@ def test_stopping_kills_a_running_child_with_its_grandchild_and_starts_no_new_on
     assert_ends_soon(grandfile)
     after = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'passes', lambda: Result(PASS, ''))]\n", "after.py")
     assert isolate.run_child("spec", after, timeout_s=60, isolation=isolation).payload is not None  # the block is over
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_a_setsid_grandchild_does_not_outlive_a_killed_or_interrupted_physverify(
+    tmp_path: Path, isolation: str, how: str
+) -> None:
+    """Issue 21, item 6: the caller's death (or Ctrl-C) ends the heartbeat the claim left, in both modes."""
+    import signal
+    import subprocess
+    import sys
+
+    from fixtures import clean_env
+
+    beat = tmp_path / "beat"
+    claims = hostile.claims_repo(tmp_path, {"claim_beats.py": hostile.beating_claim(str(beat), "time.sleep(300)")})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--isolation", isolation],
+        cwd=claims.parent, env=clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        pid = hostile.beating_pid(beat)
+        proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert hostile.stops_beating(beat, pid)
+
+
+def test_a_setsid_grandchild_of_a_claim_that_kills_the_fork_server_is_ended(tmp_path: Path, isolation: str) -> None:
+    """Issue 21, item 6: the server's death no longer frees what its claims started (there is none when fresh)."""
+    from physverify import forkclient, replay
+
+    beat = tmp_path / "beat"
+    kill = "server = _server()\nif server is not None:\n    os.kill(server, signal.SIGKILL)\n"
+    claims = hostile.claims_repo(tmp_path, {"claim_beats.py": hostile.beating_claim(str(beat), kill)})
+    forkclient.shutdown()
+    try:
+        result = replay.replay([claims], ledger=tmp_path / "ledger.jsonl", trusted=True, isolation=isolation)
+    finally:
+        forkclient.shutdown()
+    assert result.claims[0].record is not None and result.claims[0].record["checks"][0]["message"] == "beating"
+    assert hostile.stops_beating(beat, hostile.beating_pid(beat))

@@ -6,31 +6,56 @@ import os
 import time
 from pathlib import Path
 
+import hostile
 import pytest
 from childsupport import write_spec
+from fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
 
 from physverify import isolate, protocol
 
 
 def test_only_the_first_json_value_after_the_marker_is_read() -> None:
-    stdout = (protocol.MARKER + '\n{"checks": [], "load_error": null}\n{"checks": "late"}\n').encode()
-    assert protocol.parse_payload(stdout) == {"checks": [], "load_error": None}
-    assert protocol.parse_payload(b"no marker here") is None
-    assert protocol.parse_payload((protocol.MARKER + "\n{truncated").encode()) is None
+    key = protocol.new_key()
+    result = protocol.encode_result({"checks": [], "load_error": None}, key)
+    late = protocol.encode_result({"checks": "late"}, key)
+    assert protocol.parse_payload(result + late + b"tail written at exit", key) == ({"checks": [], "load_error": None}, False)
+    assert protocol.parse_payload(b"no marker here", key) == (None, False)
+    assert protocol.parse_payload(result[:-5], key) == (None, False)  # cut short: a child that died, no tampering
 
 
-def test_a_result_over_the_limit_is_a_load_error_that_says_so(tmp_path: Path, isolation: str) -> None:
-    """Issue 13, item 14: it used to read 'ended without reporting a result'."""
-    spec = write_spec(
-        tmp_path,
-        f"""
-        def checks():
-            return [Check("demo", "huge", lambda: Result(PASS, "x" * {protocol.RESULT_LIMIT + 10}))]
-    """,
-    )
-    outcome = isolate.run_child("spec", spec, timeout_s=120, isolation=isolation)
-    assert outcome.payload is not None
-    assert outcome.payload["load_error"].startswith("its result is 32 MiB of JSON, over the 32 MiB a claim may report")
+# A claim whose decisive check FAILs after a check whose message alone is over the cap: the
+# verdict must be the checks' (confirmed), not a load error, and never "rejected".
+HUGE_CLAIM = DECAY_CLAIM.replace(
+    'return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]',
+    'return [Check("demo", "a long report", lambda: Result(PASS, "x" * SIZE)),\n'
+    '            Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]',
+)
+
+
+def test_a_result_over_the_cap_keeps_every_status_and_names_the_cap(tmp_path: Path, isolation: str) -> None:
+    """Issue 21, item 14 (issue 13, item 14 made it a load error): record what fits, never another verdict."""
+    from physverify import confirm
+
+    (tmp_path / "decay.py").write_text(DECAY_DEFECT)
+    claim_path = tmp_path / "claim_huge.py"
+    claim_path.write_text(HUGE_CLAIM.replace("SIZE", str(protocol.RESULT_LIMIT + 10)))
+    record = confirm.evaluate(claim_path, timeout_s=120, isolation=isolation).record
+    assert record["verdict"] == "confirmed", record["reason"]
+    statuses = [check["status"] for check in record["checks"]]
+    assert statuses == ["PASS", "FAIL"]
+    assert record["checks"][0]["message"].endswith(
+        "[cut: the claim's result was over the 32 MiB a claim may report; the status is the check's own]")
+    assert len(record["checks"][0]["message"]) < 5000
+
+
+def test_a_result_too_large_even_cut_is_a_load_error_naming_the_cap() -> None:
+    """Statuses alone over the cap (a huge number of checks): no verdict from a part of them."""
+    check = {"label": "y" * 400, "family": "f", "status": "PASS", "message": "m", "seconds": 0.0}
+    payload = {"load_error": None, "checks": [check] * (protocol.RESULT_LIMIT // 300)}
+    key = protocol.new_key()
+    parsed, tampered = protocol.parse_payload(protocol.encode_result(payload, key), key)
+    assert parsed is not None and not tampered
+    assert "over the 32 MiB a claim may report even with every message cut" in parsed["load_error"]
 
 
 def test_a_result_stream_that_overflows_the_parents_buffer_is_named() -> None:
@@ -52,7 +77,7 @@ def test_pipes_held_open_by_a_detached_process_cost_one_bounded_wait_not_two(mon
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()  # both write ends stay open, as a process that left the group would hold them
     try:
-        outcome = protocol.Streams(os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")).outcome(0, False, time.monotonic())
+        outcome = protocol.Streams(os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")).outcome(0, False, time.monotonic(), protocol.new_key())
     finally:
         os.close(out_w)
         os.close(err_w)
@@ -78,3 +103,53 @@ def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Pa
     assert [c["status"] for c in outcome.payload["checks"]] == ["PASS"]
     assert "{not json from print" in outcome.stderr_tail
     assert "{raw bytes on fd 1" in outcome.stderr_tail
+
+
+def _claims_repo(tmp_path: Path, claims: dict[str, str]) -> Path:
+    """A committed repository with DECAY_DEFECT as decay.py and ``claims`` in claims/."""
+    root = tmp_path / "repo"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    for name, text in claims.items():
+        (root / "claims" / name).write_text(text)
+    repo = init_repo(root)
+    repo.index.add(["decay.py", *[f"claims/{name}" for name in claims]])
+    repo.index.commit("claims")
+    return root / "claims"
+
+
+def test_a_claim_that_forges_its_siblings_results_changes_no_verdict(tmp_path: Path, isolation: str) -> None:
+    """Issue 21, item 4: A writes a forged PASS into every pipe and socket of B's and C's processes."""
+    from physverify import replay
+
+    done = str(tmp_path / "attack.done")
+    claims = _claims_repo(tmp_path, {
+        "claim_a_forger.py": hostile.forger(done, siblings=2),
+        "claim_b_victim.py": hostile.victim(done),
+        "claim_c_victim.py": hostile.victim(done),
+    })
+    result = replay.replay([claims], ledger=tmp_path / "ledger.jsonl", trusted=True, jobs=3, isolation=isolation,
+                           timeout_s=180)
+    runs = {run.key.rsplit("/", 1)[-1]: run for run in result.claims}
+    attack = runs["claim_a_forger.py"].record["checks"][0]["message"]  # type: ignore[index]
+    assert attack.startswith("siblings ") and not attack.startswith("siblings 0"), attack
+    assert runs["claim_b_victim.py"].verdict == runs["claim_c_victim.py"].verdict == "confirmed", attack
+
+
+def test_a_result_without_the_claims_key_is_rejected_as_tampering(tmp_path: Path, isolation: str) -> None:
+    """Issue 21, item 4: what reaches the result stream without the key's tag is never read as the result."""
+    spec = write_spec(tmp_path, """
+        import json, os, sys
+        from physverify.protocol import MARKER
+        frame = sys._getframe()
+        while "result_fd" not in frame.f_locals:
+            frame = frame.f_back
+        forged = {"load_error": None, "checks": [{"label": "x", "family": "f", "status": "PASS", "message": "",
+                                                  "seconds": 0.0}]}
+        os.write(frame.f_locals["result_fd"], (MARKER + "\\n" + json.dumps(forged) + "\\n").encode())
+        os._exit(0)
+    """)
+    outcome = isolate.run_child("spec", spec, timeout_s=60, isolation=isolation)
+    assert outcome.payload is None and outcome.tampered
+    assert "without this claim's key reached its result stream" in (outcome.failure() or "")
+    assert "(tampering)" in (outcome.failure() or "")

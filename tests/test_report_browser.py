@@ -1,6 +1,8 @@
 """The HTML report in a real browser (issue 12): headless Chromium opens it from disk, finds one
 section per claim and every plot drawn with a size, sees no console error and no request
-beyond the file itself, and takes the screenshot docs/report.md shows.
+beyond the file itself, and takes the screenshot docs/report.md shows. Issue 18: the regressed
+claim's plots draw its baseline run beside the latest with a legend, and a check whose errors
+are all exactly 0 says so in words, with no plot.
 
 The worked example is real: the three claims of docs/examples/confirm in a git repository,
 the oscillator's damping sign fixed and then broken again (a regression with its history).
@@ -102,6 +104,17 @@ def test_the_report_opens_from_disk_with_one_section_per_claim_and_every_plot_dr
     assert len(sizes) == with_data == 6
     assert all(width > 100 and height > 50 for width, height in sizes)
     assert page.locator("section.claim").first.locator(".history li").count() == 2  # rejected, then confirmed
+    regressed = page.locator("section.claim").first
+    assert regressed.locator("svg").count() == 2
+    for i in range(2):  # the control and the check, each with the baseline run (rejected) beside the latest
+        legend = regressed.locator("svg").nth(i).locator("text").all_text_contents()
+        assert {"latest: measured error", "baseline: measured error"} <= set(legend), legend
+        shown = regressed.locator("svg").nth(i).locator("text", has_text="baseline: measured error").bounding_box()
+        box = regressed.locator("svg").nth(i).bounding_box()
+        assert shown and box and box["y"] <= shown["y"] <= box["y"] + box["height"]  # inside the plot, not cut off
+    assert regressed.locator("p.plot-note", has_text="Drawn beside the baseline run (rejected, ").count() == 2
+    others = page.locator("section.claim").nth(1).locator("svg text").all_text_contents()
+    assert others and not [t for t in others if "baseline" in t]  # an unchanged claim: the latest run only
     assert [m for m in opened.console if m.startswith(("error", "pageerror", "warning"))] == []
     assert opened.requests == [(worked_example / "report.html").as_uri()]
     shot = worked_example / "report.png"
@@ -131,4 +144,68 @@ def test_replay_writes_the_same_page_and_a_hostile_claim_shows_as_text(browser: 
     assert all(width > 100 and height > 50 for width, height in opened.sizes(".plot svg"))
     assert [m for m in opened.console if m.startswith(("error", "pageerror"))] == []
     assert opened.requests == [(tmp_path / "replay.html").as_uri()]
+    page.close()
+
+
+MIDPOINT = '''\
+"""The midpoint rule, the code under test."""
+
+
+def integrate(f, a, b, n):
+    h = (b - a) / n
+    return h * sum(f(a + (i + 0.5) * h) for i in range(n))
+'''
+
+EXACT_CLAIM = '''\
+"""Claim: the midpoint rule is wrong for straight lines. On x over [0, 1] with n a power of two
+every midpoint and the sum are exact binary fractions, so a correct rule gives 1/2 exactly and
+every error is 0 (Davis and Rabinowitz, Methods of Numerical Integration, sec. 2.1: the midpoint
+rule is exact for polynomials of degree one)."""
+from physverify import Check, check_order
+
+import midpoint
+
+CLAIM = {
+    "text": "the midpoint rule is not exact for a linear integrand",
+    "source": "a test",
+    "file": "claims/midpoint.py",
+    "line": 4,
+    "reference": "Davis and Rabinowitz, Methods of Numerical Integration, sec. 2.1",
+    "impact": "used",
+}
+NS = (4, 8, 16, 32)
+
+
+def _study(f, exact):
+    return lambda: check_order([1 / n for n in NS], [abs(midpoint.integrate(f, 0.0, 1.0, n) - exact) for n in NS], 2)
+
+
+def control():
+    return Check("exact", "a constant integrates exactly", _study(lambda x: 1.0, 1.0))
+
+
+def checks():
+    return [Check("exact", "a straight line integrates exactly", _study(lambda x: x, 0.5))]
+'''
+
+
+def test_a_check_whose_errors_are_all_exactly_zero_says_so_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "midpoint.py").write_text(MIDPOINT)
+    (tmp_path / "claims" / "claim_midpoint.py").write_text(EXACT_CLAIM)
+    init_repo(tmp_path)
+    done = physverify("confirm", "claims/claim_midpoint.py", "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout  # rejected: the rule is right
+    record = json.loads((tmp_path / "ledger.jsonl").read_text())
+    assert record["verdict"] == "rejected" and record["checks"][0]["data"]["errors"] == [0.0] * 4
+    assert physverify("report", "--ledger", "ledger.jsonl", "-o", "report.html", cwd=tmp_path).returncode == 0
+    opened = Opened(browser, tmp_path / "report.html")
+    page = opened.page
+    figures = page.locator("figure.convergence")
+    assert figures.count() == 2 and page.locator("svg").count() == 0
+    for i in range(2):
+        note = figures.nth(i).locator("p.plot-note")
+        assert note.inner_text().startswith("Every error is exactly 0, at all 4 step sizes")
+        assert note.is_visible() and figures.nth(i).locator("table.numbers").is_visible()
+    assert [m for m in opened.console if m.startswith(("error", "pageerror", "warning"))] == []
     page.close()

@@ -42,14 +42,32 @@ _LAZY: dict[str, str] = {
     "convergence_study": "physverify.studies",
     "self_convergence_study": "physverify.studies",
     "refinement_path": "physverify.studies",
+    "path_steps": "physverify.studies",
     "drift_study": "physverify.studies",
     "Refinement": "physverify.refine",
     "refine": "physverify.refine",
+    "exact_steps": "physverify.adapters",
+    "from_second_order_step": "physverify.adapters",
+    "from_step": "physverify.adapters",
+    "identity_check": "physverify.operators",
+    "operator_study": "physverify.operators",
+    "reversibility_study": "physverify.operators",
+    "StochasticResult": "physverify.stochastic",
+    "distribution_study": "physverify.stochastic",
+    "mean_study": "physverify.stochastic",
+    "weak_order_study": "physverify.stochastic",
     "ode_checks": "physverify.studies",  # from physverify 0.6.0: claim files written for it run unchanged
     "zero_source": "physverify.mms",  # from physverify 0.6.0
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]  # noqa: PLE0604 - _LAZY is the one list of the public names
+
+# The function refine shares its module's name: the first ``import physverify.refine`` anywhere (a study
+# taking a plan) would set this package's attribute ``refine`` to the module, so ``from physverify import
+# refine`` would give the module. Binding the function here, after that import, settles it; refine.py
+# imports only the standard library, so ``physverify --version`` stays fast.
+from physverify.refine import Refinement as Refinement  # noqa: E402
+from physverify.refine import refine as refine  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
@@ -93,9 +111,18 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.studies import reference_study as reference_study
     from physverify.studies import convergence_study as convergence_study
     from physverify.studies import self_convergence_study as self_convergence_study
+    from physverify.studies import path_steps as path_steps
     from physverify.studies import refinement_path as refinement_path
     from physverify.studies import drift_study as drift_study
-    from physverify.refine import Refinement as Refinement
-    from physverify.refine import refine as refine
+    from physverify.adapters import exact_steps as exact_steps
+    from physverify.adapters import from_second_order_step as from_second_order_step
+    from physverify.adapters import from_step as from_step
+    from physverify.operators import identity_check as identity_check
+    from physverify.operators import operator_study as operator_study
+    from physverify.operators import reversibility_study as reversibility_study
+    from physverify.stochastic import StochasticResult as StochasticResult
+    from physverify.stochastic import distribution_study as distribution_study
+    from physverify.stochastic import mean_study as mean_study
+    from physverify.stochastic import weak_order_study as weak_order_study
     from physverify.studies import ode_checks as ode_checks
     from physverify.mms import zero_source as zero_source

@@ -69,6 +69,14 @@ class OrderResult(Result):
     floor: float | None = None
     fit_hs: tuple[float, ...] = field(default_factory=tuple)
 
+    def _repr_html_(self) -> str:
+        """How a Jupyter notebook shows the result (issue 18): the status, the message and the HTML
+        report's own convergence plot; without matplotlib, the numbers as a text table."""
+        # Imported here, not at the top: the numerics must not import the report when they are imported.
+        from physverify.report._plot import notebook_html
+
+        return notebook_html(self.status, self.message, result_data(self))
+
 
 class SkipCheck(Exception):
     """Raise inside a check's ``run`` to report SKIP (e.g. an optional dependency is missing)."""

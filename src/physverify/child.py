@@ -47,15 +47,46 @@ def _package_parent(existing: str | None) -> str:
     return here if not existing else os.pathsep.join([here, existing])
 
 
-def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int) -> None:
-    """The child's work, the same in both modes: sys.path, load, run, send the result on ``result_fd``."""
+def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int, key: bytes) -> None:
+    """The child's work, the same in both modes: sys.path, load, run, send the result on ``result_fd``.
+
+    ``key`` tags the result (protocol.py); it came from the parent, never from the environment.
+    """
     sys.path[:] = [str(path.parent)] + list(extra) + [p for p in sys.path if p not in ("", str(path.parent))]
     payload = run_claim(path) if mode == "claim" else run_spec(path)
     sys.stdout.flush()
-    data = encode_result(payload)
+    data = encode_result(payload, key)
     while data:
         data = data[os.write(result_fd, data) :]
     os.close(result_fd)
+
+
+def run_as_process(mode: str, path: Path, extra: Sequence[str], result_fd: int, key: bytes) -> int:
+    """``child_main`` in a forked process (both modes), ended as the interpreter would end it: its exit code."""
+    try:
+        child_main(mode, path, extra, result_fd, key)
+        code = 0
+    except SystemExit as exc:  # as the interpreter would end a fresh child
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback on stderr, exit code 1
+        traceback.print_exc()
+        code = 1
+    return _exit_like_interpreter(code)
+
+
+def _exit_like_interpreter(code: int) -> int:
+    """What Py_Finalize does that os._exit skips: wait for threads, run atexit, flush."""
+    import atexit
+    import threading
+
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - recorded as the exit code, as the interpreter would
+        return code or 1
+    return code
 
 
 def divert_stdout() -> int:

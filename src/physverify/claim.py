@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from physverify import specscan
+from physverify import specscan, templates
 from physverify.errors import PhysverifyError
 from physverify.text import clip
 
@@ -547,8 +547,10 @@ def _missing_function(bindings: dict[str, ast.stmt]) -> str | None:
 
 
 # --- confirm init (section 6) ---------------------------------------------------------
-def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None) -> Path:
-    """Write a claim template to ``path`` and return the path; refuse to overwrite anything."""
+def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None,
+                   kind: str | None = None) -> Path:
+    """Write a claim template to ``path`` (the plain one, or that of ``kind``) and return the path; refuse to
+    overwrite anything."""
     if path.name == "init":
         raise PhysverifyError(f"{path}: a claim file cannot be called 'init' (it is the subcommand's name)")
     if path.suffix != ".py":
@@ -558,9 +560,11 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     if missing:
         raise PhysverifyError(f"confirm init: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
     number = _line_number(line)
+    if kind is not None and kind not in templates.KINDS:
+        raise PhysverifyError(f"confirm init: --kind {kind!r} is not one of {', '.join(templates.KINDS)}")
     try:
         with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
-            handle.write(_template(str(text), str(file), number))
+            handle.write(_template(str(text), str(file), number, kind))
     except FileExistsError:
         raise PhysverifyError(f"{path}: already exists; confirm init never overwrites a file") from None
     except OSError as exc:
@@ -578,8 +582,11 @@ def _line_number(line: str | int | None) -> int:
     return number
 
 
-def _template(text: str, file: str, line: int) -> str:
-    return _TEMPLATE.format(text=_py_string(text), file=_py_string(file), line=line, fill=_py_string(FILL_IN))
+def _template(text: str, file: str, line: int, kind: str | None = None) -> str:
+    literals = {"text": _py_string(text), "file": _py_string(file), "fill": _py_string(FILL_IN)}
+    if kind is not None:
+        return templates.render(kind, line=line, **literals)
+    return _TEMPLATE.format(line=line, **literals)
 
 
 def _py_string(value: str) -> str:
@@ -599,13 +606,15 @@ check can only agree with the code it is meant to judge.
 
 Fill in every "FILL IN" below (the file will not load until you do), then write
 control() and checks(). Run it with:  physverify confirm THIS_FILE.py --trusted
+For a template with the study already written, give --kind (docs/real-code.md).
 """
 
 import numpy as np  # noqa: F401  (most references need it)
 
 from physverify import Check  # noqa: F401
 # The checks and studies, with their arguments and an example each: docs/api.md
-# from physverify import ManufacturedODE, mms_order_study, reference_study, invariant_study
+# from physverify import ManufacturedODE, mms_order_study, reference_study, invariant_study, refine
+# from physverify import from_step, from_second_order_step, exact_steps, identity_check, operator_study
 # from physverify import convergence_study, self_convergence_study, refinement_path, drift_study
 
 # import solver  # the code under test: this file's folder and the repository root are on sys.path
@@ -639,10 +648,9 @@ def control():
     # (scipy.integrate.solve_ivp at tight tolerance). For an order-of-accuracy claim:
     #
     # mms = ManufacturedODE(u=lambda t: np.array([np.cos(t), -np.sin(t)]), rhs_ref=reference_rhs)
-    # def integrate(source, y0, t_end, n_steps):  # adapt the code under test to this contract
-    #     return solver.integrate(lambda t, y: solver.rhs(t, y) + source(t), y0, t_end, n_steps)
+    # integrate = from_step(solver.midpoint_step, solver.rhs)  # a step(f, t, y, h) -> y_next of the code
     # return Check("mms", "midpoint rule is second order with the effect switched off",
-    #              lambda: mms_order_study(integrate, mms, t_end=1.0, ns=[20, 40, 80, 160], expected_order=2))
+    #              lambda: mms_order_study(integrate, mms, t_end=1.0, ns=refine(20, max_n=640), expected_order=2))
     raise NotImplementedError("write control(): one Check that must pass")
 
 

@@ -106,6 +106,10 @@ def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     confirm.add_argument("--text", help="confirm init: the claim as it was stated")
     confirm.add_argument("--file", help="confirm init: the file the claim is about, relative to the repository root")
     confirm.add_argument("--line", help="confirm init: the line number in that file")
+    from physverify.templates import KINDS  # text only: no numpy at start-up
+
+    confirm.add_argument("--kind", choices=list(KINDS),
+                         help="confirm init: a template with the study for this kind of claim (docs/real-code.md)")
 
 
 def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -344,11 +348,15 @@ def _confirm(args: argparse.Namespace) -> int:
 
     if args.claim != "init" and (args.text, args.file, args.line) != (None, None, None):
         raise UsageError("--text, --file and --line belong to 'confirm init CLAIM.py'; a claim file keeps them in CLAIM")
+    if args.claim != "init" and args.kind is not None:
+        raise UsageError("--kind belongs to 'confirm init CLAIM.py'")
     if args.claim == "init":
         if args.init_path is None:
             raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
-        written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line)
-        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then control() and checks()\n")
+        written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
+                                       kind=args.kind)
+        todo = "control() and checks()" if args.kind is None else "the ADAPTER block"
+        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}\n")
         return EXIT_OK
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")

@@ -1,10 +1,15 @@
-"""The fork server's client: one warm server per process, replaced when it no longer fits.
+"""The fork server's client: one warm server per configuration, replaced when it no longer fits.
 
-``run_forked`` is isolate.run_child's fork mode. It asks the current server (forkserver.py)
-to fork a child for the claim and collects that child as fresh.py collects its own: the
-same streams (protocol.Streams), the same timeout and group kill. A new server is started
-when the claim needs a module the running one did not preload (preload.py) or a preloaded
-module's file changed on disk; when no server can be had, the claim gets a fresh child.
+``run_forked`` is isolate.run_child's fork mode. It asks the server of the claim's
+configuration (physverify.yaml's ``preload:``; forkserver.py) to fork a supervisor for the
+claim and collects it as fresh.py collects its own: the same streams and key
+(protocol.collect), the same timeout and kill. One server per configuration, so one folder's
+``preload:`` never reaches another folder's claims (issue 21, item 5). A new server is
+started when the claim needs a module the running one did not preload (preload.py) or a
+preloaded module's file changed on disk; when no server can be had, the claim gets a fresh
+child. When the server died or was stopped before it forked the claim (another claim can
+signal it), the claim is re-run in a fresh child, and when that fails too the reason says
+the fork server died (issue 21, item 4).
 
 Why our own small server and not multiprocessing's forkserver (docs/architecture.md says it
 at length): its children re-import the parent's ``__main__`` and take the parent's cwd and
@@ -16,8 +21,11 @@ server or its parent dies. Forking costs the same (1.6 ms against 5 ms per child
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
 import os
+import secrets
+import select
 import signal
 import socket
 import subprocess
@@ -32,8 +40,8 @@ from physverify.child import child_environment, package_parent
 from physverify.forkserver import MESSAGE_BYTES
 from physverify.fresh import run_fresh
 from physverify.preload import preload_for
-from physverify.procgroup import TOKEN_ENV, kill_group, refuse_if_stopping, tracked
-from physverify.protocol import DRAIN_S, ChildOutcome, Streams
+from physverify.procgroup import TOKEN_ENV, refuse_if_stopping, state_of, tracked
+from physverify.protocol import ChildOutcome, Streams, collect, new_key, stream_pairs
 
 _START_S = 300.0  # importing scipy on a loaded machine can take a while; past this the server is broken
 _REPLY_S = 30.0  # from a request to the forked child's pid
@@ -41,7 +49,15 @@ _STAMP_EVERY_S = 1.0  # how often a long-lived server checks its modules' files 
 
 
 class ForkUnavailable(Exception):
-    """The server could not be started or stopped answering; the caller runs a fresh child instead."""
+    """The server could not be had or could not fork; the caller runs a fresh child instead.
+
+    ``died``: the server died or was stopped under the request (another claim may have
+    signalled it), which the fresh re-run's reason names when it fails too.
+    """
+
+    def __init__(self, message: str, *, died: bool = False) -> None:
+        super().__init__(message)
+        self.died = died
 
 
 class ForkServer:
@@ -53,6 +69,7 @@ class ForkServer:
         self.retired = False
         self.users = 0
         self._send_lock = threading.Lock()
+        self._secret = secrets.token_hex(32)  # every request carries it (issue 21, item 13)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = child_environment(None)
         env.pop(TOKEN_ENV)
@@ -63,10 +80,16 @@ class ForkServer:
         )
         theirs.close()
         self._sock = mine
+        mine.send(json.dumps({"secret": self._secret}).encode())  # never on its command line or in its environment
         with tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
             files = self._read_files()
         self._stamps = {file: _stamp(file) for file in files}
         self._checked = time.monotonic()
+
+    @property
+    def pid(self) -> int:
+        """The server process's pid."""
+        return self._proc.pid
 
     def _read_files(self) -> list[str]:
         files: list[str] = []
@@ -87,50 +110,59 @@ class ForkServer:
         self._checked = now
         return any(_stamp(file) != stamp for file, stamp in self._stamps.items())
 
-    def run(self, request: dict[str, Any], timeout_s: float) -> ChildOutcome:
-        """Fork one child for ``request`` and collect it as isolate does for a fresh child."""
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    def run(self, request: dict[str, Any], key: bytes, timeout_s: float) -> ChildOutcome:
+        """Have the server fork a supervisor for ``request`` and collect it as fresh.py collects its own."""
+        (out, out_child), (err, err_child) = stream_pairs()
+        watch, watch_child = socket.socketpair()
+        reply, reply_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         start = time.monotonic()
+        message = json.dumps({**request, "key": key.hex(), "secret": self._secret}).encode()
         try:
             with self._send_lock:
-                socket.send_fds(self._sock, [json.dumps(request).encode()], [theirs.fileno(), out_w, err_w])
+                socket.send_fds(self._sock, [message], [s.fileno() for s in (reply_child, out_child, err_child, watch_child)])
         except OSError as exc:
             self.broken = True
-            for fd in (out_r, err_r):
-                os.close(fd)
-            raise ForkUnavailable(f"the fork server is gone ({exc})") from exc
+            for sock in (out, err, watch, reply):
+                sock.close()
+            raise ForkUnavailable(f"the fork server is gone ({exc})", died=True) from exc
         finally:
-            theirs.close()
-            os.close(out_w)
-            os.close(err_w)
-        streams = Streams(os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb"))
-        with mine:
-            return self._wait(mine, streams, start, timeout_s)
+            for sock in (reply_child, out_child, err_child, watch_child):
+                sock.close()
+        streams = Streams.of(out, err)
+        with reply:
+            pid = self._forked_pid(reply, watch)
+        return collect(pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=lambda: None)
 
-    def _wait(
-        self, reply: socket.socket, streams: Streams, start: float, timeout_s: float
-    ) -> ChildOutcome:
-        forked = _recv(reply, _REPLY_S)
-        if forked is None:  # stopped (a claim can SIGSTOP its parent) or dead: nothing ran; no claim goes to it
+    def _forked_pid(self, reply: socket.socket, watch: socket.socket) -> int:
+        """The supervisor's pid from the server; ForkUnavailable when the server died, stopped or refused."""
+        deadline = time.monotonic() + _REPLY_S
+        while True:
+            ready, _, _ = select.select([reply], [], [], 0.05)
+            if ready:
+                forked = _recv(reply, 1.0)
+                break
+            why = self._unable()
+            if why is not None or time.monotonic() >= deadline:
+                forked = None
+                break
+        if forked is None or "pid" not in forked:
+            watch.close()
+        if forked is None:  # stopped (a claim can SIGSTOP it) or dead: nothing ran; no claim goes to it
             self.broken = True
             self._wake()
-            raise ForkUnavailable("the fork server did not answer")
-        if "pid" not in forked:  # the server could not fork (a process limit); the caller tries a fresh child
+            raise ForkUnavailable(self._unable() or "the fork server did not answer", died=True)
+        if "pid" not in forked:  # it could not fork (a process limit) or refused: the caller tries a fresh child
             raise ForkUnavailable(str(forked.get("error")))
-        pid = int(forked["pid"])
-        with tracked(pid):
-            done = _recv(reply, max(timeout_s - (time.monotonic() - start), 0.0))
-        timed_out = done is None and time.monotonic() - start >= timeout_s  # not when the server died
-        if done is None:
-            kill_group(pid)
-            done = _recv(reply, DRAIN_S)  # the server reaps it and reports
-            if done is None:
-                self.broken = True
-                self._wake()
-        code = None if done is None else os.waitstatus_to_exitcode(int(done["status"]))
-        return streams.outcome(code, timed_out, start)
+        return int(forked["pid"])
+
+    def _unable(self) -> str | None:
+        """Why the server cannot answer now (dead, stopped), or None."""
+        code = self._proc.poll()
+        if code is not None:
+            return f"the fork server died (exit status {code})"
+        if state_of(self._proc.pid) in ("T", "t"):
+            return "the fork server was stopped"
+        return None
 
     def _wake(self) -> None:
         try:
@@ -149,25 +181,30 @@ class ForkServer:
 
 
 _registry_lock = threading.Lock()
-_current: ForkServer | None = None
+_servers: dict[frozenset[str], ForkServer] = {}  # one per configuration: physverify.yaml's preload list
 _exit_hook: list[object] = []
 
 
-def _acquire(preload: frozenset[str]) -> ForkServer:
-    """The running server when it preloaded ``preload`` and nothing changed, else a new one."""
-    global _current
+def servers() -> dict[frozenset[str], ForkServer]:
+    """The running servers by configuration (a copy; for the MCP server's tests and the benchmarks)."""
     with _registry_lock:
-        server = _current
+        return dict(_servers)
+
+
+def _acquire(configuration: frozenset[str], preload: frozenset[str]) -> ForkServer:
+    """The configuration's server when it preloaded ``preload`` and nothing changed, else a new one."""
+    with _registry_lock:
+        server = _servers.get(configuration)
         if server is None or server.broken or not preload <= server.preload or server.stale():
             keep = server.preload if server is not None and not server.broken else frozenset()
             if server is not None:
                 _retire(server)
-            _current = None
+            _servers.pop(configuration, None)
             refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
-            server = ForkServer(preload | keep)  # the union: a run's claims rarely differ much
+            server = ForkServer(preload | keep)  # the union within one configuration: its claims rarely differ much
             if not _exit_hook:
                 _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
-            _current = server
+            _servers[configuration] = server
         server.users += 1
         return server
 
@@ -186,12 +223,11 @@ def _retire(server: ForkServer) -> None:
 
 
 def shutdown() -> None:
-    """Stop the current server (the MCP server and tests; a CLI run just exits)."""
-    global _current
+    """Stop every server (the MCP server and tests; a CLI run just exits)."""
     with _registry_lock:
-        if _current is not None:
-            _retire(_current)
-        _current = None
+        for server in _servers.values():
+            _retire(server)
+        _servers.clear()
 
 
 def run_forked(
@@ -200,13 +236,16 @@ def run_forked(
     """isolate.run_child's fork mode; a fresh child when the server cannot be had."""
     request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env}
     try:
-        server = _acquire(preload_for(path, extra, preload))
+        server = _acquire(frozenset(preload), preload_for(path, extra, preload))
     except ForkUnavailable:
         return run_fresh(mode, path, extra, env, timeout_s)
     try:
-        return server.run(request, timeout_s)
-    except ForkUnavailable:
-        return run_fresh(mode, path, extra, env, timeout_s)
+        return server.run(request, new_key(), timeout_s)
+    except ForkUnavailable as exc:
+        outcome = run_fresh(mode, path, extra, env, timeout_s)
+        if exc.died and outcome.payload is None and not outcome.timed_out:
+            return dataclasses.replace(outcome, note=f"the fork server died under the claim ({exc})")
+        return outcome
     finally:
         _release(server)
 

@@ -1,46 +1,81 @@
-"""The fork server's side: one warm process per run that forks the child of every claim (DESIGN.md, "Warm start").
+"""The fork server's side: one warm process per configuration that forks the child of every claim (DESIGN.md, "Warm start").
 
 Started by forkclient.py as ``python -B -m physverify.forkserver FD MODULE...`` in its own
 session: it imports the modules it is given (numpy, physverify, the third-party modules
-the claims import statically), sends the client the files they came from, and then forks
-one child per request. The forked child becomes what a fresh child is (child.child_main):
-its own session and process group, fd 1 pointed at stderr, the claim's folder as cwd, its
-sys.path and environment, the result after the marker. Repository code is only ever
-imported in a forked child, never in the server, so an edit between two runs is always seen
-and no claim sees another's state.
+the claims import statically, what physverify.yaml's ``preload:`` names), sends the client
+the files they came from, and then forks one process per request. That process becomes
+what a fresh start is: its own session, fd 1 pointed at stderr, the claim's folder as cwd,
+its sys.path and environment, and the claim's supervisor (procgroup.supervise), which forks
+the claim's own process and tells the client its status directly. So the claims do not
+depend on the server once forked: a claim that kills or stops the server ends no sibling
+(issue 21, item 4). Repository code is only ever imported in a forked child, never in the
+server, so an edit between two runs is always seen and no claim sees another's state.
 
-The protocol, over a Unix SOCK_SEQPACKET socket pair (one message per send):
-client -> server: a JSON request and three descriptors (a reply socket, the child's stdout
-and stderr pipes); server -> reply socket: ``{"pid": N}`` once forked, ``{"status": S}``
-(os.waitpid's status) once reaped. The server is a subreaper: whatever a claim started and
-left behind is re-parented to it and killed when that claim's child is reaped.
+Before the claim runs, no module the server preloaded may stand in for one the claim's own
+folder, the repository root or src/ provides (a local ``yaml.py``): such modules leave
+``sys.modules`` in the forked process, as a fresh interpreter would never have had them
+(issue 21, item 5).
+
+The protocol, over a Unix SOCK_SEQPACKET socket pair (one message per send): first the
+client sends the run's secret; then each request is a JSON object carrying that secret with
+four descriptors (a reply socket, the child's result and stderr sockets, and the watch
+socket whose other end the client keeps). The server refuses a request whose secret is wrong
+or whose sender (SO_PASSCRED, checked per message) is not the process that started it
+(issue 21, item 13). It answers ``{"pid": N}`` on the reply socket once forked. The server
+is a subreaper too: what a killed supervisor left comes back to it and is killed.
 """
 
 from __future__ import annotations
 
+import array
+import hmac
+import importlib
 import json
 import os
 import select
 import signal
 import socket
+import struct
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from physverify.child import child_main
-from physverify.procgroup import PR_SET_CHILD_SUBREAPER, children_of, die_with, kill_group, set_prctl
+from physverify.child import run_as_process
+from physverify.preload import provided_top_levels
+from physverify.procgroup import (
+    PR_SET_CHILD_SUBREAPER,
+    children_of,
+    end_descendants,
+    kill_group,
+    kill_session,
+    send_status,
+    set_prctl,
+    supervise,
+)
 
 _FRESH_MAIN = str(Path(__file__).with_name("fresh.py"))
 MESSAGE_BYTES = 1 << 20  # the largest message either side sends (a request carries the claim's environment)
+REQUEST_FDS = 4  # reply, result stream, stderr, watch
+_UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+# The top-level modules loaded before any preload: what a fresh interpreter has too when the
+# claim starts (the standard library's start-up, physverify's child layer). A module loaded by
+# the preload and not in this set is one a fresh child would import from the claim's path.
+_before_preload: frozenset[str] = frozenset()
 
 
 def serve(sock: socket.socket, preload: Sequence[str]) -> None:
-    """Preload, report the modules' files, then fork a child per request until the client closes."""
-    import importlib
+    """Take the run's secret, preload, report the modules' files, then fork per request until the client closes."""
+    global _before_preload
 
     del sys.path[0]  # the server's cwd (physverify's folder), which no child has on its path
+    client = os.getppid()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    first = _receive(sock)
+    if first is None or not isinstance(first[0].get("secret"), str):
+        return
+    secret = first[0]["secret"]
+    _before_preload = frozenset(name.partition(".")[0] for name in sys.modules)
     for name in preload:
         try:
             importlib.import_module(name)
@@ -52,30 +87,85 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    children: dict[int, socket.socket] = {}
+    supervisors: set[int] = set()
     while True:
         ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
-            _reap(children)
+            _reap(supervisors)
         if sock.fileno() in ready:
-            message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
-            if not message:
+            received = _receive(sock)
+            if received is None:
                 break
-            reply = socket.socket(fileno=fds[0])
-            try:
-                pid = _fork_child(json.loads(message), fds, (sock.fileno(), wake_r, wake_w))
-            except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
-                _send(reply, {"error": str(exc)})
-                reply.close()
-                for fd in fds[1:]:
-                    os.close(fd)
-                continue
+            _answer(received, client, secret, supervisors, (sock.fileno(), wake_r, wake_w))
+    for pid in supervisors:  # the client is gone: so is everything it started (issue 13, item 6)
+        kill_session(pid)
+    end_descendants(None)  # and whatever was re-parented here, until nothing is left
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int], tuple[int, int] | None] | None:
+    """One message: its JSON, the descriptors it carried, and its sender's (pid, uid); None at EOF."""
+    space = socket.CMSG_SPACE(REQUEST_FDS * 4) + socket.CMSG_SPACE(_UCRED.size)
+    try:
+        data, ancillary, _, _ = sock.recvmsg(MESSAGE_BYTES, space)
+    except OSError:
+        return None
+    if not data:
+        return None
+    fds: list[int] = []
+    sender = None
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            numbers = array.array("i")
+            numbers.frombytes(payload[: len(payload) - len(payload) % numbers.itemsize])
+            fds.extend(numbers)
+        elif level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+            pid, uid, _ = _UCRED.unpack(payload[: _UCRED.size])
+            sender = (pid, uid)
+    try:
+        message = json.loads(data)
+    except ValueError:
+        message = None
+    return (message if isinstance(message, dict) else {}), fds, sender
+
+
+def _answer(
+    received: tuple[dict[str, Any], list[int], tuple[int, int] | None],
+    client: int,
+    secret: str,
+    supervisors: set[int],
+    server_fds: tuple[int, ...],
+) -> None:
+    request, fds, sender = received
+    if len(fds) != REQUEST_FDS:
+        for fd in fds:
+            os.close(fd)
+        return
+    reply = socket.socket(fileno=fds[0])
+    refusal = _refusal(request, sender, client, secret)
+    if refusal is None:
+        try:
+            pid = _fork_supervisor(request, fds, server_fds)
+        except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
+            refusal = str(exc)
+        else:
+            supervisors.add(pid)
             _send(reply, {"pid": pid})
-            children[pid] = reply
-    for pid in children:  # the client is gone: so is everything it started (issue 13, item 6)
-        kill_group(pid)
-    _kill_orphans(set())
+    if refusal is not None:
+        _send(reply, {"error": refusal})
+        for fd in fds[1:]:
+            os.close(fd)
+    reply.close()
+
+
+def _refusal(request: dict[str, Any], sender: tuple[int, int] | None, client: int, secret: str) -> str | None:
+    """Why a request is not served (not from the client process, or without the run's secret), or None."""
+    if sender is not None and (sender[0] != client or sender[1] != os.getuid()):
+        return f"refused: the request came from process {sender[0]}, not from the process that started the server"
+    given = request.get("secret")
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), secret.encode()):
+        return "refused: the request does not carry this run's secret"
+    return None
 
 
 def _send_files(sock: socket.socket) -> None:
@@ -92,31 +182,26 @@ def _send(reply: socket.socket, message: dict[str, Any]) -> None:
         pass  # the client stopped waiting (its thread gave up): nothing to tell
 
 
-def _reap(children: dict[int, socket.socket]) -> None:
-    """Report every ended child; first kill what it left in its group, and any orphan (a setsid escape)."""
+def _reap(supervisors: set[int]) -> None:
+    """Reap every ended child; kill any orphan (what a killed supervisor's claim left) once a supervisor ends."""
     while True:
         try:
-            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
-        if info is None:
+        if pid == 0:
             return
-        if info.si_pid in children:
-            kill_group(info.si_pid)  # the zombie still holds its group id, so this is its group
-        _, status = os.waitpid(info.si_pid, 0)
-        reply = children.pop(info.si_pid, None)
-        if reply is not None:
-            _kill_orphans(set(children))
-            _send(reply, {"status": status})
-            reply.close()
+        if pid in supervisors:
+            supervisors.discard(pid)
+            _kill_orphans(supervisors)
 
 
 def _kill_orphans(live: set[int]) -> None:
-    """SIGKILL the server's children that are no claim's child: re-parented leftovers of ended claims."""
+    """SIGKILL the server's children that are no running supervisor: re-parented leftovers of ended claims."""
     me = os.getpid()
     for pid, pgid in children_of(me):
-        if pid in live or pgid in live:
-            continue  # a running claim's own process, or in its group: its end kills it
+        if pid in live:
+            continue
         if pgid not in (me, os.getpgrp()):
             kill_group(pgid)
         try:
@@ -125,90 +210,85 @@ def _kill_orphans(live: set[int]) -> None:
             pass
 
 
-def _fork_child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
+def _fork_supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
     pid = os.fork()
     if pid:
-        os.close(fds[1])
-        os.close(fds[2])
+        for fd in fds[1:]:
+            os.close(fd)
         return pid
+    code = 70
     try:
-        code = _child(request, fds, server_fds)
-    except BaseException:  # noqa: BLE001 - reported as exit code 70: the child could not be set up
-        code = 70
+        code = _supervisor(request, fds, server_fds)
+    except BaseException:  # noqa: BLE001 - reported as exit code 70: the claim's process could not be set up
+        pass
     os._exit(code)
 
 
-def _child(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
-    """In the forked child: become what a fresh child is, then run the claim (child_main)."""
-    server = os.getppid()
-    os.setsid()
-    die_with(server)
+def _supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
+    """In the forked process: become what a fresh start is, then supervise the claim's own process."""
+    os.setsid()  # no death signal from the server: a claim that kills the server ends no other claim
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    result_fd = _child_descriptors(fds, server_fds)
+    result_fd, watch = _child_descriptors(fds, server_fds)
     path = Path(request["path"])
     os.chdir(path.parent)
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = [_FRESH_MAIN, request["mode"], str(path)]  # as the fresh child has it
-    _fresh_state()
-    try:
-        child_main(request["mode"], path, request["extra"], result_fd)
-        code = 0
-    except SystemExit as exc:  # as the interpreter would end a fresh child
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback on stderr, exit code 1
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    return _exit_like_interpreter(code)
+    _fresh_state([str(path.parent), *request["extra"]])
+    key = bytes.fromhex(request["key"])
+    mode, extra = request["mode"], request["extra"]
+    del request
+    status = supervise(watch, lambda: run_as_process(mode, path, extra, result_fd, key), release=(result_fd,))
+    send_status(watch, status, key)
+    return 0
 
 
-def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> int:
-    """stdin from /dev/null, fds 1 and 2 the stderr pipe, the stdout pipe kept for the result only."""
-    reply, out_fd, err_fd = fds
+def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> tuple[int, socket.socket]:
+    """stdin from /dev/null, fds 1 and 2 the stderr stream, the result stream kept for the result only, the watch."""
+    reply, out_fd, err_fd, watch_fd = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(err_fd, 2)
     os.dup2(err_fd, 1)
     result_fd = os.dup(out_fd)  # not inheritable (PEP 446), as the fresh child's saved stdout
+    watch = os.dup(watch_fd)
     try:
         open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
     except OSError:  # no /proc: every descriptor number up to the limit
         open_fds = list(range(3, os.sysconf("SC_OPEN_MAX")))
-    for fd in open_fds:  # the server's socket and other children's pipes
-        if fd not in (0, 1, 2, result_fd):
+    for fd in open_fds:  # the server's socket and other claims' streams
+        if fd not in (0, 1, 2, result_fd, watch):
             try:
                 os.close(fd)
             except OSError:
                 pass
     del reply, server_fds  # closed with the rest
-    return result_fd
+    return result_fd, socket.socket(fileno=watch)
 
 
-def _fresh_state() -> None:
-    """What differs after a fork and not after an interpreter start: caches and random seeds."""
-    import importlib
-
+def _fresh_state(entries: Sequence[str]) -> None:
+    """What differs after a fork and not after an interpreter start: caches, random seeds, preloaded modules."""
     importlib.invalidate_caches()  # a file added since the server started is found
+    drop_shadowed(entries)
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # the global generator, from fresh entropy as a fresh child's (Python's reseeds itself)
 
 
-def _exit_like_interpreter(code: int) -> int:
-    """What Py_Finalize does that os._exit skips: wait for threads, run atexit, flush."""
-    import atexit
+def drop_shadowed(entries: Sequence[str]) -> list[str]:
+    """Remove from sys.modules every preloaded module whose top-level name a folder in ``entries`` provides.
 
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001 - recorded as the exit code, as the interpreter would
-        return code or 1
-    return code
+    A fresh interpreter would import those from the claim's own folder, the root or src/, first
+    on its path; so must the forked child. The modules loaded before the preload stay: a fresh
+    child has them too. Returns the top-level names removed.
+    """
+    provided = provided_top_levels(entries)
+    shadowed = sorted({name.partition(".")[0] for name in sys.modules} & provided - _before_preload)
+    for name in list(sys.modules):
+        if name.partition(".")[0] in shadowed:
+            del sys.modules[name]
+    return shadowed
 
 
 if __name__ == "__main__":

@@ -1,129 +1,110 @@
-"""The fresh start: ``python -B -m physverify.fresh MODE FILE`` per claim, with its watchdog.
+"""The fresh start: ``python -B -m physverify.fresh MODE FILE`` per claim, as the claim's supervisor.
 
-The child runs in the file's folder, in a new session (its own process group), and pays the
-interpreter start and its imports. The parent waits at most ``timeout_s`` and kills the
-whole group, then any process that left it (``procgroup.kill_leftovers``). When the parent
-dies first, a watchdog in the child's group ends the group (issue 13, item 6).
+The process physverify starts runs in the file's folder, in a new session, and pays the
+interpreter start and its imports. It is the claim's supervisor (procgroup.supervise): a
+subreaper that forks the claim's own process, and when that ends, or when physverify's end
+of the watch socket closes (physverify died, or ends the claim at its timeout or at Ctrl-C),
+kills everything the claim left, ``setsid`` escapes included, and tells physverify the
+claim's exit status (issue 21, item 6). The result's key arrives on the watch socket, never
+on the command line or in the environment (protocol.py).
+
+The parent waits at most ``timeout_s``; after the run it kills any process still carrying
+the claim's environment token (``procgroup.kill_leftovers``), for a supervisor that was
+itself killed.
 """
 
 from __future__ import annotations
 
-import os
-import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from physverify.child import child_main, divert_stdout
-from physverify.procgroup import (
-    TOKEN_ENV,
-    die_with,
-    kill_group,
-    kill_leftovers,
-    new_group_kwargs,
-    refuse_if_stopping,
-    tracked,
-)
-from physverify.protocol import ChildOutcome, Streams
+from physverify.child import divert_stdout, run_as_process
+from physverify.procgroup import TOKEN_ENV, kill_leftovers, new_group_kwargs, refuse_if_stopping, send_status, supervise
+from physverify.protocol import ChildOutcome, Streams, collect, new_key, stream_pairs
+
+KEY_BYTES = 32
 
 
 # --- the parent -----------------------------------------------------------------------
 def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float) -> ChildOutcome:
     """Run ``path`` in a new interpreter (mode ``claim`` or ``spec``); also fork mode's fallback."""
     refuse_if_stopping()
-    command = [sys.executable, "-B", "-m", "physverify.fresh", mode, str(path), "--parent", str(os.getpid())]
+    command = [sys.executable, "-B", "-m", "physverify.fresh", mode, str(path)]
     for entry in extra:
         command += ["--sys-path", entry]
-    # The child's watchdog waits for EOF on this pipe: only this process holds the write end,
-    # so EOF means it died, and the watchdog kills the child's whole group (issue 13, item 6).
-    watch_r, watch_w = os.pipe() if os.name == "posix" else (-1, -1)
-    if watch_r >= 0:
-        command += ["--watch", str(watch_r)]
+    (out, out_child), (err, err_child) = stream_pairs()
+    # Only this process holds the other end: its EOF means physverify died or ends the claim.
+    watch, watch_child = socket.socketpair()
+    command += ["--watch", str(watch_child.fileno())]
+    key = new_key()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
             command,
             cwd=path.parent,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=out_child.fileno(),
+            stderr=err_child.fileno(),
             env=child_env,
-            pass_fds=(watch_r,) if watch_r >= 0 else (),
+            pass_fds=(watch_child.fileno(),),
             **new_group_kwargs(),
         )
+    except BaseException:
+        for sock in (out, err, watch):
+            sock.close()
+        raise
     finally:
-        if watch_r >= 0:
-            os.close(watch_r)
+        for sock in (out_child, err_child, watch_child):
+            sock.close()
+    streams = Streams.of(out, err)
     try:
-        with tracked(proc.pid):
-            return _collect(proc, timeout_s, start, child_env[TOKEN_ENV])
-    finally:
-        if watch_w >= 0:
-            os.close(watch_w)
-
-
-def _collect(proc: subprocess.Popen[bytes], timeout_s: float, start: float, token: str) -> ChildOutcome:
-    assert proc.stdout is not None and proc.stderr is not None
-    streams = Streams(proc.stdout, proc.stderr)
-    timed_out = False
+        watch.sendall(key)
+    except OSError:
+        pass  # it died at once: collected below as such
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        return collect(proc.pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=proc.wait)
     finally:
-        # Also after a normal exit: a grandchild left running would hold the pipes open
-        # and keep burning CPU after the verdict.
-        kill_group(proc.pid)
         proc.wait()
-    kill_leftovers(token)
-    return streams.outcome(proc.returncode, timed_out, start)
+        kill_leftovers(child_env[TOKEN_ENV])
 
 
-# --- the child ------------------------------------------------------------------------
+# --- the supervisor (the process physverify started) ----------------------------------
 def main(argv: Sequence[str]) -> int:
-    """Entry of the fresh child: die with the parent, redirect fd 1, run the file, send the result."""
-    mode, path, extra, parent, watch = _parse_child_args(argv)
-    die_with_parent(parent, watch)
-    child_main(mode, path, extra, divert_stdout())
+    """Entry of the fresh start: read the key, supervise the claim's process, report its status."""
+    mode, path, extra, watch_fd = _parse_child_args(argv)
+    if watch_fd is None:
+        print("physverify.fresh is started by physverify (isolate.run_child), with --watch", file=sys.stderr)
+        return 2
+    watch = socket.socket(fileno=watch_fd)
+    key = _read_key(watch)
+    if key is None:  # physverify died before it could send it
+        return 70
+    result_fd = divert_stdout()
+    status = supervise(watch, lambda: run_as_process(mode, path, extra, result_fd, key), release=(result_fd,))
+    send_status(watch, status, key)
     return 0
 
 
-def die_with_parent(parent: int | None, watch: int | None) -> None:
-    """End this process and its group when ``parent`` dies (issue 13, item 6).
-
-    A watchdog process in the group waits for EOF on ``watch`` (the parent holds the only
-    write end) and then kills the group, grandchildren included; on Linux the kernel also
-    SIGKILLs this process itself at once (PR_SET_PDEATHSIG).
-    """
-    if watch is not None:
-        _start_watchdog(watch)
-    if parent is not None:
-        die_with(parent)
+def _read_key(watch: socket.socket) -> bytes | None:
+    key = b""
+    while len(key) < KEY_BYTES:
+        chunk = watch.recv(KEY_BYTES - len(key))
+        if not chunk:
+            return None
+        key += chunk
+    return key
 
 
-def _start_watchdog(watch: int) -> None:
-    """Fork the watchdog before any code under test runs; it holds no pipe of the result or stderr."""
-    if os.fork() == 0:
-        try:
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            while os.read(watch, 1):
-                pass
-            os.killpg(0, signal.SIGKILL)  # the parent is gone: so is everything the claim started
-        finally:
-            os._exit(0)
-    os.close(watch)
-
-
-def _parse_child_args(argv: Sequence[str]) -> tuple[str, Path, list[str], int | None, int | None]:
+def _parse_child_args(argv: Sequence[str]) -> tuple[str, Path, list[str], int | None]:
     mode, path, rest = argv[0], Path(argv[1]), list(argv[2:])
     pairs = [(rest[i], rest[i + 1]) for i in range(0, len(rest) - 1, 2)]
     extra = [value for flag, value in pairs if flag == "--sys-path"]
-    numbers = {flag: int(value) for flag, value in pairs if flag in ("--parent", "--watch")}
-    return mode, path, extra, numbers.get("--parent"), numbers.get("--watch")
+    watch = [int(value) for flag, value in pairs if flag == "--watch"]
+    return mode, path, extra, (watch[0] if watch else None)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,30 @@ SAME_AT_EVERY_RESOLUTION = (
     "different problem) rather than to the integrator"
 )
 
+# What a study refines decides which causes a message names (issue 16): a time integrator's
+# defects are stages and stale values, a spatial operator's are stencils, closures and values
+# stored at the wrong place. "steps" is a study that does not say (convergence_study).
+REFINES = ("time", "space", "path", "steps")
+_CAUSES = {
+    "time": "a stage at the wrong time, a stale value such as an old acceleration, a full step where a half step "
+            "belongs",
+    "space": "a stencil coefficient, a boundary closure, a value stored at another grid location (cell centre, "
+             "face, node)",
+    "path": "in space a stencil coefficient, a boundary closure or a value stored at another grid location (cell "
+            "centre, face, node); in time a stage at the wrong time or a stale value",
+    "steps": "in time a stage at the wrong time or a stale value; in space a stencil coefficient, a boundary "
+             "closure or a value stored at another grid location",
+}
+_WHAT_REFINES = {"time": "the integrator", "space": "the spatial discretisation",
+                 "path": "the discretisation", "steps": "the discretisation"}
+
+
+def same_at_every_resolution(refines: str = "time") -> str:
+    """The hint after an error that is the same at every level, naming what the study refines."""
+    if refines == "time":
+        return SAME_AT_EVERY_RESOLUTION  # the spec's quoted wording (spec/confirm.md)
+    return SAME_AT_EVERY_RESOLUTION.replace("the integrator", _WHAT_REFINES[refines])
+
 
 def effective_floor(floor: float, scale: float) -> float:
     """The noise floor for a solution of size ``scale``: ``floor * max(1, |scale|)``.
@@ -214,13 +238,22 @@ def check_order(
     expected: float,
     *,
     tol_low: float = 0.3,
-    tol_high: float = 1.0,
+    tol_high: float | None = 1.0,
     floor: float = 1e-12,
     scale: float = 1.0,
     fit_points: int = 4,
     atol: float | None = None,
+    refines: str = "time",
 ) -> OrderResult:
     """PASS when the settled observed order lies in [expected - tol_low, expected + tol_high).
+
+    ``tol_high=None`` means no upper limit: any settled order at or above ``expected -
+    tol_low`` passes, the form for a claim of "at least order p" that must not break when
+    the code gets more accurate. An order equal to the top of the range within the fit's
+    round-off (2.0000000000000018 against 2) is inside it. ``refines`` says what the levels
+    refine ("time", "space", "path" for a refinement_path, "steps" when unknown), so that a
+    FAIL names causes that fit: stages and stale values in time; stencils, boundary closures
+    and values stored at another grid location in space.
 
     Assumes ``errors[i]`` is a norm of the global error at step size ``hs[i]`` and
     ``scale`` the size of the solution. Levels whose error is larger than the solution,
@@ -242,6 +275,8 @@ def check_order(
     pre-asymptotic; never by itself a defect), errors larger than the solution, an
     unstable blow-up, round-off reached, or input that cannot give an order.
     """
+    if refines not in REFINES:
+        raise ValueError(f"check_order(refines={refines!r}): refines must be one of {', '.join(REFINES)}")
     problem = _input_problem(hs, errors)
     if problem is None and not math.isfinite(scale):
         problem = _bad_scale(scale)
@@ -258,7 +293,8 @@ def check_order(
         return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", expected, h, e,
                        floor=level)
     status, message, fitted, window = _judge_levels(h[finite:], e[finite:], len(e), expected,
-                                            _Limits(tol_low, tol_high, level, abs(scale), fit_points, atol))
+                                            _Limits(tol_low, math.inf if tol_high is None else tol_high, level,
+                                                    abs(scale), fit_points, atol, refines))
     if finite and status != FAIL:
         message += (f" (the {finite} coarsest resolutions gave a non-finite error and were left out: they are beyond "
                     "the method's stability limit)")
@@ -284,6 +320,7 @@ class _Limits(NamedTuple):
     scale: float
     fit_points: int
     atol: float | None
+    refines: str = "time"
 
 
 def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
@@ -296,7 +333,7 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     if _same_everywhere([step for step, _ in measurable], [x for _, x in measurable], limits.level):
         # Kept even when the error is larger than the solution: a model or reference for
         # a different equation gives the same error at every step, resolved or not.
-        return FAIL, _does_not_decrease(e[-1]) + SAME_AT_EVERY_RESOLUTION, None, []
+        return FAIL, _does_not_decrease(e[-1]) + same_at_every_resolution(limits.refines), None, []
     size = max(limits.scale, limits.level)
     resolved = [(step, x) for step, x in measurable if x <= size]
     if len(resolved) < 2:
@@ -320,8 +357,11 @@ def _flat_tail(pairwise: list[float]) -> int:
     return min(below, _settled_tail(pairwise))
 
 
+DOES_NOT_DECREASE = "error does not decrease with resolution"
+
+
 def _does_not_decrease(finest: float) -> str:
-    return f"error does not decrease with resolution (about {finest:.3g} at the finest level)"
+    return f"{DOES_NOT_DECREASE} (about {finest:.3g} at the finest level)"
 
 
 def _fit_points(pairwise: list[float], fit_points: int) -> int:
@@ -352,9 +392,11 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
         return INCONCLUSIVE, (f"the error grows {max(growth):.3g} times from h = {wh[worst]:g} to h = "
                               f"{wh[worst + 1]:g} (pairwise orders {_fmt_orders(pairwise)}): an unstable blow-up, "
                               "not an order; use steps within the method's stability limit, "
-                              f"{_finer_than(wh[-1])}"), None
+                              f"{_finer_than(wh[-1])}; if it grows at one n only, look for a loop that overshoots "
+                              "the end time (`while t < t_end` with a floating-point t takes one step too many at "
+                              "some n)"), None
     if pairwise[-1] < _STALL_ORDER:
-        return _stalled(wh, we, all_errors, pairwise, limits.level)
+        return _stalled(wh, we, all_errors, pairwise, limits.level, limits.refines)
     settled = _settled_tail(pairwise)
     points = _fit_points(pairwise, limits.fit_points)
     fitted = fit_order(wh[-points:], we[-points:])
@@ -365,7 +407,7 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
                               f"settled: {_finer_than(wh[-1])}"), fitted
     if settled < 2:
         return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
-    if fitted >= high - _ORDER_SLACK:
+    if fitted > high + _ORDER_SLACK:
         return INCONCLUSIVE, head + _too_high_advice(pairwise, low, high, wh[-1]), fitted
     if fitted < low - _ORDER_SLACK:
         if settled < 3 and (len(pairwise) == settled or pairwise[-settled - 1] > max(pairwise[-settled:]) + _PLUNGE):
@@ -373,7 +415,7 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
             # level too coarse to use): it may have passed through zero there, and the orders
             # after a zero climb back slowly, so two settled pairs are not enough.
             return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
-        return _too_low(head, pairwise, low, high, expected, wh[-1]) + (fitted,)
+        return _too_low(head, pairwise, low, high, expected, wh[-1], limits.refines) + (fitted,)
     if pairwise[-1] + _PASS_PROJECTION * min(0.0, pairwise[-1] - pairwise[-2]) < low - _ORDER_SLACK:
         # Falling out of the range: pre-asymptotic levels of a lower order, not yet a PASS.
         return INCONCLUSIVE, (f"{head}, but the pairwise orders {_fmt_orders(pairwise)} are still falling towards "
@@ -392,7 +434,7 @@ def _moving(head: str, pairwise: list[float], finest: float) -> str:
 
 
 def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise: list[float],
-             level: float) -> tuple[str, str, float | None]:
+             level: float, refines: str = "time") -> tuple[str, str, float | None]:
     """The error stopped falling at the finest pair: round-off, not yet settled, or a defect (FAIL)."""
     finest = we[-1]
     if finest <= _ROUNDOFF_FACTOR * level:
@@ -409,14 +451,14 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
                               f"{_finer_than(wh[-1])} to see whether it levels off"), None
     message = _does_not_decrease(finest)
     if max(all_errors) - min(all_errors) <= _SAME_SPREAD * max(all_errors):
-        return FAIL, message + SAME_AT_EVERY_RESOLUTION, None
+        return FAIL, message + same_at_every_resolution(refines), None
     return FAIL, (f"{message}; it levels off (pairwise orders {_fmt_orders(pairwise)}), which points to an error "
                   "that does not depend on the step added to one that does: a wrong constant or reference, or a "
                   "jump in the model"), None
 
 
 def _too_low(head: str, pairwise: list[float], low: float, high: float, expected: float,
-             finest: float) -> tuple[str, str]:
+             finest: float, refines: str = "time") -> tuple[str, str]:
     """Settled below the range: FAIL, unless the orders are still climbing towards it."""
     orders = f"pairwise orders {_fmt_orders(pairwise)}"
     climb = max(0.0, pairwise[-1] - pairwise[-2])
@@ -428,8 +470,7 @@ def _too_low(head: str, pairwise: list[float], low: float, high: float, expected
     nearest = _clean_integer(pairwise[-1])
     if nearest is not None and nearest >= 1 and nearest != expected:
         return FAIL, (f"{head}: a clean order {nearest}, the signature of one term that is only accurate to that "
-                      "order (a stage at the wrong time, a stale value such as an old acceleration, a full step "
-                      "where a half step belongs); if the method really is of order "
+                      f"order ({_CAUSES[refines]}); if the method really is of order "
                       f"{nearest}, the expected order is wrong")
     return FAIL, f"{head} ({orders}): the error falls more slowly than the method allows"
 

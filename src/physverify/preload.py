@@ -67,3 +67,30 @@ def _preloadable(module: str, root: Path, *, allow_any: bool = False) -> bool:
     repo = str(root.resolve())
     # an editable install of the repository's own package is repository code
     return not any(p and (p == repo or p.startswith(repo + os.sep)) for p in places)
+
+
+def provided_top_levels(entries: Iterable[str]) -> set[str]:
+    """The top-level module names the folders ``entries`` provide: ``name.py``, an extension, a package.
+
+    A folder without ``__init__.py`` is left out: a namespace portion never stands in for an
+    installed package of that name, so it shadows nothing.
+    """
+    import importlib.machinery
+
+    suffixes = tuple(importlib.machinery.all_suffixes())
+    names: set[str] = set()
+    for entry in entries:
+        try:
+            children = list(os.scandir(entry))
+        except OSError:
+            continue
+        for child in children:
+            try:
+                if child.is_dir():
+                    if any(os.path.isfile(os.path.join(child.path, "__init__" + s)) for s in suffixes):
+                        names.add(child.name)
+                elif child.name.endswith(suffixes):
+                    names.add(next(child.name[: -len(s)] for s in suffixes if child.name.endswith(s)).split(".")[0])
+            except OSError:
+                continue
+    return {name for name in names if name.isidentifier()}

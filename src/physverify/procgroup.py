@@ -10,12 +10,18 @@ running group at once (replay's way out).
 
 from __future__ import annotations
 
+import hmac
+import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,6 +30,10 @@ from typing import Any
 TOKEN_ENV = "PHYSVERIFY_CHILD_TOKEN"
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+# How long the parent gives a supervisor to end its claim's processes itself, after closing its
+# end of the watch socket, before it kills what is left of the session (a stopped supervisor).
+END_GRACE_S = 2.0
+_END_ROUNDS = 2000  # of end_descendants' scan-kill-reap loop: a fork bomb ends long before
 
 
 class Stopped(Exception):
@@ -33,29 +43,31 @@ class Stopped(Exception):
 # The process group of every child running now, in either mode (each leads its own, pgid == pid),
 # and whether new ones may start: what Ctrl-C and SIGTERM end on the way out.
 _running_lock = threading.Lock()
-_running: set[int] = set()
+_running: dict[int, Callable[[], None]] = {}  # pid -> how to end its processes
 _stopping = 0  # how many ``stopping`` blocks are open
 
 
 @contextmanager
-def tracked(pid: int) -> Iterator[None]:
-    """Count the group ``pid`` leads among the running ones while the caller waits; kill it if the wait is cut short.
+def tracked(pid: int, end: Callable[[], None] | None = None) -> Iterator[None]:
+    """Count ``pid``'s processes among the running ones while the caller waits; end them if the wait is cut short.
 
-    Cut short: Ctrl-C or SIGTERM raised in the waiting thread itself (replay --jobs 1).
+    ``end`` ends them (default: kill the group ``pid`` leads). Cut short: Ctrl-C or SIGTERM
+    raised in the waiting thread itself (replay --jobs 1), or ``stopping`` in another thread.
     """
+    stop = end if end is not None else (lambda: kill_group(pid))
     with _running_lock:
-        _running.add(pid)
+        _running[pid] = stop
         late = _stopping > 0
     try:
         if late:  # started just as the run began to stop
-            kill_group(pid)
+            stop()
         yield
     except BaseException:
-        kill_group(pid)
+        stop()
         raise
     finally:
         with _running_lock:
-            _running.discard(pid)
+            _running.pop(pid, None)
 
 
 @contextmanager
@@ -69,10 +81,10 @@ def stopping() -> Iterator[None]:
     global _stopping
     with _running_lock:
         _stopping += 1
-        groups = list(_running)
+        ends = list(_running.values())
     try:
-        for pid in groups:
-            kill_group(pid)
+        for end in ends:
+            end()
         yield
     finally:
         with _running_lock:
@@ -163,14 +175,8 @@ def children_of(parent: int) -> list[tuple[int, int]]:
     except OSError:  # no /proc: the group kills still hold
         return found
     for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == parent:  # fields after the name: state, ppid, pgrp
+        fields = _stat_fields(entry.name) if entry.name.isdigit() else None
+        if fields is not None and int(fields[1]) == parent:  # fields after the name: state, ppid, pgrp
             found.append((int(entry.name), int(fields[2])))
     return found
 
@@ -196,3 +202,191 @@ def die_with(parent: int) -> bool:
     if os.getppid() != parent:  # the parent died before prctl took effect
         os.kill(os.getpid(), signal.SIGKILL)
     return True
+
+
+def _stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name: state, ppid, pgrp, session, ..."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def state_of(pid: int) -> str | None:
+    """The process's state letter (``R``, ``S``, ``T`` stopped, ``Z`` zombie), or None when it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[0].decode()
+
+
+def wait_exit(pid: int, seconds: float) -> bool:
+    """Wait at most ``seconds`` for ``pid`` to end (a zombie counts: nothing is reaped here); True when it did."""
+    deadline = time.monotonic() + seconds
+    while state_of(pid) not in (None, "Z", "X"):
+        if not os.path.isdir("/proc") or time.monotonic() >= deadline:
+            return state_of(pid) in (None, "Z", "X")
+        time.sleep(0.01)
+    return True
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of the session ``sid`` leads: a supervisor and everything its claim left in it."""
+    kill_group(sid)
+    if not os.path.isdir("/proc"):
+        return
+    me = os.getpid()
+    for _ in range(3):
+        found = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and int(e.name) != me
+                 and (f := _stat_fields(e.name)) is not None and int(f[3]) == sid]
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def end_descendants(first: int | None) -> None:
+    """SIGKILL ``first``'s group (when given) and every child of this one, and reap them all (issue 21, item 6).
+
+    This process is a subreaper (``supervise``): whatever a claim started and left, ``setsid``
+    escapes included, becomes its child when its own parent dies, before that parent can be
+    reaped. So the loop (kill every child, reap what ended) ends only when none is left.
+    """
+    if first is not None:
+        kill_group(first)
+    me, own = os.getpid(), os.getpgrp()
+    for _ in range(_END_ROUNDS):
+        for pid, pgid in children_of(me):
+            if pgid not in (me, own):
+                kill_group(pgid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.005)
+
+
+def supervise(watch: socket.socket, run: Callable[[], int], release: Sequence[int] = ()) -> int | None:
+    """Run ``run`` in a forked child of this process and supervise it; return its wait status.
+
+    This process (the supervisor, in either isolation mode) becomes a subreaper, forks the
+    claim's process into a group of its own (which dies with its supervisor), closes the
+    descriptors in ``release`` (the result stream: its end tells the parent the claim is
+    done) and waits for whichever comes first: the claim's end, or the end of ``watch``
+    (the parent died, or asks to stop: the status is then None). Either way it then ends
+    everything the claim left (``end_descendants``) before it returns.
+    """
+    set_prctl(PR_SET_CHILD_SUBREAPER, 1)  # without prctl the group kill and the token scan still hold
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            os.setpgid(0, 0)
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (wake_r, wake_w, watch.detach()):
+                os.close(fd)
+            die_with(me)
+            code = run()
+        except BaseException:  # noqa: BLE001 - recorded as exit code 70: the claim's process could not be set up
+            traceback.print_exc()
+        os._exit(code)
+    try:
+        os.setpgid(pid, pid)  # also here: a kill before the child's own setpgid still reaches its group
+    except OSError:
+        pass  # it did it first, or already ended
+    for fd in release:
+        os.close(fd)
+    status = _wait_for(pid, watch, wake_r)
+    end_descendants(pid)
+    return status
+
+
+def _wait_for(pid: int, watch: socket.socket, wake_r: int) -> int | None:
+    while True:
+        ready, _, _ = select.select([watch.fileno(), wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if done:
+                return status
+        if watch.fileno() in ready:
+            try:
+                data = watch.recv(4096)
+            except OSError:
+                data = b""
+            if not data:  # the parent is gone, or ends the claim (timeout, Ctrl-C)
+                return None
+
+
+def _status_line(status: int | None, key: bytes) -> bytes:
+    body = json.dumps({"status": status})
+    tag = hmac.new(key, body.encode(), "sha256").hexdigest()
+    return json.dumps({"status": status, "tag": tag}).encode() + b"\n"
+
+
+def send_status(watch: socket.socket, status: int | None, key: bytes) -> None:
+    """The supervisor's last word to the parent: the claim's wait status, tagged with the run's key.
+
+    None: the claim was ended from outside. The tag keeps another process that got hold of
+    the socket (ptrace-level access) from ending the wait early with a status of its own.
+    """
+    try:
+        watch.sendall(_status_line(status, key))
+    except OSError:
+        pass  # the parent is gone: nobody to tell
+
+
+def read_status(watch: socket.socket, seconds: float, key: bytes) -> tuple[bool, int | None]:
+    """Wait at most ``seconds`` for the supervisor's tagged status: (True, status), or (False, None) at EOF or timeout."""
+    deadline = time.monotonic() + seconds
+    data = b""
+    while True:
+        while b"\n" in data:
+            line, data = data.split(b"\n", 1)
+            try:
+                status = json.loads(line)["status"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not the supervisor's: ignored
+            if (status is None or isinstance(status, int)) and hmac.compare_digest(line + b"\n", _status_line(status, key)):
+                return True, status
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False, None
+        watch.settimeout(left)
+        try:
+            chunk = watch.recv(4096)
+        except (TimeoutError, OSError):
+            return False, None
+        if not chunk:
+            return False, None
+        data += chunk
+
+
+def end_supervised(pid: int, watch: socket.socket) -> None:
+    """End a supervised claim from the parent: ask its supervisor (EOF on ``watch``), then kill what is left.
+
+    A supervisor that cannot answer (stopped by its own claim, killed) is given END_GRACE_S,
+    then its whole session is killed.
+    """
+    try:
+        watch.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already shut or closed
+    wait_exit(pid, END_GRACE_S)
+    kill_session(pid)

@@ -1,21 +1,35 @@
-"""The result protocol between a claim's child and the parent: a marker line, one JSON object, a size cap.
+"""The result protocol between a claim's child and the parent: a marker, a tag, one JSON object, a size cap.
 
-The child writes ``MARKER``, a newline and its result as one JSON object on its result
-stream (``encode_result``); the parent drains the child's two streams on threads
-(``Streams``), keeps at most ``STDOUT_CAP`` of the result stream and the last
-``STDERR_KEEP`` bytes of stderr, and reads the first JSON value after the marker
-(``parse_payload``). ``ChildOutcome`` is what one child run gave, in either isolation mode.
+The child writes ``MARKER``, the result's tag, a newline, and its result as one JSON line on
+its result stream (``encode_result``). The tag is an HMAC-SHA256 of that line under a key of
+this claim's run (``new_key``) that only the parent and the claim's own process hold: the
+parent sends it through the request (fork mode) or the supervisor's socket (fresh mode),
+never through the environment or the command line, which any process of the same user can
+read (/proc/PID/environ, /proc/PID/cmdline). A result another process wrote into the stream
+carries no valid tag and is never used (issue 21, item 4); the streams are sockets, which
+/proc/PID/fd cannot open, so that takes more than finding the claim's process.
+
+The parent drains the child's two streams on threads (``Streams``), keeps at most
+``STDOUT_CAP`` of the result stream and the last ``STDERR_KEEP`` bytes of stderr, and reads
+the first result whose tag holds (``parse_payload``). ``ChildOutcome`` is what one child run
+gave, in either isolation mode; ``collect`` waits for a supervised child (procgroup.supervise).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
+import secrets
+import signal
+import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from physverify.procgroup import signal_name
+from physverify.procgroup import end_supervised, read_status, signal_name, tracked
 from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"
@@ -42,11 +56,20 @@ class ChildOutcome:
     timed_out: bool
     seconds: float
     overflowed: bool = False  # the child wrote more than STDOUT_CAP to its result stream
+    tampered: bool = False  # a result without this run's tag reached the result stream
+    note: str = ""  # what happened before this run (fork mode: the server died, this is the fresh re-run)
 
     def failure(self) -> str | None:
-        """A sentence on why there is no result (died, killed, no marker), or None when there is one."""
+        """A sentence on why there is no result (died, killed, no marker, tampering), or None when there is one."""
         if self.payload is not None or self.timed_out:
             return None
+        reason = self._reason()
+        return f"{self.note}, and the re-run in a fresh child failed too: {reason}" if self.note else reason
+
+    def _reason(self) -> str:
+        if self.tampered:
+            return ("a result without this claim's key reached its result stream: another process wrote it "
+                    "(tampering), so it was not used, and the claim's own result did not arrive")
         if self.overflowed:
             return (f"the claim's process wrote more than {STDOUT_CAP // 2**20} MiB to its result stream, "
                     "over the limit, so no result was read; report fewer checks or shorter messages")
@@ -58,35 +81,91 @@ class ChildOutcome:
         return "the claim's process ended without reporting a result"
 
 
-def encode_result(payload: dict[str, Any]) -> bytes:
-    """The marker line and the payload as JSON; a load error instead when it cannot be sent whole."""
+def new_key() -> bytes:
+    """A fresh key for one claim's run: what its result's tag is made with."""
+    return secrets.token_bytes(32)
+
+
+def encode_result(payload: dict[str, Any], key: bytes) -> bytes:
+    """The marker, the tag and the payload as one JSON line; cut to the cap, or a load error naming it."""
     try:
         text = json.dumps(payload)
     except (TypeError, ValueError, RecursionError) as exc:  # recorded: the result says why it could not be sent
         text = json.dumps({"load_error": f"its result could not be written as JSON ({exc})"})
     if len(text) > RESULT_LIMIT:  # ASCII (json.dumps escapes the rest), so characters are bytes
-        text = json.dumps({"load_error": (
-            f"its result is {len(text) / 2**20:.0f} MiB of JSON, over the {RESULT_LIMIT // 2**20} MiB a claim "
-            "may report; report fewer checks or shorter messages"
-        )})
-    return (MARKER + "\n" + text + "\n").encode("utf-8")
+        text = _cut_to_fit(payload, len(text))
+    line = text.encode("ascii")
+    return MARKER.encode() + _tag(key, line) + b"\n" + line + b"\n"
 
 
-def parse_payload(stdout: bytes) -> dict[str, Any] | None:
-    """The first JSON value after the marker line, or None when there is none.
+def _tag(key: bytes, line: bytes) -> bytes:
+    return hmac.new(key, line, "sha256").hexdigest().encode()
 
-    Only the first value is read, so whatever the code under test writes to the real
-    stdout after it (an atexit handler, a C library flushing at exit) is ignored.
+
+_CUT_NOTE = " [cut: the claim's result was over the {cap} MiB a claim may report; the status is the check's own]"
+
+
+def _cut_to_fit(payload: dict[str, Any], size: int) -> str:
+    """The result with messages shortened and numbers dropped until it fits (issue 21, item 14).
+
+    Every check keeps its label, family and status, so the verdict rules see what the checks
+    gave; each cut message says so. When even that does not fit (millions of checks), the
+    result is a load error naming the cap: no verdict from a part of the checks.
     """
-    text = stdout.decode("utf-8", errors="replace")
-    where = text.find(MARKER)
-    if where < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[where + len(MARKER) :].lstrip())
-    except json.JSONDecodeError:
-        return None
-    return clean(value) if isinstance(value, dict) else None  # no lone surrogate enters the parent (issue 13)
+    cap = RESULT_LIMIT // 2**20
+    for keep, label_keep in ((4096, None), (256, None), (0, 256)):
+        cut = dict(payload)
+        if isinstance(cut.get("control"), dict):
+            cut["control"] = _cut_outcome(cut["control"], keep, label_keep, cap)
+        if isinstance(cut.get("checks"), list):
+            cut["checks"] = [_cut_outcome(o, keep, label_keep, cap) if isinstance(o, dict) else o for o in cut["checks"]]
+        text = json.dumps(cut)
+        if len(text) <= RESULT_LIMIT:
+            return text
+    return json.dumps({"load_error": (
+        f"its result is {size / 2**20:.0f} MiB of JSON, over the {cap} MiB a claim may report even with every "
+        "message cut; report fewer checks"
+    )})
+
+
+def _cut_outcome(outcome: dict[str, Any], keep: int, label_keep: int | None, cap: int) -> dict[str, Any]:
+    cut = {k: v for k, v in outcome.items() if k != "data"}
+    message = cut.get("message")
+    if isinstance(message, str) and (len(message) > keep or "data" in outcome):
+        cut["message"] = message[:keep] + _CUT_NOTE.format(cap=cap)
+    for field in ("label", "family"):
+        value = cut.get(field)
+        if label_keep is not None and isinstance(value, str) and len(value) > label_keep:
+            cut[field] = value[:label_keep] + "..."
+    return cut
+
+
+def parse_payload(stdout: bytes, key: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """The first result after a marker whose tag holds under ``key``, and whether a whole one did not.
+
+    Only that line is read, so whatever the code under test writes to the real stdout after
+    it (an atexit handler, a C library flushing at exit) is ignored. A complete result line
+    with a wrong tag is another process's (tampering); one cut short is a child that died.
+    """
+    marker = MARKER.encode()
+    tampered = False
+    where = stdout.find(marker)
+    while where >= 0:
+        head_end = stdout.find(b"\n", where)
+        line_end = stdout.find(b"\n", head_end + 1) if head_end >= 0 else -1
+        if line_end < 0:
+            break
+        tag, line = stdout[where + len(marker) : head_end], stdout[head_end + 1 : line_end]
+        if hmac.compare_digest(tag, _tag(key, line)):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                return clean(value), tampered  # no lone surrogate enters the parent (issue 13)
+        tampered = True
+        where = stdout.find(marker, where + 1)
+    return None, tampered
 
 
 class Streams:
@@ -96,15 +175,20 @@ class Streams:
         self._out = Reader(stdout, keep=STDOUT_CAP, keep_head=True)
         self._err = Reader(stderr, keep=STDERR_KEEP, keep_head=False)
 
-    def outcome(self, returncode: int | None, timed_out: bool, start: float) -> ChildOutcome:
-        """Wait (at most DRAIN_S for both pipes together) for the rest of the output and parse it."""
+    @classmethod
+    def of(cls, out: socket.socket, err: socket.socket) -> Streams:
+        """Drain the parent's ends of the two stream sockets (closed when drained)."""
+        return cls(os.fdopen(out.detach(), "rb"), os.fdopen(err.detach(), "rb"))
+
+    def outcome(self, returncode: int | None, timed_out: bool, start: float, key: bytes) -> ChildOutcome:
+        """Wait (at most DRAIN_S for both streams together) for the rest of the output and parse it."""
         deadline = time.monotonic() + DRAIN_S
         for reader in (self._out, self._err):
             reader.join(max(0.0, deadline - time.monotonic()))
         seconds = time.monotonic() - start
-        payload = None if timed_out else parse_payload(self._out.data())
+        payload, tampered = (None, False) if timed_out else parse_payload(self._out.data(), key)
         tail = self._err.data().decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
-        return ChildOutcome(returncode, payload, tail, timed_out, seconds, self._out.overflowed)
+        return ChildOutcome(returncode, payload, tail, timed_out, seconds, self._out.overflowed, tampered)
 
 
 class Reader:
@@ -136,3 +220,45 @@ class Reader:
     def data(self) -> bytes:
         """What was kept so far."""
         return bytes(self._buffer)
+
+
+def stream_pairs() -> tuple[tuple[socket.socket, socket.socket], tuple[socket.socket, socket.socket]]:
+    """(parent, child) socket pairs for the result stream and stderr: sockets, which /proc/PID/fd cannot open."""
+    return socket.socketpair(), socket.socketpair()
+
+
+def collect(
+    pid: int,
+    watch: socket.socket,
+    streams: Streams,
+    key: bytes,
+    *,
+    timeout_s: float,
+    start: float,
+    exit_code: Callable[[], int | None],
+) -> ChildOutcome:
+    """Wait for the supervised child ``pid`` (procgroup.supervise) and read its result.
+
+    The supervisor tells the claim's wait status on ``watch`` once it has ended everything
+    the claim left. At ``timeout_s``, or when the supervisor dies without a word, its end of
+    ``watch`` is closed and what is left of its session killed. ``exit_code`` gives the
+    supervisor's own exit code when it said nothing (fresh mode; fork mode has none).
+    """
+    ended: list[bool] = []
+
+    def end() -> None:  # Ctrl-C's way out (procgroup.stopping), or the timeout
+        ended.append(True)
+        end_supervised(pid, watch)
+
+    with watch, tracked(pid, end=end):
+        told, status = read_status(watch, timeout_s - (time.monotonic() - start), key)
+        timed_out = not told and time.monotonic() - start >= timeout_s
+        if timed_out:
+            end()
+        elif not told:  # the supervisor is gone without a word (killed): end what it may have left
+            end_supervised(pid, watch)
+    if told and status is not None:
+        code: int | None = os.waitstatus_to_exitcode(status)
+    else:
+        code = -signal.SIGKILL if ended else exit_code()  # killed here, or the supervisor's own end
+    return streams.outcome(code, timed_out, start, key)

@@ -21,14 +21,16 @@ from physverify.errors import PhysverifyError
 from physverify.mms import (
     Integrate,
     ManufacturedODE,
-    finish_study,
+    Measured,
     max_error,
     measure_resolutions,
     mms_order_study,
     mms_trajectory_study,
+    order_sweep,
     step_counts,
 )
 from physverify.order import check_exact, fit_order, pairwise_orders
+from physverify.refine import Refinement, as_list
 
 # solve_ivp's global error is a small multiple of rtol times the solution's size, so
 # differences below this multiple of rtol cannot be told apart from the reference's own
@@ -63,7 +65,7 @@ def reference_study(
     rhs: Callable[[float, np.ndarray], Any],
     y0: Sequence[float] | np.ndarray,
     t_end: float,
-    ns: Sequence[int],
+    ns: Sequence[int] | Refinement,
     expected_order: float,
     *,
     rtol: float = 1e-13,
@@ -83,10 +85,15 @@ def reference_study(
     start = np.asarray(y0, dtype=float)
     exact = reference_solution(rhs, start, t_end, rtol)
     source = _zero_source(start)
-    sweep = measure_resolutions(ns, lambda n: max_error(integrate(source, start.copy(), t_end, n), exact))
+
+    def measure(n: int) -> Measured:
+        state = integrate(source, start.copy(), t_end, n)
+        return max_error(state, exact), state
+
     check_order_kwargs.setdefault("scale", float(max(np.max(np.abs(start)), np.max(np.abs(exact)))))
     check_order_kwargs["floor"] = max(check_order_kwargs.get("floor", 1e-12), _REFERENCE_NOISE * rtol)
-    return finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
+    check_order_kwargs.setdefault("refines", "time")
+    return order_sweep(ns, measure, lambda n: t_end / n, expected_order, **check_order_kwargs)
 
 
 @accepts_060(quantity=renamed("invariant"))
@@ -95,7 +102,7 @@ def invariant_study(
     invariant: Callable[[np.ndarray], float],
     y0: Sequence[float] | np.ndarray,
     t_end: float,
-    ns: Sequence[int],
+    ns: Sequence[int] | Refinement,
     expected_order: float,
     **check_order_kwargs: Any,
 ) -> OrderResult:
@@ -103,7 +110,7 @@ def invariant_study(
 
     ``invariant(y)`` is the quantity the physics conserves (energy, momentum, a norm),
     written from the physics; ``integrate`` is called with a zero source. There is no
-    upper limit on the order (``tol_high`` defaults to infinity), and a drift at
+    upper limit on the order (``tol_high`` defaults to None), and a drift at
     round-off at every resolution is EXACT (the method conserves it exactly, as
     symplectic or Gauss methods do for quadratic invariants). A PASS shows the drift
     shrinks fast enough at t_end; it does not prove the trajectory right (a wrong but
@@ -113,14 +120,14 @@ def invariant_study(
     initial = float(invariant(start))
     source = _zero_source(start)
 
-    def drift(n: int) -> float:
+    def drift(n: int) -> Measured:
         end = np.asarray(integrate(source, start.copy(), t_end, n), dtype=float)
-        return abs(float(invariant(end)) - initial)
+        return abs(float(invariant(end)) - initial), end
 
-    sweep = measure_resolutions(ns, drift)
     check_order_kwargs.setdefault("scale", abs(initial))
-    check_order_kwargs.setdefault("tol_high", float("inf"))
-    result = finish_study(sweep, lambda n: t_end / n, expected_order, **check_order_kwargs)
+    check_order_kwargs.setdefault("tol_high", None)
+    check_order_kwargs.setdefault("refines", "time")
+    result = order_sweep(ns, drift, lambda n: t_end / n, expected_order, **check_order_kwargs)
     return replace(result, message=f"drift of the invariant: {result.message}")
 
 
@@ -158,16 +165,15 @@ def patch_study(
 
 
 # --- studies on any measurable error (issue 9) ------------------------------------------
-def _order_sweep(ns: Sequence[int], measure: Callable[[int], float], h: Callable[[int], float] | None,
-                 expected_order: float, **check_order_kwargs: Any) -> OrderResult:
-    """finish_study on a budgeted sweep with step size h(n) (1/n by default)."""
-    return finish_study(measure_resolutions(ns, measure), h if h is not None else (lambda n: 1.0 / n), expected_order,
-                        **check_order_kwargs)
+def _order_sweep(ns: Sequence[int] | Refinement, measure: Callable[[int], Measured],
+                 h: Callable[[int], float] | None, expected_order: float, **check_order_kwargs: Any) -> OrderResult:
+    """mms.order_sweep with step size h(n) (1/n by default)."""
+    return order_sweep(ns, measure, h if h is not None else (lambda n: 1.0 / n), expected_order, **check_order_kwargs)
 
 
 def convergence_study(
     error_at: Callable[[int], float],
-    ns: Sequence[int],
+    ns: Sequence[int] | Refinement,
     expected_order: float,
     *,
     h: Callable[[int], float] | None = None,
@@ -177,17 +183,21 @@ def convergence_study(
 
     ``error_at(n)`` returns a norm of the error (>= 0) at resolution n: grid points, cells,
     steps or steps along a refinement_path; ``h(n)`` is the step size it stands for (1/n
-    by default). Pass ``scale`` (the size of the solution) so that errors larger than the
-    solution are recognised as far too coarse. A PASS shows the error falls like
+    by default). ``ns`` is a list, or a refine() plan refined until the verdict holds with
+    one more level. Pass ``scale`` (the size of the solution) so that errors larger than the
+    solution are recognised as far too coarse. It sees only errors, not solutions, so an
+    error that is the same at every level is judged by check_order alone; pass
+    ``refines="space"`` or ``"path"`` (default "steps") for messages that fit the study. A PASS shows the error falls like
     h**expected_order at these resolutions; it does not show which term of the scheme
     limits the order, nor that the error is measured against the right solution.
     """
+    check_order_kwargs.setdefault("refines", "steps")
     return _order_sweep(ns, lambda n: float(error_at(n)), h, expected_order, **check_order_kwargs)
 
 
 def self_convergence_study(
     solve: Callable[[int], Any],
-    ns: Sequence[int],
+    ns: Sequence[int] | Refinement,
     expected_order: float,
     **check_order_kwargs: Any,
 ) -> OrderResult:
@@ -195,8 +205,10 @@ def self_convergence_study(
 
     ``solve(n)`` returns the solution at resolution n at the SAME physical points for
     every n (restrict a nested grid to the coarsest one: with nx = 16, 32, 64 cells,
-    return ``u[::nx // 16]``). ``ns`` must refine by a constant ratio, and four or more
-    levels give the three differences a settled order needs. The difference of two
+    return ``u[::nx // 16]``). ``ns`` (a list or a refine() plan) must refine by a constant
+    ratio, and four or more levels give the three differences a settled order needs. Its
+    errors are themselves the differences of the code's solutions, so the "converges to
+    something else" test of the other studies has nothing more to look at here. The difference of two
     consecutive levels is C h**p (1 - r**-p) up to higher-order terms (Richardson;
     Roache, Verification and Validation in Computational Science and Engineering, ch. 5),
     so it falls at the order of the error itself; hs are the coarser step of each pair.
@@ -206,7 +218,7 @@ def self_convergence_study(
     show that the limit is the right solution (a wrong model converges as well as a right
     one), which needs a reference or a manufactured solution.
     """
-    order = step_counts(ns)
+    order = step_counts(list(ns.levels()) if isinstance(ns, Refinement) else ns)
     ratios = [b / a for a, b in pairwise(order)]
     if len(order) < 3 or max(ratios) - min(ratios) > 1e-9 * max(ratios):
         raise PhysverifyError(f"self_convergence_study needs three or more resolutions refined by one constant "
@@ -221,7 +233,11 @@ def self_convergence_study(
     finer = dict(pairwise(order))
     # The size of the solution sets the noise floor; the coarsest level is the cheapest to ask.
     check_order_kwargs.setdefault("scale", float(np.max(np.abs(solution(order[0])), initial=0.0)))
-    result = _order_sweep(order[:-1], lambda n: max_error(solution(finer[n]), solution(n), "solve"), None,
+    check_order_kwargs.setdefault("refines", "steps")
+    # Level n is the difference between n and the next finer level, so the last level of the
+    # plan only ever appears as the finer one: the plan of differences stops one level short.
+    levels: Sequence[int] | Refinement = replace(ns, max_n=order[-2]) if isinstance(ns, Refinement) else order[:-1]
+    result = _order_sweep(levels, lambda n: max_error(solution(finer[n]), solution(n), "solve"), None,
                           expected_order, **check_order_kwargs)
     return replace(result, message=f"differences of consecutive levels: {result.message}")
 
@@ -244,8 +260,24 @@ def refinement_path(nxs: Sequence[int], *, space_order: float, time_order: float
     if not (space_order > 0 and time_order > 0 and int(nt0) == nt0 and nt0 > 0):
         raise PhysverifyError(f"refinement_path needs positive orders and a positive integer nt0, got space_order="
                               f"{space_order!r}, time_order={time_order!r}, nt0={nt0!r}")
-    exponent = space_order / time_order
-    return [max(1, round(nt0 * (nx / counts[0]) ** exponent)) for nx in counts]
+    return [path_steps(nx, space_order=space_order, time_order=time_order, nx0=counts[0], nt0=nt0) for nx in counts]
+
+
+def path_steps(nx: int, *, space_order: float, time_order: float, nx0: int, nt0: int) -> int:
+    """The time step count for one space resolution ``nx`` on the refinement path through (nx0, nt0).
+
+    nt = nt0 * (nx / nx0)**(space_order / time_order), rounded to the nearest integer (at
+    least 1): the same count refinement_path gives for nx in a list starting at nx0. Use it
+    in an ``error_at(nx)`` served by a refine() plan, whose levels are not known in advance::
+
+        convergence_study(lambda nx: error(nx, path_steps(nx, space_order=2, time_order=1, nx0=8, nt0=4)),
+                          refine(8, max_n=512), 2)
+    """
+    if not (space_order > 0 and time_order > 0 and int(nt0) == nt0 and nt0 > 0 and int(nx0) == nx0 and nx0 > 0
+            and int(nx) == nx and nx > 0):
+        raise PhysverifyError(f"path_steps needs positive orders and positive integers nx, nx0 and nt0, got nx={nx!r}, "
+                              f"space_order={space_order!r}, time_order={time_order!r}, nx0={nx0!r}, nt0={nt0!r}")
+    return max(1, round(nt0 * (nx / nx0) ** (space_order / time_order)))
 
 
 # A growth exponent of the largest deviation below this is bounded; from 1 - this to 1 +
@@ -338,7 +370,7 @@ def ode_checks(
     mms: ManufacturedODE,
     y0_free: Sequence[float] | np.ndarray,
     t_end: float,
-    ns: Sequence[int],
+    ns: Sequence[int] | Refinement,
     order: float,
     quantity: Callable[[np.ndarray], float] | None = None,
     floor: float = 1e-12,
@@ -369,5 +401,7 @@ def ode_checks(
                             lambda: invariant_study(integrate, conserved, y0_free, t_end, ns, order, floor=floor)))
     if patch is not None:
         intercept, slope = patch
-        checks.append(Check("patch", label, lambda: patch_study(integrate, rhs_ref, intercept, slope, t_end, ns)))
+        # A patch test needs a few levels, not a refinement: the first four of a plan.
+        patch_ns = as_list(ns)[:4] if isinstance(ns, Refinement) else ns
+        checks.append(Check("patch", label, lambda: patch_study(integrate, rhs_ref, intercept, slope, t_end, patch_ns)))
     return checks

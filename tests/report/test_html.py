@@ -272,3 +272,304 @@ def test_any_json_object_in_the_ledger_gives_a_well_formed_page(tmp_path: Path, 
         r.setdefault("claim_key", f"claims/c{i}.py")
     ledger = write_ledger(tmp_path / "l.jsonl", records)
     parse(html.render_report(html.from_ledger(ledger)))
+
+
+# --- issue 18, item 7: the baseline beside the latest, all-zero errors, checks with no step size ---------
+SVG = "{http://www.w3.org/2000/svg}svg"
+
+
+def plots(section: ET.Element) -> list[str]:
+    """The words of each plot in a section: its <text> elements, not its style sheet."""
+    return [" ".join("".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+            for svg in section.iter(SVG)]
+
+
+def by_key(root: ET.Element) -> dict[str, ET.Element]:
+    return {section_key(s): s for s in sections(root)}
+
+
+def test_a_regressed_claim_draws_its_baseline_run_beside_the_latest_and_an_unchanged_one_does_not(
+        tmp_path: Path) -> None:
+    fixed_line = ledger_record("claims/a.py", "rejected", date="2026-01-01T00:00:00+00:00",
+                               checks=[order_outcome("second order with the term", 2.0)])
+    broken_line = ledger_record("claims/a.py", "confirmed", date="2026-02-01T00:00:00+00:00")
+    steady = [ledger_record("claims/b.py", "confirmed", date=d) for d in ("2026-01-01T00:00:00+00:00", "2026-02-01")]
+    root = parse(html.render_report(html.from_ledger(write_ledger(tmp_path / "l.jsonl", [fixed_line, *steady, broken_line]))))
+    regressed, unchanged = by_key(root)["claims/a.py"], by_key(root)["claims/b.py"]
+    control, check = plots(regressed)
+    for words in (control, check):
+        assert "latest: measured error" in words and "baseline: measured error" in words
+    assert "latest: fitted slope 1.00 (4 levels)" in check and "baseline: fitted slope 2.00 (4 levels)" in check
+    assert "Drawn beside the baseline run (rejected, 2026-01-01T00:00:00+00:00)." in " ".join(regressed.itertext())
+    assert all("baseline" not in words for words in plots(unchanged))
+    assert "Drawn beside" not in " ".join(unchanged.itertext())
+
+
+def test_a_check_renamed_since_the_baseline_has_nothing_to_overlay(tmp_path: Path) -> None:
+    before = ledger_record("claims/a.py", "confirmed", date="2026-01-01T00:00:00+00:00",
+                           checks=[order_outcome("the old label", 1.0)])
+    after = ledger_record("claims/a.py", "rejected", checks=[order_outcome("second order with the term", 2.0)])
+    control, check = plots(sections(parse(html.render_report(html.from_ledger(
+        write_ledger(tmp_path / "l.jsonl", [before, after])))))[0])
+    assert "baseline: measured error" in control and "baseline" not in check
+
+
+def test_a_replay_read_back_from_the_sandbox_finds_its_baseline_run_in_the_ledger(result: ReplayResult,
+                                                                                   tmp_path: Path) -> None:
+    """The sandbox's JSON document keeps only the baseline's verdict and date; the ledger has its checks."""
+    from physverify.report import json as report_json
+
+    before = ledger_record("claims/regressed.py", "rejected", date="2026-01-01T00:00:00+00:00",
+                           checks=[order_outcome("second order with the term", 2.0)])
+    after = ledger_record("claims/regressed.py", "confirmed", date="2026-02-01T00:00:00+00:00")
+    ledger = write_ledger(tmp_path / "l.jsonl", [before, after])
+    run = replace(next(r for r in result.claims if r.key == "claims/regressed.py"), record=after, baseline=before)
+    direct = replace(result, claims=(run,), ledger=ledger)
+    again = report_json.from_dict(json.loads(render("json", direct)), ledger=ledger)
+    assert again.claims[0].baseline == {"verdict": "rejected", "date": "2026-01-01T00:00:00+00:00"}
+    for page in (html.render(direct), html.render(again)):
+        control, check = plots(sections(parse(page))[0])
+        assert "baseline: fitted slope 2.00 (4 levels)" in check and "baseline: measured error" in control
+
+
+def zero_outcome() -> dict[str, Any]:
+    hs = [0.1 / 2**k for k in range(5)]
+    return run_check(Check("exact", "reproduces the polynomial exactly", lambda: check_order(hs, [0.0] * 5, 2))).to_dict()
+
+
+def test_a_check_whose_errors_are_all_exactly_zero_says_so_in_words_and_draws_no_plot(tmp_path: Path) -> None:
+    record = ledger_record("claims/a.py", "rejected", checks=[zero_outcome()])
+    root = parse(html.render_report(html.from_ledger(write_ledger(tmp_path / "l.jsonl", [record]))))
+    figures = [f for f in root.iter("figure") if "exactly" in "".join(f.find("figcaption").itertext())]  # type: ignore[union-attr]
+    (figure,) = figures
+    assert "Every error is exactly 0, at all 5 step sizes" in " ".join(figure.itertext())
+    assert not list(figure.iter(SVG))
+    rows = [[td.text for td in tr.iter("td")] for tr in figure.iter("tr")][1:]
+    assert [r[1] for r in rows] == ["0"] * 5  # the numbers are still there
+
+
+def test_a_check_with_no_step_size_is_a_sentence_and_a_list_never_a_log_log_plot(tmp_path: Path) -> None:
+    """An identity check (a symmetry, a conserved total to round-off) keeps deviations and no hs."""
+    mirror = {"label": "the Riemann fan is mirror symmetric", "family": "identity", "status": "FAIL", "message": "",
+              "data": {"deviations": [0.0, 2e-16, 3.5e-3, 1e-16], "expected": 0.0}}
+    periodic = {"label": "the two copies of the end point agree", "family": "identity", "status": "EXACT",
+                "message": "", "data": {"errors": [0.0, 0.0, 0.0], "hs": []}}
+    total = {"label": "the total is conserved", "family": "identity", "status": "PASS", "message": "",
+             "data": {"values": [10.0, 10.0 + 1e-15, 10.0], "expected": 10.0}}
+    record = ledger_record("claims/a.py", "confirmed", checks=[mirror, periodic, total])
+    root = parse(html.render_report(html.from_ledger(write_ledger(tmp_path / "l.jsonl", [record]))))
+    data = [f for f in root.iter("figure") if f.get("class") == "data"]
+    words = [" ".join(f.itertext()) for f in data]
+    assert "the largest of the 4 deviations is 0.0035 in size, at index 2" in words[0]
+    assert "every one of the 3 errors is exactly 0" in words[1]
+    assert "the largest of the 3 values is 1.78e-15 in size, at index 1" in words[2]
+    assert all(not list(f.iter(SVG)) for f in data)
+    assert len(list(root.iter(SVG))) == 1  # the control's plot only
+
+
+# --- issue 21, item 2: hostile numbers never stop the page --------------------------------------------
+HOSTILE_CLAIM = '''\
+"""Claim: a study whose numbers are hostile to the report (issue 21, item 2)."""
+from physverify import FAIL, PASS, Check, OrderResult
+
+CLAIM = {
+    "text": "the scheme diverges",
+    "source": "a test",
+    "file": "claims/claim_hostile.py",
+    "line": 1,
+    "reference": "Roache, Verification and Validation in Computational Science and Engineering, ch. 5",
+    "impact": "used",
+}
+HS = (0.1, 0.05, 0.025)
+
+
+def _result(*fields):
+    return lambda: OrderResult(FAIL, "hostile numbers", *fields)
+
+
+def control():
+    return Check("mms", "second order where the term is off",
+                 lambda: OrderResult(PASS, "second order", 2.0, 2.0, HS, (1e-2, 2.5e-3, 6.25e-4)))
+
+
+def checks():
+    return [
+        Check("mms", "a diverging study", _result(2.0, -400.0, HS, (1.0, 1e120, 1e240))),
+        Check("mms", "slopes of 1e308", _result(1e308, 1e308, HS, (1e-2, 1e-3, 1e-4))),
+        Check("mms", "an integer of 400 digits", _result(10**400, 2.0, HS, (1, 10**400, 3), 10**400)),
+        Check("mms", "denormal step sizes", _result(2.0, 2.0, (5e-324, 1e-320, 1e-310), (1e-3, 1e-2, 5e-324))),
+        Check("mms", "not finite", _result(float("nan"), float("inf"), (0.1, float("inf"), 0.05), (1.0, float("nan"), 0.5))),
+        Check("mms", "strings for numbers", _result("two", "x", ("a", 0.1, 0.05), ("b", 1.0, 0.5), "low", ("c",))),
+    ]
+'''
+HOSTILE_LABELS = ("a diverging study", "slopes of 1e308", "an integer of 400 digits", "denormal step sizes",
+                  "not finite", "strings for numbers")
+
+
+@pytest.fixture()
+def hostile_repo(tmp_path: Path) -> Path:
+    from fixtures import init_repo
+
+    root = tmp_path / "hostile"
+    (root / "claims").mkdir(parents=True)
+    (root / "claims" / "claim_hostile.py").write_text(HOSTILE_CLAIM)
+    repo = init_repo(root)
+    repo.index.add(["claims/claim_hostile.py"])
+    repo.index.commit("a claim with hostile numbers")
+    return root
+
+
+def assert_every_check_shown(page: str) -> ET.Element:
+    root = parse(page)
+    captions = ["".join(f.find("figcaption").itertext()) for f in root.iter("figure")]  # type: ignore[union-attr]
+    assert set(HOSTILE_LABELS) <= set(captions)
+    return root
+
+
+def test_hostile_numbers_from_a_claim_give_the_page_through_replay_and_report(hostile_repo: Path, physverify: Any) -> None:
+    done = physverify("replay", "claims", "--trusted", "--format", "html", "--output", "replay.html", cwd=hostile_repo)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    root = assert_every_check_shown((hostile_repo / "replay.html").read_text(encoding="utf-8"))
+    assert len(list(root.iter(SVG))) == 7  # the control and each hostile check: every one could be drawn
+    data = json.loads((hostile_repo / "claims" / "confirm_ledger.jsonl").read_text().splitlines()[-1])
+    assert data["checks"][2]["data"]["expected"] == 10**400  # the ledger line keeps what the claim gave
+    shown = physverify("report", "-o", "report.html", cwd=hostile_repo)
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    assert_every_check_shown((hostile_repo / "report.html").read_text(encoding="utf-8"))
+
+
+def test_a_hand_written_ledger_of_nan_infinity_and_huge_integers_gives_the_page(tmp_path: Path, physverify: Any) -> None:
+    huge = "9" * 400
+    line = ('{"claim_key": "claims/n.py", "verdict": "confirmed", "line": ' + huge + ', "checks": ['
+            '{"label": "nan", "status": "FAIL", "data": {"hs": [NaN, Infinity, 0.1, 0.05], "errors": [NaN, 1, -Infinity, 0.5],'
+            ' "fitted": NaN, "expected": -Infinity, "floor": ' + huge + '}},'
+            '{"label": "huge", "status": "FAIL", "data": {"hs": [' + huge + ', 1e-320, 1e-321], "errors": [1e308, 1e-308, 4e-324],'
+            ' "fitted": -1e308, "fit_hs": [1e-320, ' + huge + ']}},'
+            '{"label": "other", "status": "PASS", "data": {"t_ends": [[[[[1]]]]], "n": ' + huge + ', "xs": ' + str(list(range(500))) + '}}]}\n')
+    (tmp_path / "l.jsonl").write_text(line)
+    done = physverify("report", "--ledger", "l.jsonl", "-o", "out.html", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    root = parse((tmp_path / "out.html").read_text(encoding="utf-8"))
+    text = " ".join(root.itertext())
+    assert "an integer of 400 digits" in text and "450 more" in text and "[...]" in text
+
+
+def test_a_plot_that_fails_to_draw_is_a_note_on_its_check_and_the_page_goes_on(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from physverify.report import _plot
+
+    def broken(*_: Any) -> str:
+        raise OverflowError("(34, 'Numerical result out of range') <b>")
+
+    monkeypatch.setattr(_plot, "svg", broken)
+    record = ledger_record("claims/a.py", "confirmed")
+    root = parse(html.render_report(html.from_ledger(write_ledger(tmp_path / "l.jsonl", [record]))))
+    notes = [" ".join(p.itertext()) for p in root.iter("p") if p.get("class") == "plot-note"]
+    assert notes == ["The plot could not be drawn (OverflowError: (34, 'Numerical result out of range') <b>)."] * 2
+    assert len([t for t in root.iter("table") if t.get("class") == "numbers"]) == 2 and not list(root.iter("b"))
+
+
+# --- issue 21, item 3: many points, a cap and a time budget -------------------------------------------
+def test_a_check_of_100000_points_gives_the_page_and_says_it_capped(tmp_path: Path, physverify: Any) -> None:
+    hs = [1.0 / (10 + k) for k in range(100_000)]
+    big = {"label": "a long study", "family": "mms", "status": "PASS", "message": "",
+           "data": {"hs": hs, "errors": [3 * h * h for h in hs], "expected": 2.0, "fitted": 2.0, "floor": 1e-12, "fit_hs": hs}}
+    write_ledger(tmp_path / "l.jsonl", [ledger_record("claims/a.py", "rejected", checks=[big])])
+    done = physverify("report", "--ledger", "l.jsonl", "-o", "out.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    root = parse((tmp_path / "out.html").read_text(encoding="utf-8"))
+    words = plots(sections(root)[0])[1]
+    assert "500 of 100,000 levels drawn" in words and "fitted slope 2.00 (100,000 levels)" in words
+    table = [t for t in root.iter("table") if t.get("class") == "numbers"][1]
+    assert len(list(table.iter("tr"))) == 1 + html.MAX_ROWS + 1
+    assert "99,000 levels not shown (the ledger line holds all 100,000)" in " ".join(table.itertext())
+
+
+def test_past_the_time_budget_every_further_check_is_a_table(tmp_path: Path) -> None:
+    report = html.from_ledger(write_ledger(tmp_path / "l.jsonl", [ledger_record("claims/a.py", "confirmed")]))
+    root = parse(html.render_report(report, budget_s=0))
+    assert not list(root.iter(SVG))
+    assert len([t for t in root.iter("table") if t.get("class") == "numbers"]) == 2
+    assert "The page spent its time budget for plots (0 s); the other 2 checks give their numbers as tables" in \
+        " ".join(root.itertext())
+    assert len(list(parse(html.render_report(report, budget_s=None)).iter(SVG))) == 2
+
+
+def test_hostile_numbers_through_mcp_give_the_answer_the_ledger_line_and_the_image(hostile_repo: Path) -> None:
+    """The real MCP client against the real server: no bare "Error executing tool" (issue 21, item 2)."""
+    from test_mcp_server import _session
+
+    async def body(client: Any) -> list[Any]:
+        replayed = await client.call_tool("replay_claims", {"trusted": True, "jobs": 1})
+        confirmed = await client.call_tool("confirm_claim", {"claim": "claims/claim_hostile.py", "trusted": True})
+        return [replayed, confirmed]
+
+    # the server's environment is the SDK's default plus this: the code under test, not an installed copy
+    replayed, confirmed = _session(hostile_repo, body, {"PYTHONPATH": __import__("os").environ.get("PYTHONPATH", "")})
+    for answer in (replayed, confirmed):
+        assert not answer.is_error, answer.content[0].text
+        assert [part.type for part in answer.content] == ["text", "image"]  # the diverging study decided: drawn
+    document = json.loads(replayed.content[0].text.partition("\n\n")[2])
+    assert [c["verdict"] for c in document["claims"]] == ["confirmed"]
+    lines = (hostile_repo / "claims" / "confirm_ledger.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["checks"][0]["data"]["fitted"] == -400.0
+
+
+def _sandbox_imports_this_physverify() -> bool:
+    """The sandbox clears the environment, so inside it Python imports the installed physverify; a test
+    of a checkout on PYTHONPATH (a worktree beside the editable install) cannot run its code there."""
+    import os
+    import shutil
+
+    import physverify
+
+    if shutil.which("bwrap") is None:
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", "import physverify; print(physverify.__file__)"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd="/")
+    return done.stdout.strip() == physverify.__file__
+
+
+@pytest.mark.parametrize("sandbox", [
+    "false",
+    pytest.param("true", marks=[pytest.mark.slow, pytest.mark.skipif(
+        not _sandbox_imports_this_physverify(),
+        reason="needs bubblewrap and this checkout installed (the sandbox imports the installed physverify)")]),
+])
+def test_hostile_numbers_through_the_actions_step_give_the_page_the_outputs_and_the_summary(
+        hostile_repo: Path, tmp_path: Path, sandbox: str) -> None:
+    import git
+    from test_action import _run_locally
+
+    head = git.Repo(hostile_repo).head.commit.hexsha
+    ran = _run_locally(hostile_repo, tmp_path, {"before": head}, {"jobs": "1", "sandbox": sandbox})
+    assert ran["code"] == 0 and "Traceback" not in ran["stderr"], ran["stdout"] + ran["stderr"]
+    assert ran["outputs"]["gate"] == "pass" and ran["outputs"]["confirmed"] == "1"
+    assert ran["summary"].startswith("## physverify replay: gate passed")
+    written = Path(ran["outputs"]["report"])
+    page = written if written.is_absolute() else hostile_repo / written
+    assert_every_check_shown(page.read_text(encoding="utf-8"))
+
+
+NUMBERISH = (st.floats(allow_nan=True, allow_infinity=True) | st.integers(min_value=-10**400, max_value=10**400)
+             | st.sampled_from([5e-324, 1e-310, 1e308, -400.0, 0.0, 10**400]) | st.text(max_size=3) | st.none())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.fixed_dictionaries(
+    {"hs": st.lists(NUMBERISH, min_size=1, max_size=6), "errors": st.lists(NUMBERISH, min_size=1, max_size=6)},
+    optional={name: NUMBERISH | st.lists(NUMBERISH, max_size=4) for name in ("expected", "fitted", "floor", "fit_hs")}),
+    min_size=1, max_size=3))
+def test_any_numbers_in_a_checks_data_give_a_well_formed_page(tmp_path: Path, datas: list[dict[str, Any]]) -> None:
+    """Issue 21, item 2 as a property: whatever numbers (or not-numbers) a check's data holds, the page
+    renders, parses, and every plot it drew has finite coordinates."""
+    checks = [{"label": f"c{i}", "family": "mms", "status": "FAIL", "message": "", "data": d} for i, d in enumerate(datas)]
+    before = ledger_record("claims/a.py", "rejected", date="2026-01-01T00:00:00+00:00", checks=checks[::-1])
+    after = ledger_record("claims/a.py", "confirmed", checks=checks)  # regressed: the overlay is drawn too
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text(json.dumps(before) + "\n" + json.dumps(after) + "\n", encoding="utf-8")  # NaN as JSON reads it
+    root = parse(html.render_report(html.from_ledger(ledger), max_plots=None))
+    for svg in root.iter(SVG):
+        paths = " ".join(e.get("d", "") for e in svg.iter())
+        assert "nan" not in paths.lower() and "inf" not in paths.lower()

@@ -145,25 +145,22 @@ def test_a_yaml_alias_bomb_is_a_config_error_not_a_hang(project: git.Repo) -> No
     assert done.stderr == "physverify: claims/physverify.yaml: line 1: anchors and aliases (&a) are not allowed\n"
 
 
-# The claim finds the pipe its parent reads results from (the one pipe that is not stderr)
-# and writes a result of its own there before its checks run.
+# The claim takes the result descriptor and the key from the frame of the code that runs it
+# (physverify's own child_main, in its own process) and writes a result of its own, tagged,
+# before its checks run. Another claim has neither (tests/test_protocol.py).
 FORGER = '''
-import json, os, stat
-from physverify.protocol import MARKER
+import json, os, sys
+from physverify.protocol import encode_result
 
 def _forge():
-    err = os.fstat(2)
-    for fd in range(3, 256):
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            continue
-        if stat.S_ISFIFO(st.st_mode) and (st.st_dev, st.st_ino) != (err.st_dev, err.st_ino):
-            fake = {"label": "at t = 1 the amount follows exp(-rate t)", "family": "reference",
-                    "status": "PASS", "message": "forged", "seconds": 0.0}
-            result = {"load_error": None, "control": dict(fake, label="at t = 0"), "checks": [fake]}
-            os.write(fd, (MARKER + "\\n" + json.dumps(result) + "\\n").encode())
-            os._exit(0)
+    frame = sys._getframe()
+    while not isinstance(frame.f_locals.get("key"), bytes):
+        frame = frame.f_back
+    fake = {"label": "at t = 1 the amount follows exp(-rate t)", "family": "reference",
+            "status": "PASS", "message": "forged", "seconds": 0.0}
+    result = {"load_error": None, "control": dict(fake, label="at t = 0"), "checks": [fake]}
+    os.write(frame.f_locals["result_fd"], encode_result(result, frame.f_locals["key"]))
+    os._exit(0)
 
 _forge()
 '''

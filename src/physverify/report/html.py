@@ -2,6 +2,12 @@
 and checks, a log-log convergence plot for each check that recorded its numbers, and the
 claim's history from the ledger (issue 12).
 
+A fixed, regressed or decided claim draws its baseline run beside the latest one in each
+check's plot (issue 18); a check with no step size (an identity check) is a sentence and a
+table, never a log-log plot; a check whose errors are all exactly 0 says so. The page is
+robust to what a ledger holds (issue 21): a plot that cannot be drawn is a note on its
+check, and the plots stop at a time budget and a count, after which the numbers are tables.
+
 Two sources give the same page: a replay (``replay --format html``: ``render``) and a
 ledger alone (``physverify report``: ``from_ledger`` then ``render_report``). The page
 loads nothing: the style is inline and the plots are matplotlib SVG inlined, or, without
@@ -12,26 +18,40 @@ is escaped; the page is well-formed XML as well as HTML, so a strict parser read
 from __future__ import annotations
 
 import html
+import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
-from physverify.report import MAX_PLOTS, _plot
-from physverify.text import visible
+from physverify.gate import DECIDED, FIXED, REGRESSED
+from physverify.report import MAX_PLOTS, _interval, _plot
+from physverify.text import clip, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
     from physverify.replay import ClaimRun, ReplayResult
 
+# Seconds the page may spend drawing plots (issue 21, item 3): host-side work after the claims ran
+# is bounded by no timeout and no sandbox limit, so past this the remaining checks are tables.
+PLOT_BUDGET_S = 20.0
+# Rows of numbers shown per check, and values per field of other data: a check may report
+# 100,000 levels, and the ledger line keeps every one of them.
+MAX_ROWS = 1000
+_MAX_VALUES = 50
+# The transitions whose plots show the baseline run beside the latest: the verdict moved, and
+# the reader wants to see what changed in the numbers.
+OVERLAY_TRANSITIONS = frozenset({FIXED, REGRESSED, DECIDED})
 
 
 @dataclass(frozen=True)
 class Report:
-    """What one page shows: the claims (as a replay sees them) and each claim's ledger history."""
+    """What one page shows: the claims (as a replay sees them), each claim's ledger history, and
+    for a claim whose verdict moved the baseline ledger line to draw beside the latest (``baselines``)."""
 
     title: str
     claims: tuple[ClaimRun, ...]
@@ -39,6 +59,7 @@ class Report:
     from_replay: bool
     notes: tuple[str, ...] = ()
     exit_code: int = EXIT_OK
+    baselines: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 # --- the two sources ---------------------------------------------------------------------
@@ -46,13 +67,41 @@ def render(result: ReplayResult) -> str:
     """A replay as the HTML page (``replay --format html``); the history is read from its ledger."""
     notes: tuple[str, ...] = ()
     try:
-        rows = ledger.log_rows(ledger.read_ledger(Path(result.ledger)).records, None)
+        records = ledger.read_ledger(Path(result.ledger)).records
     except PhysverifyError as exc:  # a --dry-run's ledger that was never written: the page, without history
-        rows, notes = [], (f"no history: {exc}",)
+        records, notes = [], (f"no history: {exc}",)
+    grouped = _records_by_claim(records, None)
+    baselines = {run.key: found for run in result.claims if run.transition in OVERLAY_TRANSITIONS
+                 and (found := _baseline(run, grouped.get(run.key, []))) is not None}
     headline = "gate failed" if result.gate_failed else "gate passed"
-    report = Report(f"physverify replay: {headline}", result.claims, _by_claim(rows), True,
-                    (result.summary(), *result.warnings, *result.notes, *notes), result.exit_code)
+    report = Report(f"physverify replay: {headline}", result.claims,
+                    {key: [row for row, _ in pairs] for key, pairs in grouped.items()}, True,
+                    (result.summary(), *result.warnings, *result.notes, *notes), result.exit_code, baselines)
     return render_report(report)
+
+
+def _baseline(run: ClaimRun, lines: Sequence[tuple[ledger.LogRow, Mapping[str, Any]]]) -> Mapping[str, Any] | None:
+    """The ledger line a replay's transition was judged against, with its checks: the baseline record
+    itself when it has them, else the line of the claim's history with the baseline's date and verdict
+    (the sandbox's JSON document carries only those two), else None."""
+    base = run.baseline
+    if base is None:
+        return None
+    if _checks(base) or isinstance(base.get("control"), Mapping):
+        return base
+    matches = [record for row, record in lines if row.verdict == str(base.get("verdict"))
+               and row.date == str(base.get("date") or "") and record is not run.record]
+    return matches[-1] if matches else None
+
+
+def _records_by_claim(records: Iterable[Mapping[str, Any]],
+                      wanted: set[str] | None) -> dict[str, list[tuple[ledger.LogRow, Mapping[str, Any]]]]:
+    """Each claim's (history row, ledger line) pairs in ledger order, only ``wanted``'s keys when given."""
+    grouped: dict[str, list[tuple[ledger.LogRow, Mapping[str, Any]]]] = {}
+    for record in records:
+        for row in ledger.log_rows([record], wanted):
+            grouped.setdefault(row.claim, []).append((row, record))
+    return grouped
 
 
 def from_ledger(path: Path, claim: str | None = None) -> Report:
@@ -66,32 +115,31 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
     read = ledger.read_ledger(path)  # once: the latest lines and the history both come from it
-    history = _by_claim(ledger.log_rows(read.records, ledger.claim_keys(claim)))
+    grouped = _records_by_claim(read.records, ledger.claim_keys(claim))
+    history = {key: [row for row, _ in pairs] for key, pairs in grouped.items()}
     if claim is not None and not history:
         raise PhysverifyError(f"{path}: no line for the claim {claim}")
     latest = {key: record for key, record in ledger.latest_by_claim(read.records).items() if key in history}
-    runs = []
+    runs, baselines = [], {}
     for key, record in latest.items():
-        before = history[key][-2].verdict if len(history[key]) > 1 else None
-        run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before)
+        previous = grouped[key][-2][1] if len(grouped[key]) > 1 else None
+        before = history[key][-2].verdict if previous is not None else None
+        run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before, previous)
         runs.append(replace(run, failures=replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
-    return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems))
+        if previous is not None and run.transition in OVERLAY_TRANSITIONS:
+            baselines[key] = previous
+    return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems), EXIT_OK, baselines)
 
 
-def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str | None) -> ClaimRun:
+def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str | None,
+               previous: Mapping[str, Any] | None) -> ClaimRun:
     from physverify.replay import ClaimRun
 
     line = record.get("line")
     target = record.get("file")
-    return ClaimRun(key, transition, record.get("verdict"), before, record, None if before is None else {},
+    return ClaimRun(key, transition, record.get("verdict"), before, record,
+                    None if before is None else (previous if previous is not None else {}),
                     target=str(target) if target is not None else None, line=line if isinstance(line, int) else None)
-
-
-def _by_claim(rows: Iterable[ledger.LogRow]) -> dict[str, list[ledger.LogRow]]:
-    grouped: dict[str, list[ledger.LogRow]] = {}
-    for row in rows:
-        grouped.setdefault(row.claim, []).append(row)
-    return grouped
 
 
 # --- which claims first, which check decided ---------------------------------------------
@@ -113,10 +161,16 @@ def _checks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def decisive_png(record: Mapping[str, Any]) -> bytes | None:
-    """The convergence plot of the check that decided ``record``, as PNG; None without numbers or matplotlib."""
+    """The convergence plot of the check that decided ``record``, as PNG; None without numbers or matplotlib,
+    or when the numbers cannot be drawn (the text answer goes out without the image, issue 21)."""
     chosen = decisive(record)
     numbers = None if chosen is None else _plot.convergence(chosen.get("data"))
-    return _plot.png(numbers) if numbers is not None and _plot.available() else None
+    if numbers is None or not _plot.available() or not _plot.drawable([_plot.Series("latest", numbers)]):
+        return None
+    try:
+        return _plot.png(numbers)
+    except Exception:  # noqa: BLE001 - an image that fails is left out, never a failed tool call
+        return None
 
 
 # --- the page ------------------------------------------------------------------------------
@@ -138,24 +192,31 @@ def _class(value: object) -> str:
 class _Plots:
     """How many plots the page may still draw: matplotlib takes tens of milliseconds per plot, so a
     page of hundreds of claims draws the first ``limit`` (the failing and confirmed claims come first)
-    and gives the others' numbers as tables."""
+    and gives the others' numbers as tables; past ``budget_s`` seconds of the page, every further
+    check is a table too, however few plots were drawn (a check of 100,000 levels, a slow machine)."""
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, budget_s: float | None) -> None:
         self.left = limit if _plot.available() else 0
-        self.skipped = 0
+        self.skipped = 0  # by the count
+        self.late = 0  # by the time budget
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
 
     def take(self) -> bool:
         if self.left is not None and self.left <= 0:
             self.skipped += 1
+            return False
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.late += 1
             return False
         if self.left is not None:
             self.left -= 1
         return True
 
 
-def render_report(report: Report, max_plots: int | None = MAX_PLOTS) -> str:
-    """The whole page as one string; at most ``max_plots`` plots (None: every one)."""
-    plots = _Plots(max_plots)
+def render_report(report: Report, max_plots: int | None = MAX_PLOTS, budget_s: float | None = PLOT_BUDGET_S) -> str:
+    """The whole page as one string; at most ``max_plots`` plots (None: every one), drawn within
+    ``budget_s`` seconds from the start (None: no time limit)."""
+    plots = _Plots(max_plots, budget_s)
     runs = ordered(report.claims)
     sections = [_section(i, run, report, plots) for i, run in enumerate(runs)]
     body = [f"<h1>{_e(report.title)}</h1>", _counts(runs)]
@@ -163,9 +224,14 @@ def render_report(report: Report, max_plots: int | None = MAX_PLOTS) -> str:
     if not _plot.available():
         body.append(f'<p class="hint">The convergence plots need matplotlib: {_e(_plot.INSTALL_HINT)}. '
                     "The tables give the same numbers.</p>")
-    elif plots.skipped:
-        body.append(f'<p class="hint">Plots are drawn for the first {max_plots} checks; the other {plots.skipped} '
-                    "give their numbers as tables (physverify report --claim PATH, or --max-plots, draws them).</p>")
+    else:
+        if plots.skipped:
+            body.append(f'<p class="hint">Plots are drawn for the first {max_plots} checks; the other {plots.skipped} '
+                        "give their numbers as tables (physverify report --claim PATH, or --max-plots, draws them).</p>")
+        if plots.late:
+            body.append(f'<p class="hint">The page spent its time budget for plots ({budget_s:g} s); the other '
+                        f"{plots.late} checks give their numbers as tables (physverify report --claim PATH draws "
+                        "one claim's).</p>")
     body += sections
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8"/>\n'
@@ -194,7 +260,7 @@ def _section(index: int, run: ClaimRun, report: Report, plots: _Plots) -> str:
     parts += [f'<p class="gate">fails the gate: {_e(failure)}</p>' for failure in run.failures]
     parts.append(_facts(run, record))
     parts.append(_history(report.history.get(run.key, ())))
-    parts.append(_outcomes(index, record, plots))
+    parts.append(_outcomes(index, record, plots, report.baselines.get(run.key)))
     return "\n".join(p for p in parts if p) + "\n</section>"
 
 
@@ -211,10 +277,30 @@ def _facts(run: ClaimRun, record: Mapping[str, Any]) -> str:
     return f'<dl class="facts">{items}</dl>'
 
 
-def _outcomes(index: int, record: Mapping[str, Any], plots: _Plots) -> str:
+def _roles(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     control = record.get("control")
-    roles = [("control", control)] if isinstance(control, Mapping) else []
-    roles += [("check", c) for c in _checks(record)]
+    roles: list[tuple[str, Mapping[str, Any]]] = [("control", control)] if isinstance(control, Mapping) else []
+    return roles + [("check", c) for c in _checks(record)]
+
+
+def _counterparts(latest: Sequence[tuple[str, Mapping[str, Any]]],
+                  baseline: Mapping[str, Any] | None) -> list[Mapping[str, Any] | None]:
+    """For each of the latest run's outcomes, the baseline's outcome of the same role and label (the
+    k-th of that label for the k-th), or None: a check renamed or added since has nothing to overlay."""
+    if baseline is None:
+        return [None] * len(latest)
+    pool: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for role, outcome in _roles(baseline):
+        pool.setdefault((role, str(outcome.get("label"))), []).append(outcome)
+    found: list[Mapping[str, Any] | None] = []
+    for role, outcome in latest:
+        same = pool.get((role, str(outcome.get("label"))))
+        found.append(same.pop(0) if same else None)
+    return found
+
+
+def _outcomes(index: int, record: Mapping[str, Any], plots: _Plots, baseline: Mapping[str, Any] | None) -> str:
+    roles = _roles(record)
     if not roles:
         return ""
     chosen = decisive(record)
@@ -224,21 +310,54 @@ def _outcomes(index: int, record: Mapping[str, Any], plots: _Plots) -> str:
         for role, o in roles
     )
     table = f'<table class="outcomes"><tr><th>role</th><th>status</th><th>what was tested</th><th>message</th></tr>{rows}</table>'
-    evidence = "".join(_evidence(f"c{index}-{j}", o, plots) for j, (_, o) in enumerate(roles))
+    before = None if baseline is None else f"{baseline.get('verdict')}, {baseline.get('date')}"
+    evidence = "".join(_evidence(f"c{index}-{j}", o, plots, before, other)
+                       for j, ((_, o), other) in enumerate(zip(roles, _counterparts(roles, baseline))))
     return table + (f'<div class="evidence">{evidence}</div>' if evidence else "")
 
 
-def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots) -> str:
-    """The plot and the table of one check's numbers; nothing when it recorded none."""
+def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots, before: str | None,
+              other: Mapping[str, Any] | None) -> str:
+    """The plot and the table of one check's numbers; nothing when it recorded none.
+
+    With a baseline outcome of the same check (``other``) that has numbers, the plot draws both
+    runs, the latest in the main style (``before`` names the baseline's verdict and date in words
+    above the plot; the legend says only "latest" and "baseline"); a check with no step size is a
+    sentence and a table.
+    """
     data = outcome.get("data")
     numbers = _plot.convergence(data)
     caption = f"<figcaption>{_e(outcome.get('label'))}</figcaption>"
+    stochastic = _interval.figure(data, caption)  # an estimate and its interval against expected +- tol
+    if stochastic is not None:
+        return stochastic
     if numbers is None:
-        return "" if not isinstance(data, Mapping) or not data else f'<figure class="data">{caption}{_data_list(data)}</figure>'
+        if not isinstance(data, Mapping) or not data:
+            return ""
+        return f'<figure class="data">{caption}{_no_step_size(data)}{_data_list(data)}</figure>'
+    base = _plot.convergence(other.get("data")) if other is not None else None
+    series = [_plot.Series("latest", numbers)] + ([_plot.Series("baseline", base)] if base is not None else [])
+    words = []
+    if numbers.dropped:
+        words.append(f"{numbers.dropped} level{'s' if numbers.dropped != 1 else ''} left out: the step size is not "
+                     "a positive finite number.")
+    if _plot.all_zero(numbers):
+        words.append(f"Every error is exactly 0, at all {len(numbers.errors)} step sizes: the check reproduced "
+                     "the expected values exactly, so there is no slope to see on a log scale.")
+    if base is not None and before is not None:
+        words.append(f"Drawn beside the baseline run ({before}).")
+    note = "".join(f'<p class="plot-note">{_e(w)}</p>' for w in words)
     table = _table(numbers)
-    if not plots.take():
-        return f'<figure class="convergence">{caption}{table}</figure>'
-    return (f'<figure class="convergence">{caption}<div class="plot">{_plot.svg(numbers, salt)}</div>'
+    if not _plot.drawable(series) or not plots.take():
+        return f'<figure class="convergence">{caption}{note}{table}</figure>'
+    try:
+        drawn = _plot.svg(series, salt)
+    # Whatever the drawing raises for numbers a ledger holds (an overflow in matplotlib, a value it
+    # cannot place), the check keeps its note and table and the page goes on (issue 21, item 2).
+    except Exception as exc:  # noqa: BLE001
+        failed = f'<p class="plot-note">The plot could not be drawn ({_e(type(exc).__name__)}: {_e(str(exc)[:200])}).</p>'
+        return f'<figure class="convergence">{caption}{note}{failed}{table}</figure>'
+    return (f'<figure class="convergence">{caption}{note}<div class="plot">{drawn}</div>'
             f"<details><summary>the numbers</summary>{table}</details></figure>")
 
 
@@ -247,23 +366,67 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def _table(numbers: _plot.Convergence) -> str:
-    rows = "".join(f"<tr><td>{_fmt(h, '.4g')}</td><td>{_fmt(e, '.4g')}</td><td>{'' if q is None else f'{q:.2f}'}</td></tr>"
-                   for h, e, q in _plot.rows(numbers))
-    summary = [f"expected order {numbers.expected:g}" if numbers.expected is not None else "",
-               f"fitted order {numbers.fitted:.2f}" if numbers.fitted is not None else "",
+    levels = _plot.rows(numbers)
+    shown = levels if len(levels) <= MAX_ROWS else levels[: MAX_ROWS // 2] + levels[-MAX_ROWS // 2:]
+    cells = [f"<tr><td>{_fmt(h, '.4g')}</td><td>{_fmt(e, '.4g')}</td><td>{'' if q is None else _plot.order_text(q)}</td></tr>"
+             for h, e, q in shown]
+    if len(shown) < len(levels):
+        cells.insert(MAX_ROWS // 2, f'<tr><td colspan="3">{len(levels) - len(shown):,} levels not shown '
+                                    f"(the ledger line holds all {len(levels):,})</td></tr>")
+    summary = [f"expected order {_plot.order_text(numbers.expected, 'g')}" if numbers.expected is not None else "",
+               f"fitted order {_plot.order_text(numbers.fitted)}" if numbers.fitted is not None else "",
                f"round-off floor {numbers.floor:.1e}" if numbers.floor is not None else ""]
     line = f'<p class="orders">{_e(", ".join(s for s in summary if s))}</p>'
-    return f'<table class="numbers"><tr><th>h</th><th>error</th><th>pairwise order</th></tr>{rows}</table>{line}'
+    return f'<table class="numbers"><tr><th>h</th><th>error</th><th>pairwise order</th></tr>{"".join(cells)}</table>{line}'
+
+
+# The fields an identity check (no step size) may keep its deviations under, in this order.
+DEVIATION_FIELDS = ("deviations", "errors", "values")
+
+
+def _no_step_size(data: Mapping[str, Any]) -> str:
+    """A check with no step size (an identity check: a symmetry, a periodic copy, a total conserved
+    to round-off) as a sentence: how many values, the largest deviation and where, or that all are
+    exactly 0. Never a log-log plot: it has no h axis."""
+    for name in DEVIATION_FIELDS:
+        values = data.get(name)
+        if isinstance(values, (int, float)) and not isinstance(values, bool):
+            values = [values]
+        if not isinstance(values, list) or not values:
+            continue
+        numbers = [_plot.number(v) for v in values]
+        expected = _plot.number(data.get("expected")) if name == "values" else 0.0
+        sizes = [abs(v - (expected or 0.0)) if v is not None else None for v in numbers]
+        if all(size == 0.0 for size in sizes):
+            return f'<p class="plot-note">No step size: every one of the {len(sizes)} {_e(name)} is exactly 0.</p>'
+        finite = [(size, i) for i, size in enumerate(sizes) if size is not None and math.isfinite(size)]
+        if not finite:
+            return f'<p class="plot-note">No step size: none of the {len(sizes)} {_e(name)} is a finite number.</p>'
+        largest, where = max(finite)
+        missing = len(sizes) - len(finite)
+        extra = f"; {missing} not finite" if missing else ""
+        return (f'<p class="plot-note">No step size, so no convergence plot: the largest of the {len(sizes)} '
+                f"{_e(name)} is {largest:.3g} in size, at index {where}{extra}.</p>")
+    return ""
 
 
 def _data_list(data: Mapping[str, Any]) -> str:
-    """Numbers a check recorded that are not an order study (another study's fields), as a list."""
-    def text(value: Any) -> str:
+    """Numbers a check recorded that are not an order study (another study's fields), as a list:
+    the first values of each field, nested lists to a depth of three."""
+    def text(value: Any, depth: int = 0) -> str:
         if isinstance(value, list):
-            return ", ".join(text(v) for v in value)
-        return format(value, ".4g") if isinstance(value, float) else str(value)
+            if depth >= 3:
+                return "[...]"
+            shown = ", ".join(text(v, depth + 1) for v in value[:_MAX_VALUES])
+            more = f", ... ({len(value) - _MAX_VALUES:,} more)" if len(value) > _MAX_VALUES else ""
+            return (shown + more) if depth == 0 else f"[{shown}{more}]"
+        if isinstance(value, float):
+            return format(value, ".4g")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+            return f"an integer of {len(str(abs(value)))} digits"
+        return clip(str(value)) if isinstance(value, str) else str(value)
 
-    items = "".join(f"<dt>{_e(key)}</dt><dd>{_e(text(value))}</dd>" for key, value in data.items())
+    items = "".join(f"<dt>{_e(key)}</dt><dd>{_e(text(value))}</dd>" for key, value in list(data.items())[:_MAX_VALUES])
     return f'<dl class="facts">{items}</dl>'
 
 

@@ -1,0 +1,496 @@
+"""Studies of stochastic codes (Monte Carlo, Langevin, kinetic Monte Carlo), each with a stated error rate.
+
+Every study draws its sample through a ``numpy.random.Generator`` it makes from ``seed``, so the
+same code and seed give the same sample and the same verdict in every run and isolation mode.
+Each decides by an interval that holds with probability at least ``1 - alpha``:
+
+- ``mean_study``: an equivalence test of the mean (Student's t, or batch means for a chain);
+- ``distribution_study``: the Kolmogorov distance with the Dvoretzky-Kiefer-Wolfowitz band at
+  Massart's constant, or the total-variation distance with the bound of Weissman et al.;
+- ``weak_order_study``: the weak order of an SDE integrator from biases with Monte Carlo intervals.
+
+PASS when the interval lies inside the band ``expected +- tol``, FAIL when it lies entirely
+outside, INCONCLUSIVE otherwise with the sample size that would decide. A correct code (its
+true value inside the band) then gets FAIL with probability at most alpha, and a defective one
+(outside the band) PASS with probability at most alpha. When ``n`` is a refinement plan, the
+sample grows through the plan's levels and each look is made at alpha / looks (Bonferroni over
+the planned looks), so the stated rate holds for the whole sequence.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from physverify._distances import cells, draw_labels, kolmogorov, total_variation
+from physverify.checks import ERROR, FAIL, INCONCLUSIVE, PASS, Result, remaining_budget
+from physverify.refine import Refinement, is_plan
+
+GENERATOR = "numpy.random.PCG64"
+# Fewer observations than this give an interval whose normal approximation nobody should trust.
+MIN_SAMPLE = 10
+# Below this many batches the lag-1 test of the batch means has no power at all.
+MIN_BATCHES = 10
+# A batch must span this many autocorrelation times (n / ess): adjacent batch means of an AR(1)
+# chain then correlate by about 1 / (2 * this), and their t interval holds. The lag-1 test alone
+# misses batches that are far too short, because 20 strongly correlated means look smooth, not
+# correlated.
+BATCH_TIMES = 10
+# One-sided level of the lag-1 autocorrelation test. A flag only makes the check INCONCLUSIVE
+# (never PASS or FAIL), so it does not enter the stated error rates; 1 % keeps a correct,
+# independent sample decided in 99 % of runs.
+CORRELATION_LEVEL = 0.01
+
+Sizes = int | Refinement
+
+
+@dataclass(frozen=True)
+class StochasticResult(Result):
+    """A Result from a stochastic study, with the numbers and the draw it was decided on.
+
+    ``estimate`` lies in the interval [``low``, ``high``], which holds with probability at least
+    1 - ``alpha``; the band is ``expected`` +- ``tol``. ``kind`` is "mean", "kolmogorov",
+    "total variation" or "weak order". ``n`` is the sample size (per step size for the weak
+    order), ``looks`` how many times the sample was judged and ``level`` the rate spent at each
+    (alpha / planned looks). ``seed`` and ``generator`` name the draw. ``batches`` and ``ess``
+    (effective sample size) describe a chain; ``dts``, ``biases`` and ``half_widths`` the
+    weak-order study's biases and their Monte Carlo half-widths.
+    """
+
+    kind: str = ""
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    expected: float | None = None
+    tol: float | None = None
+    n: int = 0
+    alpha: float | None = None
+    level: float | None = None
+    looks: int = 0
+    seed: int | None = None
+    generator: str = GENERATOR
+    batches: int | None = None
+    ess: float | None = None
+    dts: tuple[float, ...] = ()
+    biases: tuple[float, ...] = ()
+    half_widths: tuple[float, ...] = ()
+
+
+# --- arguments ------------------------------------------------------------------------------
+def _sizes(n: Sizes, minimum: int = MIN_SAMPLE) -> tuple[list[int], float | None]:
+    """The cumulative sample sizes to look at, and the plan's budget in seconds (None: none)."""
+    if is_plan(n):
+        assert isinstance(n, Refinement)
+        sizes, budget = list(n.levels()), n.budget_s
+    elif isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        sizes, budget = [int(n)], None
+    else:
+        raise TypeError(f"n must be an int or a refinement plan (physverify.refine), not {n!r}")
+    if not sizes or sizes[0] < minimum:
+        raise ValueError(f"n must be at least {minimum} observations, got {sizes[0] if sizes else n!r}")
+    return sizes, budget
+
+
+def _check_rate(alpha: float, tol: float, seed: int) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be a probability strictly between 0 and 1, got {alpha!r}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+
+
+def generator(seed: int) -> np.random.Generator:
+    """The study's generator: PCG64 seeded with ``seed`` (numpy keeps PCG64's stream stable across versions)."""
+    return np.random.Generator(np.random.PCG64(int(seed)))
+
+
+def _draw_numbers(call: Callable[[], Any], m: int, who: str) -> np.ndarray | str:
+    """What ``call()`` returned as m finite floats, or the sentence saying why it is not that."""
+    values = call()
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return f"{who} returned {type(values).__name__} values that are not numbers; it must return m numbers"
+    if array.ndim != 1 or array.shape[0] != m:
+        shape = "a single number" if array.ndim == 0 else f"shape {array.shape}"
+        return f"{who} returned {shape} where {m} values were asked for; it must return a 1-D array of exactly m numbers"
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        return (f"{who} returned {bad.size} values that are not finite (the first at index {bad[0]}): "
+                "a NaN or inf is a crash of the code, not an observation")
+    return array
+
+
+def _lag1(x: np.ndarray) -> float:
+    """The lag-1 autocorrelation of x; 0 for a constant sequence (nothing to correlate)."""
+    centred = x - x.mean()
+    denominator = float(centred @ centred)
+    return 0.0 if denominator == 0 or x.size < 3 else float(centred[:-1] @ centred[1:]) / denominator
+
+
+def _correlation_limit(count: int) -> float:
+    """The lag-1 autocorrelation above which ``count`` values are not independent at CORRELATION_LEVEL.
+
+    For independent values sqrt(count) r1 is asymptotically standard normal (Box, Jenkins and
+    Reinsel, Time Series Analysis, sec. 2.1.6), so this one-sided test flags a positive correlation.
+    """
+    from scipy.stats import norm  # imported here: scipy.stats costs a few tenths of a second to import
+
+    return float(norm.ppf(1 - CORRELATION_LEVEL)) / math.sqrt(count)
+
+
+def _context(result: StochasticResult) -> str:
+    """The draw in words, for every message: "n = 1000, seed 0, numpy.random.PCG64, alpha = 0.001"."""
+    looks = f", {result.looks} looks at {result.level:.2g} each" if result.looks > 1 and result.level else ""
+    return f"n = {result.n}, seed {result.seed}, {result.generator}, alpha = {result.alpha:g}{looks}"
+
+
+# --- growing the sample along a plan --------------------------------------------------------
+def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | None],
+          judge: Callable[[int, float], StochasticResult], alpha: float, seed: int) -> StochasticResult:
+    """Draw up to each cumulative size and judge it at alpha / len(sizes); stop at PASS, FAIL or ERROR.
+
+    The rate is split over every planned look, also those a budget ends before they are made, so
+    the chance of any wrong decision along the way stays at most alpha (Bonferroni).
+    """
+    level, drawn, start = alpha / len(sizes), 0, time.monotonic()
+    result: StochasticResult | None = None
+    for size in sizes:
+        if result is not None and _out_of_time(start, budget_s, drawn, size):
+            return replace(result, message=f"{result.message} (the plan stopped at n = {drawn}: its next level "
+                                           "would overrun the time budget)")
+        problem = draw(size - drawn)
+        if problem is not None:
+            error = StochasticResult(ERROR, "", n=size, alpha=alpha, level=level, looks=len(sizes), seed=int(seed))
+            return replace(error, message=f"{problem} ({_context(error)})")
+        drawn = size
+        result = replace(judge(size, level), looks=len(sizes), level=level)
+        result = replace(result, message=result.message.replace("{context}", _context(result)))
+        if result.status != INCONCLUSIVE:
+            return result
+    assert result is not None
+    return result
+
+
+def _out_of_time(start: float, budget_s: float | None, drawn: int, size: int) -> bool:
+    """Whether the next level, costing about its share of the time spent so far, would overrun a budget."""
+    spent = time.monotonic() - start
+    projected = spent * (size - drawn) / max(drawn, 1)
+    limits = [b for b in (None if budget_s is None else budget_s - spent, remaining_budget()) if b is not None]
+    return any(projected > left for left in limits)
+
+
+# --- the mean --------------------------------------------------------------------------------
+class _Interval(NamedTuple):
+    estimate: float
+    half: float
+    ess: float
+    lag1: float
+    limit: float
+    short: bool = False  # batches spanning fewer than BATCH_TIMES autocorrelation times
+
+
+def _mean_interval(x: np.ndarray, batches: int | None, level: float) -> _Interval:
+    """The mean and the half-width of its (1 - level) interval: Student's t on the observations, or
+    on ``batches`` batch means (Flegal and Jones, Ann. Statist. 38 (2010) 1034; Geyer, Statist. Sci.
+    7 (1992) 473): the batch means of a chain whose batches are much longer than its autocorrelation
+    time are nearly independent and normal, so their t interval holds."""
+    from scipy.stats import t as student  # imported here, as in _correlation_limit
+
+    if batches is not None:
+        length = x.size // batches
+        means = x[: batches * length].reshape(batches, length).mean(axis=1)
+        spread = float(np.std(means, ddof=1))
+        half = float(student.ppf(1 - level / 2, batches - 1)) * spread / math.sqrt(batches)
+        asymptotic = length * spread**2  # the batch-means estimate of the chain's asymptotic variance
+        variance = float(np.var(x, ddof=1))
+        ess = x.size if asymptotic == 0 else min(float(x.size), x.size * variance / asymptotic)
+        # a constant chain has no autocorrelation time to span: its batches are never too short
+        short = asymptotic > 0 and ess < BATCH_TIMES * batches
+        return _Interval(float(means.mean()), half, ess, _lag1(means), _correlation_limit(batches), short)
+    spread = float(np.std(x, ddof=1))
+    half = float(student.ppf(1 - level / 2, x.size - 1)) * spread / math.sqrt(x.size)
+    return _Interval(float(x.mean()), half, float(x.size), _lag1(x), _correlation_limit(x.size))
+
+
+def _decide(low: float, high: float, band_low: float, band_high: float) -> str:
+    """The equivalence test: PASS inside the band, FAIL entirely outside, INCONCLUSIVE across an edge."""
+    if band_low <= low and high <= band_high:
+        return PASS
+    if high < band_low or low > band_high:
+        return FAIL
+    return INCONCLUSIVE
+
+
+def _needed(n: int, half: float, distance: float, tol: float) -> str:
+    """The sample size at which the half-width (shrinking like 1/sqrt(n)) would clear the nearer band edge."""
+    margin = abs(abs(distance) - tol)
+    if margin <= 1e-12 * max(tol, abs(distance), 1e-300):
+        return "the estimate sits on the edge of the band, so no sample size decides; tol does"
+    return f"about n = {math.ceil(n * (half / margin) ** 2)} would decide at the observed spread"
+
+
+def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: float, *, tol: float, n: Sizes,
+               alpha: float = 1e-3, seed: int = 0, batches: int | None = None) -> StochasticResult:
+    """Whether the mean of ``sample``'s observations is within ``tol`` of ``expected``, at error rate ``alpha``.
+
+    ``sample(m, rng)`` returns m more observations (a chain may continue where it stopped); ``rng``
+    is the study's Generator from ``seed``. PASS when the (1 - alpha) interval of the mean lies in
+    expected +- tol, FAIL when it lies outside, INCONCLUSIVE otherwise with the n that would decide.
+    Assumes independent observations, or a chain with ``batches`` batch means (10 or more) each much
+    longer than its autocorrelation time; a lag-1 correlation of the observations (or of the batch
+    means) makes the check INCONCLUSIVE.
+    """
+    _check_rate(alpha, tol, seed)
+    if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < MIN_BATCHES):
+        raise ValueError(f"batches must be an integer of at least {MIN_BATCHES}, got {batches!r}")
+    sizes, budget = _sizes(n, MIN_SAMPLE if batches is None else 2 * batches)
+    rng, parts = generator(seed), []
+
+    def draw(m: int) -> str | None:
+        got = _draw_numbers(lambda: sample(m, rng), m, f"sample({m}, rng)")
+        if isinstance(got, str):
+            return got
+        parts.append(got)
+        return None
+
+    def judge(size: int, level: float) -> StochasticResult:
+        iv = _mean_interval(np.concatenate(parts), batches, level)
+        low, high = iv.estimate - iv.half, iv.estimate + iv.half
+        status = _decide(low, high, expected - tol, expected + tol)
+        base = StochasticResult(status, "", kind="mean", estimate=iv.estimate, low=low, high=high, expected=expected,
+                                tol=tol, n=size, alpha=alpha, seed=int(seed), batches=batches, ess=iv.ess)
+        return replace(base, status=INCONCLUSIVE if _unreliable(iv) else status,
+                       message=_mean_message(base, iv, 1 - alpha))
+
+    return _grow(sizes, budget, draw, judge, alpha, seed)
+
+
+def _unreliable(iv: _Interval) -> bool:
+    """Whether the observations (or batch means) are correlated, or the batches span too few autocorrelation times."""
+    return iv.lag1 > iv.limit or iv.short
+
+
+def _mean_message(result: StochasticResult, iv: _Interval, confidence: float) -> str:
+    head = (f"mean {iv.estimate:.6g} +- {iv.half:.3g} ({confidence:.4g} interval; {{context}}"
+            + (f"; {result.batches} batch means, effective sample size {iv.ess:.0f}" if result.batches else "") + ")")
+    band = f"the band {result.expected:g} +- {result.tol:g}"
+    if result.batches and _unreliable(iv):
+        why = (f"the batch means are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above {iv.limit:.2g})"
+               if iv.lag1 > iv.limit else f"a batch of {result.n // result.batches} spans fewer than {BATCH_TIMES} "
+               f"autocorrelation times (about {result.n / max(iv.ess, 1e-300):.3g} each)")
+        return f"{head}: {why}, so the interval cannot be trusted; use longer batches (a larger n or fewer batches)"
+    if iv.lag1 > iv.limit:
+        return (f"{head}: the observations are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above {iv.limit:.2g}), "
+                "so the interval cannot be trusted; pass batches= (20 or more) or thin the chain")
+    if result.status == PASS:
+        return f"{head} lies inside {band}"
+    if result.status == FAIL:
+        return (f"{head} lies outside {band}: the mean differs from the expected value by "
+                f"{iv.estimate - float(result.expected or 0):.3g}, more than tol and the sampling error allow")
+    return (f"{head} reaches across an edge of {band}: "
+            + _needed(result.n, iv.half, iv.estimate - float(result.expected or 0), float(result.tol or 0)))
+
+
+# --- the distribution ------------------------------------------------------------------------
+def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: Callable[[Any], Any] | None = None, *,
+                       pmf: Mapping[Hashable, float] | Callable[[Any], Any] | None = None, tol: float, n: Sizes,
+                       alpha: float = 1e-3, seed: int = 0) -> StochasticResult:
+    """Whether ``sample`` draws from ``cdf`` (continuous) or ``pmf`` (discrete) to within a distance ``tol``.
+
+    Continuous: the Kolmogorov distance D to ``cdf`` with the Dvoretzky-Kiefer-Wolfowitz band
+    eps = sqrt(ln(2 / alpha) / (2 n)) at Massart's constant (Ann. Probab. 18 (1990) 1269): PASS
+    when D + eps <= tol, FAIL when D - eps > tol. Discrete: ``pmf`` maps values (integers or labels)
+    to probabilities, or is a callable on integers; the total-variation distance with the bound of
+    ``physverify._distances.total_variation``; a value outside a mapping's keys has probability 0 and counts against
+    the code. Assumes independent observations: thin a chain (keep every k-th state, k several
+    autocorrelation times) or run independent replicas; a lag-1 correlation of numeric
+    observations makes the check INCONCLUSIVE.
+    """
+    _check_rate(alpha, tol, seed)
+    if (cdf is None) == (pmf is None):
+        raise ValueError("give exactly one of cdf (a continuous distribution) and pmf (a discrete one)")
+    sizes, budget = _sizes(n)
+    partition = None if pmf is None else cells(pmf, tol / 10)
+    if isinstance(partition, str):
+        raise ValueError(partition)
+    rng = generator(seed)
+    parts: list[Any] = []
+
+    def draw(m: int) -> str | None:
+        who = f"sample({m}, rng)"
+        got = _draw_numbers(lambda: sample(m, rng), m, who) if partition is None else \
+            draw_labels(lambda: sample(m, rng), m, who)
+        if isinstance(got, str):
+            return got
+        parts.append(got)
+        return None
+
+    def judge(size: int, level: float) -> StochasticResult:
+        if partition is None:
+            assert cdf is not None
+            distance = kolmogorov(np.concatenate(parts), cdf)
+            if isinstance(distance, str):
+                return StochasticResult(ERROR, distance + " ({context})", n=size, alpha=alpha, seed=int(seed))
+            eps, rest, kind = math.sqrt(math.log(2 / level) / (2 * size)), 0.0, "kolmogorov"
+        else:
+            distance, eps = total_variation([v for part in parts for v in part], partition, level)
+            rest, kind = float(partition.probabilities[-1]), "total variation"
+        low, high = max(0.0, distance - eps), distance + eps + rest
+        status = PASS if high <= tol else FAIL if distance - eps > tol else INCONCLUSIVE
+        result = StochasticResult(status, "", kind=kind, estimate=distance, low=low, high=high, expected=0.0, tol=tol,
+                                  n=size, alpha=alpha, seed=int(seed))
+        return _independence(result, parts, eps, rest)
+
+    return _grow(sizes, budget, draw, judge, alpha, seed)
+
+
+def _independence(result: StochasticResult, parts: list[Any], eps: float, rest: float) -> StochasticResult:
+    """The distance's message, INCONCLUSIVE when numeric observations are correlated (a chain not thinned)."""
+    values = [v for part in parts for v in (part.tolist() if isinstance(part, np.ndarray) else part)]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    lag1 = _lag1(np.asarray(values, dtype=float)) if numeric else 0.0
+    limit = _correlation_limit(len(values))
+    head = (f"{result.kind} distance {result.estimate:.4g} +- {eps:.3g}"
+            + (f" (+ {rest:.2g} for the improbable values)" if rest else "") + f" ({1 - float(result.alpha or 0):.4g} "
+            "bound; {context})")
+    if lag1 > limit:
+        return replace(result, status=INCONCLUSIVE, message=(
+            f"{head}: the observations are correlated (lag-1 autocorrelation {lag1:.2f}, above {limit:.2g}), so the "
+            "bound does not hold; thin the chain (keep every k-th state) or draw independent replicas"))
+    if result.status == PASS:
+        return replace(result, message=f"{head} is within tol = {result.tol:g}")
+    if result.status == FAIL:
+        return replace(result, message=f"{head} exceeds tol = {result.tol:g}: the sample is not from the expected "
+                                       "distribution")
+    return replace(result, message=f"{head} reaches across tol = {result.tol:g}: "
+                   + _needed_distance(result.n, eps, float(result.estimate or 0), rest, float(result.tol or 0)))
+
+
+def _needed_distance(n: int, eps: float, distance: float, rest: float, tol: float) -> str:
+    """The sample size at which the bound (shrinking like 1/sqrt(n)) would clear tol on either side."""
+    if distance + rest < tol:
+        margin = tol - distance - rest
+    elif distance > tol:
+        margin = distance - tol
+    else:
+        return (f"the distance sits at tol (with {rest:.2g} of improbable mass), so no sample size decides; "
+                "tol does")
+    return f"about n = {math.ceil(n * (eps / margin) ** 2)} would decide"
+
+
+# --- the weak order of an SDE integrator -------------------------------------------------------
+class _Biases(NamedTuple):
+    dts: list[float]
+    biases: list[float]
+    halves: list[float]
+    spreads: list[float]
+
+
+def _biases(samples: list[list[np.ndarray]], dts: list[float], expected_value: float, level: float) -> _Biases:
+    """Each dt's bias E_n[f] - expected_value with its t half-width at ``level`` (split over the dts)."""
+    from scipy.stats import t as student
+
+    biases, halves, spreads = [], [], []
+    for parts in samples:
+        x = np.concatenate(parts)
+        spread = float(np.std(x, ddof=1))
+        biases.append(float(x.mean()) - expected_value)
+        halves.append(float(student.ppf(1 - level / (2 * len(dts)), x.size - 1)) * spread / math.sqrt(x.size))
+        spreads.append(spread)
+    return _Biases(dts, biases, halves, spreads)
+
+
+def _order_interval(b: _Biases, coarse: int, fine: int) -> tuple[float, float, float]:
+    """The order from the biases at two step sizes, with the range their intervals allow.
+
+    |bias| = C dt**p gives p = ln(|b_c| / |b_f|) / ln(dt_c / dt_f); when every interval covers
+    its bias (probability >= 1 - level, Bonferroni over the dts), p lies between the values at
+    the intervals' ends.
+    """
+    ratio = math.log(b.dts[coarse] / b.dts[fine])
+    bc, bf, hc, hf = abs(b.biases[coarse]), abs(b.biases[fine]), b.halves[coarse], b.halves[fine]
+    return (math.log(bc / bf) / ratio, math.log((bc - hc) / (bf + hf)) / ratio, math.log((bc + hc) / (bf - hf)) / ratio)
+
+
+def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any], expected_value: float,
+                     dts: Sequence[float], expected_order: float, *, n: Sizes, tol: float = 0.3, alpha: float = 1e-3,
+                     seed: int = 0) -> StochasticResult:
+    """The weak order of an SDE integrator: how the bias of E[f(X_T)] falls with the step dt, beyond Monte Carlo error.
+
+    ``sample_at(dt, m, rng)`` returns m independent samples of f(X_T) computed with step dt;
+    ``expected_value`` is the exact E[f(X_T)]; ``n`` samples per dt (an int or a plan). The bias
+    at each dt gets a t interval (Bonferroni over the dts and the looks); the order is measured
+    between the coarsest and the finest dt whose interval excludes 0, with the range the two
+    intervals allow. PASS when that range lies in expected_order +- tol, FAIL when it lies
+    entirely below, INCONCLUSIVE otherwise (above: a problem too easy, or dts not asymptotic)
+    with the n that would resolve the bias. Assumes every dt is in the asymptotic range, where
+    the bias is C dt**p (Kloeden and Platen, Numerical Solution of SDEs, ch. 14: Euler-Maruyama
+    has weak order 1).
+    """
+    _check_rate(alpha, tol, seed)
+    steps = sorted((float(dt) for dt in dts), reverse=True)
+    if len(steps) < 2 or any(not math.isfinite(dt) or dt <= 0 for dt in steps) or len(set(steps)) < len(steps):
+        raise ValueError(f"dts must be two or more different positive step sizes, got {list(dts)!r}")
+    sizes, budget = _sizes(n)
+    rng = generator(seed)
+    samples: list[list[np.ndarray]] = [[] for _ in steps]
+
+    def draw(m: int) -> str | None:
+        for dt, parts in zip(steps, samples, strict=True):
+            got = _draw_numbers(partial(sample_at, dt, m, rng), m, f"sample_at({dt:g}, {m}, rng)")
+            if isinstance(got, str):
+                return got
+            parts.append(got)
+        return None
+
+    def judge(size: int, level: float) -> StochasticResult:
+        b = _biases(samples, steps, expected_value, level)
+        base = StochasticResult(INCONCLUSIVE, "", kind="weak order", expected=float(expected_order), tol=tol, n=size,
+                                alpha=alpha, seed=int(seed), dts=tuple(steps), biases=tuple(b.biases),
+                                half_widths=tuple(b.halves))
+        return _judge_order(base, b)
+
+    return _grow(sizes, budget, draw, judge, alpha, seed)
+
+
+def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
+    resolved = [i for i, (bias, half) in enumerate(zip(b.biases, b.halves, strict=True)) if abs(bias) > half]
+    head = "weak order"
+    if len(resolved) < 2:
+        return replace(base, message=f"{head}: the Monte Carlo error hides the bias at {len(b.dts) - len(resolved)} of "
+                       f"{len(b.dts)} step sizes (samples per dt: {{context}}); " + _resolve(base, b, resolved))
+    if len({math.copysign(1.0, b.biases[i]) for i in resolved}) > 1:
+        return replace(base, message=f"{head}: the bias changes sign between dt = {b.dts[resolved[0]]:g} and "
+                       f"{b.dts[resolved[-1]]:g} (samples per dt: {{context}}), so the step sizes are not in the asymptotic "
+                       "range; use smaller dts")
+    order, low, high = _order_interval(b, resolved[0], resolved[-1])
+    expected, tol = float(base.expected or 0), float(base.tol or 0)
+    status = PASS if expected - tol <= low and high <= expected + tol else FAIL if high < expected - tol else INCONCLUSIVE
+    text = (f"observed weak order {order:.2f} (expected {expected:g}; {low:.2f} to {high:.2f} at {1 - float(base.alpha or 0):.4g} "
+            f"from dt = {b.dts[resolved[0]]:g} to {b.dts[resolved[-1]]:g}; samples per dt: {{context}})")
+    if status == INCONCLUSIVE:
+        text += (": above the expected range, so the test function or the dts make the problem too easy"
+                 if low > expected + tol else ": the range reaches across an edge of expected +- tol; "
+                 + _resolve(base, b, resolved))
+    return replace(base, status=status, estimate=order, low=low, high=high, message=text)
+
+
+def _resolve(base: StochasticResult, b: _Biases, resolved: list[int]) -> str:
+    """The samples per dt that would resolve the finest bias to a quarter of its size, at the expected order."""
+    # Without a resolved bias the coarsest one's point estimate stands in: an estimate, said as one.
+    coarse, finest = (resolved[0] if resolved else 0), len(b.dts) - 1
+    predicted = abs(b.biases[coarse]) * (b.dts[finest] / b.dts[coarse]) ** float(base.expected or 0)
+    factor = (4 * b.halves[finest] / predicted) ** 2 if predicted > 0 else math.inf
+    if not math.isfinite(factor):
+        return "use coarser step sizes or a larger n"
+    return (f"about n = {math.ceil(base.n * max(factor, 2.0))} per dt would resolve the bias at dt = {b.dts[finest]:g} "
+            "to a quarter of its size" + ("" if resolved else " (from the unresolved bias at the coarsest dt; coarser dts "
+                                          "show the bias sooner)"))

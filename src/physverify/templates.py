@@ -1,0 +1,298 @@
+"""Claim templates by kind, for ``physverify confirm init CLAIM.py --kind KIND``.
+
+Each kind is a claim file that runs once two things are filled in: the "FILL IN"s of CLAIM
+(the load check refuses the file until then) and the ADAPTER block, which connects the code
+under test to the study the kind uses. Everything else (the study, the control, the checks)
+is written, and the comments say which control isolates the claimed effect. docs/real-code.md
+has a filled ADAPTER block for every kind, and tests/test_templates.py runs each one.
+
+``render`` takes the CLAIM values already written as Python literals (claim.write_template
+quotes them), so this module only lays out text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of claim: what it is for, what it imports, its ADAPTER stub and its study, control and checks."""
+
+    summary: str
+    imports: str
+    adapter: str
+    body: str
+
+
+_HEAD = '''"""Claim file for physverify confirm, kind {kind}: {summary}.
+
+THE REFERENCE MUST COME FROM THE PHYSICS: a book and section, a paper and equation
+number, or the project's README. Never take it from the code under test, or the
+check can only agree with the code it is meant to judge.
+
+To finish it (a filled example of this kind: docs/real-code.md, "{kind}"):
+1. fill in every "FILL IN" in CLAIM (the file will not load until you do);
+2. replace the ADAPTER block with the code under test, adapted as its comments say;
+3. run it:  physverify confirm THIS_FILE.py --trusted
+"""
+
+import numpy as np  # noqa: F401  (most adapters need it)
+
+from physverify import Check  # noqa: F401
+from physverify import {imports}  # noqa: F401
+
+CLAIM = {{
+    # the claim as it was stated, unedited
+    "text": {text},
+    # who made the claim: a person, physverify scan, or a model with its name
+    "source": {fill},
+    # the file the claim is about (relative to the repository root) and the line in it
+    "file": {file},
+    "line": {line},
+    # where the correct behaviour comes from: a book and section, a paper and equation number
+    "reference": {fill},
+    # used, latent or unknown: do the repository's own scripts or defaults reach this code?
+    "impact": {fill},
+}}
+
+# ---- ADAPTER: the code under test, adapted to what the study needs (FILL IN) ----
+{adapter}
+# ---- END OF ADAPTER ----
+'''
+
+_ODE_ORDER = Kind(
+    "the order of an ODE integrator, from its step routine, on a manufactured solution",
+    "ManufacturedODE, from_second_order_step, from_step, mms_order_study",
+    '''# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+EXPECTED_ORDER = None  # FILL IN: the method's order from its reference (4 for classical RK4, 2 for Verlet)
+T_END = 1.0
+NS = [10, 20, 40, 80]  # step counts, each twice the last; four or more
+
+
+def integrator(effect_on):
+    """The code's step routine on the integrate contract (the same routine with the effect on or off).
+
+    from_step(solver.step, solver.rhs) for a step(f, t, y, h) -> y_next;
+    from_second_order_step(solver.step, solver.accel) for a step(x, v, t, h, accel) -> (x, v).
+    """
+    raise NotImplementedError("FILL IN the adapter: integrator(effect_on)")
+
+
+def manufactured(effect_on):
+    """ManufacturedODE(u, rhs_ref): a smooth u(t) and the right-hand side written from the physics."""
+    raise NotImplementedError("FILL IN the adapter: manufactured(effect_on)")''',
+    '''
+
+def study(effect_on):
+    return mms_order_study(integrator(effect_on), manufactured(effect_on), T_END, NS, EXPECTED_ORDER)
+
+
+def control():
+    # The control isolates the claimed effect: the same study on a case where the claimed
+    # mistake cannot matter. A stage at the wrong time changes nothing on an autonomous
+    # problem whose manufactured forcing is zero (u solves the code's own equation); a wrong
+    # coefficient changes nothing where it multiplies zero; an old acceleration is the new
+    # one for a free particle. effect_on=False is that case.
+    return Check("mms", "the method has its order where the claimed effect cannot act", lambda: study(False))
+
+
+def checks():
+    # The same study where the effect acts: a time-dependent forcing (any u that does not
+    # solve the code's own equation), the coefficient switched on. If the claim is right,
+    # the order drops and this check FAILs.
+    return [Check("mms", "the method has its order where the claimed effect acts", lambda: study(True))]
+''')
+
+_ODE_ENERGY = Kind(
+    "a conserved energy of a stepper over long runs (bounded, not drifting)",
+    "drift_study, exact_steps",
+    '''# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+DT = None  # FILL IN: the step the code runs with, small against the period of the motion
+T_ENDS = (10.0, 20.0, 40.0, 80.0)  # end times, long against the period; three or more
+
+
+def case(effect_on):
+    """(step, energy, y0): step(y, t, h) -> y on the flat state, energy(y) written from the physics, the start.
+
+    For a step(x, v, t, h, accel) -> (x, v): step = lambda y, t, h: np.concatenate(solver.step(y[:1], y[1:], t, h,
+    accel)) with y = [x..., v...].
+    """
+    raise NotImplementedError("FILL IN the adapter: case(effect_on) -> (step, energy, y0)")''',
+    '''
+
+def largest_deviation(step, energy, y0, t_end):
+    """max |E(t) - E(0)| over a run of about t_end / DT steps at the exact times k * t_end / n."""
+    n = max(1, round(t_end / DT))
+    y, start, worst = np.array(y0, dtype=float), energy(np.array(y0, dtype=float)), 0.0
+    for t in exact_steps(t_end, n)[:-1]:
+        y = step(y, float(t), t_end / n)
+        worst = max(worst, abs(energy(y) - start))
+    return worst
+
+
+def study(effect_on):
+    step, energy, y0 = case(effect_on)
+    return drift_study(lambda t_end: largest_deviation(step, energy, y0, t_end), T_ENDS, expect="bounded")
+
+
+def control():
+    # The control isolates the claimed effect: the same runs where it cannot act. A free
+    # particle (no force) keeps its kinetic energy exactly under any ordering of the kicks;
+    # a force without the claimed velocity dependence or time dependence leaves only the
+    # part the claim is not about. effect_on=False is that case.
+    return Check("drift", "the energy stays bounded where the claimed effect cannot act", lambda: study(False))
+
+
+def checks():
+    # A symplectic method keeps the energy error bounded over long times; a drift that grows
+    # with T is what the claim predicts (Hairer, Lubich and Wanner, GNI, ch. IX).
+    return [Check("drift", "the energy stays bounded where the claimed effect acts", lambda: study(True))]
+''')
+
+_PDE_TIME = Kind(
+    "the time order of a PDE code at a fixed grid, from differences of consecutive step counts",
+    "self_convergence_study",
+    '''# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+EXPECTED_ORDER = None  # FILL IN: the time order from the scheme's reference (2 for Crank-Nicolson)
+STEPS = (4, 8, 16, 32, 64)  # time step counts, each twice the last; four or more
+
+
+def solve(effect_on, nt):
+    """The code's solution at its end time after nt time steps, on ONE fixed grid for every nt."""
+    raise NotImplementedError("FILL IN the adapter: solve(effect_on, nt)")''',
+    '''
+
+def study(effect_on):
+    return self_convergence_study(lambda nt: solve(effect_on, nt), STEPS, EXPECTED_ORDER)
+
+
+def control():
+    # The control isolates the claimed effect: a source or coefficient that is constant in
+    # time, where the time at which the code evaluates it cannot matter. effect_on=False is
+    # that case. The fixed grid isolates the time order in both: the space error is the same
+    # at every step count and cancels in the differences of consecutive levels.
+    return Check("self-convergence", "the time order holds where the claimed effect cannot act",
+                 lambda: study(False))
+
+
+def checks():
+    return [Check("self-convergence", "the time order holds where the claimed effect acts", lambda: study(True))]
+''')
+
+_PDE_SPACE = Kind(
+    "a discrete spatial operator against the exact derivative, where the code stores the result",
+    "operator_study",
+    '''# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+EXPECTED_ORDER = None  # FILL IN: the operator's order from its reference (2 for centred differences)
+NXS = (16, 32, 64, 128)  # cells, each twice the last; four or more
+SAMPLE = "cells"  # where the code takes its input: "cells", "nodes", "faces" or a callable f(nx) -> coordinates
+WHERE = "cells"  # where the code stores its result (cell centres, faces...), the same choices
+
+
+def case(effect_on):
+    """(apply, field, exact): apply(values, dx) the code's operator, field(x) a smooth manufactured field,
+    exact(x) the exact result of the operator on it (the derivative written out by hand)."""
+    raise NotImplementedError("FILL IN the adapter: case(effect_on) -> (apply, field, exact)")''',
+    '''
+
+def study(effect_on):
+    apply, field, exact = case(effect_on)
+    return operator_study(apply, field, exact, NXS, EXPECTED_ORDER, sample=SAMPLE, where=WHERE)
+
+
+def control():
+    # The control isolates the claimed effect: a constant coefficient (its value at a face and
+    # at a cell centre agree, so a coefficient taken at the wrong point cannot matter), or a
+    # field on which the faulty term vanishes. effect_on=False is that case.
+    return Check("operator", "the operator has its order where the claimed effect cannot act", lambda: study(False))
+
+
+def checks():
+    return [Check("operator", "the operator has its order where the claimed effect acts", lambda: study(True))]
+''')
+
+_IDENTITY = Kind(
+    "an identity that holds at any resolution: a symmetry, a periodic copy, a total conserved to round-off",
+    "identity_check",
+    '''# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+
+def case(effect_on):
+    """(values, expected, scale): what must equal expected exactly, e.g. u - u[::-1] for a mirror symmetry,
+    u[0] - u[-1] for a periodic end point; scale is the size of the quantities compared (sets round-off)."""
+    raise NotImplementedError("FILL IN the adapter: case(effect_on) -> (values, expected, scale)")''',
+    '''
+
+def study(effect_on):
+    values, expected, scale = case(effect_on)
+    return identity_check(values, expected, scale=scale)
+
+
+def control():
+    # The control isolates the claimed effect: the same identity where the claimed mistake
+    # cannot act (before the solution reaches the boundary the claim is about, with the
+    # faulty term switched off). effect_on=False is that case. No step size is involved:
+    # the result is EXACT, PASS (within a stated rtol/atol) or FAIL.
+    return Check("identity", "the identity holds where the claimed effect cannot act", lambda: study(False))
+
+
+def checks():
+    return [Check("identity", "the identity holds where the claimed effect acts", lambda: study(True))]
+''')
+
+_REFERENCE = Kind(
+    "the order of a solver with a fixed right-hand side, against an independent reference solver",
+    "reference_study",
+    '''# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+EXPECTED_ORDER = None  # FILL IN: the method's order from its reference
+T_END = 1.0
+NS = [10, 20, 40, 80]  # step counts, each twice the last; four or more
+
+
+def case(effect_on):
+    """(integrate, rhs, y0): integrate(source, y0, t_end, n_steps) runs the code (it may ignore source: the
+    study passes zero), rhs(t, y) the right-hand side written from the physics, y0 the start."""
+    raise NotImplementedError("FILL IN the adapter: case(effect_on) -> (integrate, rhs, y0)")''',
+    '''
+
+def study(effect_on):
+    integrate, rhs, y0 = case(effect_on)
+    return reference_study(integrate, rhs, y0, T_END, NS, EXPECTED_ORDER)
+
+
+def control():
+    # The control isolates the claimed effect: the same comparison with the faulty term
+    # multiplied by zero (its coefficient off), so only the rest of the code is tested.
+    # The reference is scipy's DOP853 at tight tolerance on rhs, independent of the code.
+    return Check("reference", "the code converges to the reference where the claimed effect cannot act",
+                 lambda: study(False))
+
+
+def checks():
+    return [Check("reference", "the code converges to the reference where the claimed effect acts",
+                  lambda: study(True))]
+''')
+
+KINDS: dict[str, Kind] = {
+    "ode-order": _ODE_ORDER,
+    "ode-energy": _ODE_ENERGY,
+    "pde-time": _PDE_TIME,
+    "pde-space": _PDE_SPACE,
+    "identity": _IDENTITY,
+    "reference": _REFERENCE,
+}
+ADAPTER_START = "# ---- ADAPTER:"
+ADAPTER_END = "# ---- END OF ADAPTER ----"
+
+
+def render(kind: str, *, text: str, file: str, line: int, fill: str) -> str:
+    """The claim template of ``kind``; text, file and fill are Python string literals, line an int."""
+    spec = KINDS[kind]
+    return _HEAD.format(kind=kind, summary=spec.summary, imports=spec.imports, text=text, file=file, line=line,
+                        fill=fill, adapter=spec.adapter) + spec.body

@@ -1,0 +1,482 @@
+"""Tests for refinement plans (issue 16): the plan as a value, the sequential stopping rule of
+the studies, the "converges, but to something else" FAIL, and claims run through
+``physverify confirm`` as a process with solvers written for these tests."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fixtures import run_process
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from physverify import (
+    Check,
+    ManufacturedODE,
+    Refinement,
+    check_order,
+    convergence_study,
+    invariant_study,
+    mms_order_study,
+    mms_trajectory_study,
+    ode_checks,
+    path_steps,
+    reference_study,
+    refine,
+    refinement_path,
+    run_check,
+    self_convergence_study,
+)
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS
+from physverify.mms import converges_elsewhere, still_changing
+
+# --- the plan as a value -------------------------------------------------------------
+
+
+def test_a_plan_lists_increasing_integer_levels_within_its_bounds() -> None:
+    assert list(refine(4, max_n=40).levels()) == [4, 8, 16, 32]
+    assert list(refine(3, ratio=1.5, max_levels=5).levels()) == [3, 4, 7, 10, 15]  # rounded, strictly increasing
+    assert list(refine(2, ratio=1.01, max_levels=4).levels()) == [2, 3, 4, 5]  # a ratio near 1 still moves
+    assert len(list(refine(4).levels())) == 20  # without bounds a plan still ends
+    assert refine(8, max_n=4096).describe() == "n = 8, 16, ... up to 4096"
+
+
+@pytest.mark.parametrize("kwargs", [{"start": 0}, {"start": 2.5}, {"start": 4, "ratio": 1.0},
+                                    {"start": 4, "max_n": 3}, {"start": 4, "max_levels": 1},
+                                    {"start": 4, "budget_s": 0.0}, {"start": 4, "ratio": math.inf}])
+def test_a_plan_refuses_bounds_it_cannot_keep(kwargs: dict[str, float]) -> None:
+    start = kwargs.pop("start")
+    with pytest.raises(ValueError, match="refine"):
+        refine(start, **kwargs)  # type: ignore[arg-type]
+
+
+def test_physverify_refine_stays_the_function_once_its_module_is_loaded() -> None:
+    import physverify.studies  # noqa: F401 - loads physverify.refine, the module of the same name
+
+    assert physverify.refine is refine and isinstance(physverify.refine(4), Refinement)
+
+
+# --- a list behaves as it always did; a plan stops once the verdict holds ----------------
+
+
+def _alternating(n: int) -> float:
+    """First order with a factor that flips at every doubling: the pairwise orders never settle."""
+    return (1.5 if round(math.log2(n)) % 2 == 0 else 1.0) / n
+
+
+def test_a_list_is_judged_whole_as_check_order_judges_it() -> None:
+    ns = [8, 16, 32, 64]
+    error = lambda n: 2.0 / n**2 * (1.0 - 3.0 / n)  # noqa: E731
+    by_list = convergence_study(error, ns, 2)
+    direct = check_order([1.0 / n for n in ns], [error(n) for n in ns], 2, refines="steps")
+    assert (by_list.status, by_list.message, by_list.hs, by_list.errors) == (direct.status, direct.message,
+                                                                             direct.hs, direct.errors)
+
+
+def test_a_plan_asks_levels_one_at_a_time_and_keeps_the_ones_it_used() -> None:
+    asked: list[int] = []
+
+    def error_at(n: int) -> float:
+        asked.append(n)
+        return 1.0 / n**2 * (1.0 + 20.0 / n)
+
+    result = convergence_study(error_at, refine(4, max_n=1 << 20), 2)
+    assert result.status == PASS and "the verdict held with one more level" in result.message
+    assert asked == sorted(asked) and len(asked) < 12  # it stopped long before max_n
+    assert result.hs == tuple(1.0 / n for n in asked)
+    assert result.errors == tuple(1.0 / n**2 * (1.0 + 20.0 / n) for n in asked)
+    assert set(result.fit_hs) <= set(result.hs) and len(result.fit_hs) >= 3
+
+
+def test_a_plan_that_reaches_max_n_undecided_is_inconclusive_and_names_the_levels_tried() -> None:
+    result = convergence_study(_alternating, refine(4, max_n=256), 1)
+    assert result.status == INCONCLUSIVE
+    assert result.message.startswith("no verdict confirmed after n = 4, 8, 16, ..., 128, 256 (the plan reached "
+                                     "max_n = 256)")
+    assert len(result.hs) == 7
+    short = convergence_study(_alternating, refine(4, max_levels=3), 1)
+    assert "n = 4, 8, 16 (the plan's 3 levels were used)" in short.message
+
+
+def test_a_decision_at_the_last_level_is_not_taken_unconfirmed() -> None:
+    # first order with a large correction: the look at n = 32 passes, nothing confirms it
+    result = convergence_study(lambda n: (1.0 + 30.0 / n) / n, refine(4, max_n=32), 1)
+    assert result.status == INCONCLUSIVE
+    assert "the finest level gave PASS but it was not confirmed with one more level" in result.message
+
+
+def test_the_check_s_budget_ending_during_refinement_is_named() -> None:
+    def slow(n: int) -> float:
+        time.sleep(2e-4 * n)  # a level costs in proportion to n, as a time stepper does
+        return _alternating(n)
+
+    outcome = run_check(Check("convergence", "slow", lambda: convergence_study(slow, refine(4, max_n=1 << 16), 1),
+                              budget_s=0.5))
+    assert outcome.status == INCONCLUSIVE
+    assert "would overrun the check's budget_s of 0.5 s" in outcome.message
+    assert "no verdict confirmed after n = 4, 8" in outcome.message
+
+
+def test_the_plan_s_own_budget_ending_during_refinement_is_named() -> None:
+    def slow(n: int) -> float:
+        time.sleep(2e-4 * n)
+        return _alternating(n)
+
+    result = convergence_study(slow, refine(4, max_n=1 << 16, budget_s=0.3), 1)
+    assert result.status == INCONCLUSIVE and "would overrun the plan's budget_s of 0.3 s" in result.message
+
+
+def test_a_plan_refines_past_levels_that_are_all_beyond_the_stability_limit() -> None:
+    # a list of such levels alone is a FAIL (a blow-up); a plan starts coarse on purpose
+    error = lambda n: math.inf if n < 32 else 1.0 / n**2  # noqa: E731
+    assert convergence_study(error, refine(4, max_n=1024), 2).status == PASS
+    assert convergence_study(error, [4, 8, 16], 2).status == FAIL
+    never = convergence_study(lambda n: math.inf, refine(4, max_n=64), 2)
+    assert never.status == INCONCLUSIVE and "the error is not finite at any level tried" in never.message
+
+
+def test_a_plan_stops_where_the_error_reaches_round_off() -> None:
+    result = convergence_study(lambda n: max(1e-14, _alternating(n) ** 6), refine(4, max_n=1 << 16), 6)
+    assert result.status == INCONCLUSIVE and "the error reached the noise floor" in result.message
+    assert len(result.hs) < 12
+
+
+# --- Hypothesis: sequences served lazily ------------------------------------------------
+
+
+def _served(p: int, c: float, a: float, q: int, unstable: int, start: int) -> tuple[list[int], object]:
+    asked: list[int] = []
+    levels = list(refine(start, max_n=8192).levels())
+
+    def error_at(n: int) -> float:
+        asked.append(n)
+        if n in levels[:unstable]:
+            # beyond a stability limit at the coarsest levels: overflowed, or huge and falling
+            return math.inf if unstable % 2 else 10.0 ** (8 - levels.index(n))
+        h = 1.0 / n
+        return abs(c * h**p * (1.0 + a * h**q))
+
+    return asked, error_at
+
+
+@settings(max_examples=150, deadline=None)
+@given(p=st.integers(1, 4), log_c=st.floats(-2.0, 2.0), a=st.floats(-60.0, 60.0), q=st.sampled_from([1, 2]),
+       unstable=st.integers(0, 3), start=st.integers(2, 12))
+def test_with_refine_no_sequence_of_the_true_order_fails(p: int, log_c: float, a: float, q: int, unstable: int,
+                                                         start: int) -> None:
+    # the correction may dominate the coarse levels and pass through zero (a < 0)
+    _, error_at = _served(p, 10.0**log_c, a, q, unstable, start)
+    result = convergence_study(error_at, refine(start, max_n=8192), p)  # type: ignore[arg-type]
+    assert result.status != FAIL, result.message
+
+
+@settings(max_examples=100, deadline=None)
+@given(p=st.integers(1, 2), log_c=st.floats(-1.0, 1.0), a=st.floats(-20.0, 20.0), q=st.sampled_from([1, 2]),
+       unstable=st.integers(0, 1), start=st.integers(2, 12))
+def test_with_refine_a_reachable_range_passes_and_a_clean_lower_order_fails(p: int, log_c: float, a: float, q: int,
+                                                                            unstable: int, start: int) -> None:
+    c = 10.0**log_c
+    assume(all(abs(1.0 + a * (1.0 / n) ** q) > 0.05 for n in refine(start, max_n=8192).levels()
+               if n >= 64))  # no zero of the error among the levels that should settle
+    asked, error_at = _served(p, c, a, q, unstable, start)
+    passed = convergence_study(error_at, refine(start, max_n=8192), p)  # type: ignore[arg-type]
+    assert passed.status == PASS and max(asked) <= 8192, passed.message
+    asked.clear()
+    failed = convergence_study(error_at, refine(start, max_n=8192), p + 1)  # type: ignore[arg-type]
+    assert failed.status == FAIL and "below the accepted range" in failed.message, failed.message
+
+
+# --- every study takes a plan --------------------------------------------------------
+
+
+def _oscillator(t: float, y: np.ndarray) -> np.ndarray:
+    return np.array([y[1], -y[0]])
+
+
+def _heun(source, y0, t_end, n):  # type: ignore[no-untyped-def]
+    """Heun's method for the oscillator y' = (v, -x) + source(t)."""
+    h, y = t_end / n, np.asarray(y0, dtype=float)
+    for k in range(n):
+        t = k * h
+        k1 = _oscillator(t, y) + source(t)
+        k2 = _oscillator(t + h, y + h * k1) + source(t + h)
+        y = y + 0.5 * h * (k1 + k2)
+    return y
+
+
+def _heun_run(source, y0, t_end, n):  # type: ignore[no-untyped-def]
+    """Every state of Heun's method: (times, states)."""
+    h, times, states = t_end / n, [0.0], [np.asarray(y0, dtype=float)]
+    for k in range(n):
+        states.append(_heun(lambda s, k=k: source(s + k * h), states[-1], h, 1))
+        times.append((k + 1) * h)
+    return times, states
+
+
+def test_every_study_that_takes_ns_takes_a_plan() -> None:
+    plan = refine(8, max_n=4096)
+    mms = ManufacturedODE(lambda t: np.array([np.cos(2 * t), -2 * np.sin(2 * t)]), _oscillator)
+    energy = lambda y: 0.5 * float(y @ y)  # noqa: E731
+    results = {
+        "mms": mms_order_study(_heun, mms, 1.0, plan, 2),
+        "trajectory": mms_trajectory_study(_heun_run, mms, 1.0, plan, 2),
+        "reference": reference_study(_heun, _oscillator, [1.0, 0.0], 1.0, plan, 2),
+        "invariant": invariant_study(_heun, energy, [1.0, 0.0], 1.0, plan, 2),
+        "convergence": convergence_study(lambda n: 1.0 / n**2 + 1.0 / n**3, plan, 2),
+        "self": self_convergence_study(lambda n: _heun(lambda t: 0.0, [1.0, 0.0], 1.0, n), plan, 2),
+    }
+    for name, result in results.items():
+        assert result.status == PASS and "the verdict held with one more level" in result.message, (name, result)
+        assert len(result.hs) < 10, name
+
+
+def test_ode_checks_take_a_plan_and_give_the_patch_test_its_first_levels() -> None:
+    mms = ManufacturedODE(lambda t: np.array([np.cos(2 * t), -2 * np.sin(2 * t)]), _oscillator)
+    checks = ode_checks("Heun", _heun, rhs_ref=_oscillator, mms=mms, y0_free=[1.0, 0.0], t_end=1.0,
+                        ns=refine(8, max_n=2048), order=2, quantity=lambda y: 0.5 * float(y @ y),
+                        patch=([0.0, 0.0], [0.0, 0.0]))
+    outcomes = {c.label + c.family: run_check(c) for c in checks}
+    assert all(o.status in (PASS, EXACT) for o in outcomes.values()), outcomes
+    patch = next(o for o in outcomes.values() if o.family == "patch")
+    assert patch.result is not None and len(patch.result.hs) == 4  # type: ignore[attr-defined]
+
+
+def test_path_steps_serve_a_plan_the_path_a_list_gets() -> None:
+    nxs = list(refine(8, max_n=256).levels())
+    steps = refinement_path(nxs, space_order=2, time_order=1, nt0=3)
+    assert [path_steps(nx, space_order=2, time_order=1, nx0=8, nt0=3) for nx in nxs] == steps
+
+    def error(nx: int) -> float:  # a space error dx**2 and a time error dt, equal weight
+        nt = path_steps(nx, space_order=2, time_order=1, nx0=8, nt0=3)
+        return (1.0 / nx) ** 2 + 0.5 / nt
+
+    by_plan = convergence_study(error, refine(8, max_n=256), 2, refines="path")
+    by_list = convergence_study(lambda nx: (1.0 / nx) ** 2 + 0.5 / dict(zip(nxs, steps))[nx], nxs, 2, refines="path")
+    assert by_plan.status == by_list.status == PASS
+    assert by_plan.errors == by_list.errors[:len(by_plan.errors)]
+
+
+def test_a_study_with_tol_high_none_passes_a_code_better_than_claimed() -> None:
+    assert convergence_study(lambda n: n**-3.0, refine(8, max_n=1024), 1, tol_high=None).status == PASS
+
+
+# --- converges, but to something else ----------------------------------------------------
+
+
+def test_a_flat_error_whose_solutions_converge_is_a_fail_whatever_its_size() -> None:
+    hs = [0.4, 0.2, 0.1, 0.05, 0.025]
+    limit = np.array([5.0, -3.0])
+    states = [limit + 40.0 * h**2 for h in hs]  # the code converges at order 2 ...
+    exact = np.array([0.1, 0.2])  # ... to something far from the exact solution
+    errors = [float(np.max(np.abs(s - exact))) for s in states]
+    message = converges_elsewhere(hs, errors, states, 2)
+    assert message is not None and "converges to the solution of another problem" in message
+    assert check_order(hs, errors, 2).status != FAIL  # the error alone says "far too coarse"
+    assert converges_elsewhere(hs, errors, states, 3) is None  # differences not at the expected order
+
+
+def test_a_flat_error_whose_solutions_still_change_is_not_a_defect() -> None:
+    hs = [0.4, 0.2, 0.1, 0.05]
+    states = [np.array([3.0 * (-1) ** k]) for k in range(4)]  # jumping from level to level
+    errors = [3.0, 3.0, 3.0, 3.0]
+    assert converges_elsewhere(hs, errors, states, 2) is None
+    assert still_changing(errors, states, hs) is not None
+
+
+# --- end to end: claims through physverify confirm as a process ------------------------------
+
+OSCILLATOR = '''\
+"""A damped, driven oscillator x'' = -x - GAMMA x' + DRIVE cos(W t), stepped with the classical RK4."""
+import numpy as np
+
+GAMMA = 1.0
+SIGN = 1.0  # the sign the code gives the damping term
+DRIVE = 0.0
+W = 1.0
+
+
+def rhs(t, y):
+    return np.array([y[1], -y[0] - SIGN * GAMMA * y[1] + DRIVE * np.cos(W * t)])
+
+
+def integrate(source, y0, t_end, n):
+    h, y = t_end / n, np.array(y0, dtype=float)
+    f = lambda s, z: rhs(s, z) + source(s)
+    for k in range(n):  # an integer step count: no floating-point end test
+        t = k * h
+        k1 = f(t, y)
+        k2 = f(t + h / 2, y + h / 2 * k1)
+        k3 = f(t + h / 2, y + h / 2 * k2)
+        k4 = f(t + h, y + h * k3)
+        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y
+'''
+
+DAMPING_CLAIM = '''\
+"""Claim: the damping term of solver.py has the wrong sign."""
+import numpy as np
+
+import solver
+from physverify import Check, reference_study, refine
+
+CLAIM = {
+    "text": "rhs() adds +gamma*v to the acceleration, so the damping pumps energy in",
+    "source": "a test of physverify",
+    "file": "solver.py",
+    "line": 10,
+    "reference": "Taylor, Classical Mechanics, sec. 5.4: x'' + 2 beta x' + omega0^2 x = 0",
+    "impact": "used",
+}
+solver.SIGN = SIGN_IN_CODE
+solver.DRIVE, solver.W = DRIVE, W
+
+
+def reference(gamma):
+    return lambda t, y: np.array([y[1], -y[0] - gamma * y[1] + DRIVE * np.cos(W * t)])
+
+
+def study(gamma):
+    solver.GAMMA = gamma
+    return reference_study(solver.integrate, reference(gamma), [1.0, 0.0], 10.0, refine(4, max_n=1024), 4)
+
+
+def control():
+    # gamma = 0: the damping term vanishes whatever its sign
+    return Check("reference", "RK4 is fourth order without damping", lambda: study(0.0))
+
+
+def checks():
+    return [Check("reference", "RK4 is fourth order with damping (gamma = 1)", lambda: study(1.0))]
+'''
+
+VERLET = '''\
+"""Velocity Verlet for the pendulum x'' = -sin x; OLD = True updates v with the old acceleration only."""
+import numpy as np
+
+OLD = True
+
+
+def integrate(source, y0, t_end, n):
+    h = t_end / n
+    x, v = float(y0[0]), float(y0[1])
+    for k in range(n):
+        s0, s1 = source(k * h), source((k + 1) * h)
+        a0 = -np.sin(x) + s0[1]
+        x_new = x + h * (v + s0[0]) + 0.5 * h * h * a0
+        a1 = -np.sin(x_new) + s1[1]
+        v = v + (h * a0 if OLD else 0.5 * h * (a0 + a1))
+        x = x_new
+    return np.array([x, v])
+'''
+
+VERLET_CLAIM = '''\
+"""Claim: the velocity update of verlet.py uses the old acceleration only, so it is first order."""
+import numpy as np
+
+import verlet
+from physverify import Check, patch_study, reference_study, refine
+
+CLAIM = {
+    "text": "v is advanced with the acceleration at the start of the step only",
+    "source": "a test of physverify",
+    "file": "verlet.py",
+    "line": 14,
+    "reference": "Hairer, Lubich and Wanner, Geometric Numerical Integration, sec. I.1.4: Stormer-Verlet is second order",
+    "impact": "used",
+}
+PENDULUM = lambda t, y: np.array([y[1], -np.sin(y[0])])
+NS = LEVELS
+
+
+def control():
+    # a body at rest at the bottom stays there: the defect cannot show where the acceleration is zero
+    return Check("patch", "rest stays rest", lambda: patch_study(verlet.integrate, PENDULUM, [0.0, 0.0], [0.0, 0.0],
+                                                                 1.0, (4, 8, 16)))
+
+
+def checks():
+    return [Check("reference", "Verlet is second order on the pendulum",
+                  lambda: reference_study(verlet.integrate, PENDULUM, [1.0, 0.0], 10.0, NS, 2))]
+'''
+
+AT_LEAST_CLAIM = '''\
+"""Claim: a stage of solver.py is evaluated at the wrong time, so the method is only second order."""
+import numpy as np
+
+import solver
+from physverify import Check, ManufacturedODE, mms_order_study, refine
+
+CLAIM = {
+    "text": "k3 is evaluated at t instead of t + h/2, so RK4 drops to second order",
+    "source": "a test of physverify",
+    "file": "solver.py",
+    "line": 18,
+    "reference": "Butcher, Numerical Methods for Ordinary Differential Equations, sec. 32: RK4 is fourth order",
+    "impact": "used",
+}
+solver.GAMMA = 1.0
+MMS = ManufacturedODE(lambda t: np.array([np.cos(2 * t), -2 * np.sin(2 * t)]),
+                      lambda t, y: np.array([y[1], -y[0] - y[1]]))
+
+
+def control():
+    return Check("mms", "a method of order 1 or more on the manufactured solution", lambda: mms_order_study(
+        solver.integrate, MMS, 2.0, refine(4, max_n=2048), 1, tol_high=None))
+
+
+def checks():
+    # "at least third order": a claim that must not break when the code is better than that
+    return [Check("mms", "the method is at least third order", lambda: mms_order_study(
+        solver.integrate, MMS, 2.0, refine(4, max_n=2048), 3, tol_high=None))]
+'''
+
+
+def _confirm(tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    ran = run_process("confirm", "claim.py", "--trusted", "--json", "-", cwd=tmp_path)
+    record = json.loads(ran.stdout)
+    assert ran.returncode == {"confirmed": 1, "rejected": 0, "not decidable": 2}[record["verdict"]], ran.stderr
+    return record
+
+
+def _damping(sign: float, drive: float, w: float) -> str:
+    return (DAMPING_CLAIM.replace("SIGN_IN_CODE", repr(sign))
+            .replace("solver.DRIVE, solver.W = DRIVE, W", f"DRIVE, W = {drive!r}, {w!r}\nsolver.DRIVE, solver.W = DRIVE, W"))
+
+
+def test_a_wrong_damping_sign_is_confirmed_though_its_error_is_larger_than_the_solution(tmp_path: Path) -> None:
+    record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": _damping(-1.0, 0.0, 1.0)})
+    check = record["checks"][0]  # type: ignore[index]
+    assert record["verdict"] == "confirmed", record["reason"]
+    assert check["status"] == FAIL and "converges to the solution of another problem" in check["message"]
+    assert min(check["data"]["errors"]) > 10.0  # larger than the solution (size 1) at every level
+
+
+def test_a_correct_method_on_a_fast_drive_it_does_not_resolve_is_not_confirmed(tmp_path: Path) -> None:
+    # RK4 is right here; at n = 4 ... the error is larger than the solution and far from settled
+    record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": _damping(1.0, 100.0**2 - 1.0, 100.0)})
+    assert record["verdict"] != "confirmed", record["reason"]
+    assert all(c["status"] != FAIL for c in record["checks"])  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("levels", "verdict"), [("(8, 16, 32)", "not decidable"),
+                                                 ("refine(8, max_n=4096)", "confirmed")])
+def test_an_old_acceleration_verlet_is_confirmed_by_refining_where_three_levels_cannot_decide(
+        tmp_path: Path, levels: str, verdict: str) -> None:
+    record = _confirm(tmp_path, {"verlet.py": VERLET, "claim.py": VERLET_CLAIM.replace("LEVELS", levels)})
+    assert record["verdict"] == verdict, record["reason"]
+    if verdict == "confirmed":
+        assert "a clean order 1" in record["checks"][0]["message"]  # type: ignore[index]
+
+
+def test_a_correct_code_better_than_claimed_is_rejected_with_tol_high_none(tmp_path: Path) -> None:
+    # RK4 against "at least third order": one order better, and a PASS
+    record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": AT_LEAST_CLAIM})
+    assert record["verdict"] == "rejected", record["reason"]
+    assert record["checks"][0]["status"] == PASS  # type: ignore[index]
