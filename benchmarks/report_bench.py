@@ -38,7 +38,8 @@ from typing import Any
 
 from physverify.checks import Check, run_check
 from physverify.order import check_order
-from physverify.report import _plot, html
+from physverify import plot as _plot
+from physverify.report import html
 
 
 def outcome(label: str, errors_at: Any, expected: float) -> dict[str, Any]:
@@ -96,7 +97,8 @@ REPO = Path(__file__).resolve().parents[1]
 _TIMED = """
 import sys, time
 from pathlib import Path
-from physverify.report import _plot, html
+from physverify import plot as _plot
+from physverify.report import html
 small = _plot.convergence({"hs": [0.1, 0.05], "errors": [0.1, 0.025], "expected": 2, "fitted": 2})
 _plot.svg(small, "warm")
 start = time.perf_counter()

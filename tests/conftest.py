@@ -6,7 +6,7 @@ repository-local variables (GIT_INDEX_FILE, GIT_DIR, ...); any of them would poi
 code under test at another repository. The CLI helpers: ``cli`` calls ``cli.main`` in
 this process (fast, for output and exit codes), ``physverify`` starts the console module
 as a real process (for what only a process shows: the stdout/stderr split, signals); the
-plain functions behind them live in fixtures.py, which test modules may import.
+plain functions behind them live in the support package (support/fixtures.py), which test modules import.
 """
 
 from __future__ import annotations
@@ -16,16 +16,23 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import SANDBOX_VARS, Ran, init_repo, run_process
+from support.fixtures import SANDBOX_VARS, Ran, init_repo, run_process
 
 from physverify import cli as _cli
 from physverify.repo import LOCAL_GIT_VARS
 
 
+@pytest.fixture(scope="session")
+def _readings_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of claim readings for the whole session, as a user's runs share one: never the user's own."""
+    return tmp_path_factory.mktemp("readings-cache")
+
+
 @pytest.fixture(autouse=True)
-def _scrubbed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _scrubbed_environment(monkeypatch: pytest.MonkeyPatch, _readings_cache: Path) -> None:
     for name in (*SANDBOX_VARS, *LOCAL_GIT_VARS):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", str(_readings_cache))
 
 
 @pytest.fixture()

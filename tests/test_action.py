@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
-from fixtures import DECAY_CLAIM as CLAIM
-from fixtures import DECAY_DEFECT as DEFECT
-from fixtures import DECAY_SOLVER as SOLVER
-from fixtures import init_repo
+from support.fixtures import DECAY_CLAIM as CLAIM
+from support.fixtures import DECAY_DEFECT as DEFECT
+from support.fixtures import DECAY_SOLVER as SOLVER
+from support.fixtures import init_repo
 
 from physverify import action, replay
 from physverify.report import json as report_json

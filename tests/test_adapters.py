@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures import Ran, run_process
+from support.fixtures import Ran, run_process
 
 from physverify import ManufacturedODE, from_second_order_step, from_step, mms_order_study, zero_source
 from physverify.adapters import exact_steps

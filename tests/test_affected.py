@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures import init_repo
+from support.fixtures import init_repo
 
 from physverify import affected
 from physverify.errors import UsageError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from childsupport import write_spec
+from support.childsupport import write_spec
 
 from physverify import isolate
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import Ran, clean_env, init_repo
+from support.fixtures import Ran, clean_env, init_repo
 
-from physverify import cli as cli_module
 from physverify import replay
+from physverify.verdict import ExitCode
 
 TINY_CLAIM = '''\
 from physverify import PASS, Check, Result
@@ -100,7 +100,7 @@ def test_an_unexpected_crash_is_one_line_asking_for_a_report_and_exit_3(
 
     monkeypatch.setattr(replay, "replay", broken)
     done = cli("replay", "claims", "--trusted", cwd=Path(project.working_tree_dir or ""))
-    assert done.returncode == cli_module.EXIT_CRASH == 3
+    assert done.returncode == ExitCode.CRASH == 3
     assert done.stderr.count("\n") == 1 and "please report" in done.stderr and "an internal mistake" in done.stderr
 
 
@@ -189,3 +189,25 @@ def test_ctrl_c_on_a_one_job_replay_kills_the_running_claim_and_its_grandchild(t
         time.sleep(0.05)
     assert not any(_alive(pid) for pid in pids)
     assert not second.exists()  # the next claim never started
+
+
+# --- validated values that crashed (issue 21, item 10) --------------------------------------
+@pytest.mark.parametrize("isolation", ["fork", "fresh"])
+def test_a_timeout_of_1e10_runs_the_claim_and_writes_its_line(
+    project: git.Repo, physverify: Callable[..., Ran], isolation: str
+) -> None:
+    root = Path(project.working_tree_dir or "")
+    done = physverify("confirm", "claims/claim_ok.py", "--trusted", "--timeout", "1e10", "--isolation", isolation,
+                      "--ledger", "l.jsonl", cwd=root)
+    assert done.returncode == 0, done.stderr
+    (line,) = (root / "l.jsonl").read_text().splitlines()
+    assert '"verdict": "rejected"' in line and '"timeout_s": 10000000000.0' in line
+
+
+@pytest.mark.parametrize("shard", ["²/³", "1/" + "9" * 5000, "١/٢"])
+def test_a_shard_that_is_no_k_of_n_is_a_usage_error(
+    project: git.Repo, physverify: Callable[..., Ran], shard: str
+) -> None:
+    done = physverify("replay", "claims", "--trusted", "--shard", shard, cwd=Path(project.working_tree_dir or ""))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("physverify: --shard must be K/N")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures import run_process as run_cli
-from fixtures import init_repo
+from support.fixtures import run_process as run_cli
+from support.fixtures import init_repo
 
 from physverify import confirm
 from physverify.errors import RefusedError, UsageError

@@ -6,9 +6,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import hostile
+from support import hostile
 import pytest
-from childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
+from support.childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
 
 from physverify import child, forkclient, fresh, isolate
 
@@ -64,8 +64,10 @@ def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the
         + textwrap.dedent("""
         import os
         import rate
+        def server():  # the parent of the claim's supervisor
+            return open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[1]
         def checks():
-            return [Check("demo", "who forked me", lambda: Result(PASS, f"ppid={os.getppid()} rate={rate.RATE}"))]
+            return [Check("demo", "who forked me", lambda: Result(PASS, f"ppid={server()} rate={rate.RATE}"))]
     """)
     )
     params = StdioServerParameters(command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(tmp_path)])
@@ -89,8 +91,8 @@ def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the
     assert_ends_soon(pidfile)
 
 
-def test_a_claim_that_stops_the_fork_server_times_out_and_the_next_claim_still_runs(tmp_path: Path) -> None:
-    """A claim can SIGSTOP its parent; in fork mode that is the server, which is then replaced."""
+def test_a_claim_that_stops_its_parent_times_out_and_the_next_claim_still_runs(tmp_path: Path) -> None:
+    """A claim can SIGSTOP its parent: its own supervisor (the server before issue 21), so only it times out."""
     stopper = write_spec(
         tmp_path,
         """
@@ -111,7 +113,7 @@ def test_a_claim_that_stops_the_fork_server_times_out_and_the_next_claim_still_r
     )
     stopped = isolate.run_child("spec", stopper, timeout_s=3, isolation="fork")
     after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
-    assert stopped.timed_out  # its status never came: the stopped server could not report it
+    assert stopped.timed_out  # its status never came: the stopped supervisor could not report it
     assert after.payload is not None and after.payload["checks"][0]["status"] == "PASS"
 
 
@@ -166,7 +168,7 @@ def test_a_claim_that_signals_the_fork_server_decides_no_other_claims_verdict(
     tmp_path: Path, isolation: str, sig: str
 ) -> None:
     """Issue 21, item 4: B and C run beside A when it signals the server; D starts after."""
-    from fixtures import DECAY_DEFECT, init_repo
+    from support.fixtures import DECAY_DEFECT, init_repo
 
     from physverify import replay
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from childsupport import write_spec
+from support.childsupport import write_spec
 
 from physverify import forkclient, isolate
 
@@ -15,7 +15,7 @@ def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml
 ) -> None:
     import json
 
-    from fixtures import DECAY_CLAIM, DECAY_SOLVER
+    from support.fixtures import DECAY_CLAIM, DECAY_SOLVER
 
     from physverify import replay
 

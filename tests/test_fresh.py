@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from childsupport import assert_ends_soon, sleeping_spec
+from support.childsupport import assert_ends_soon, sleeping_spec
 
 
 

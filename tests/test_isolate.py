@@ -57,7 +57,7 @@ def test_this_projects_claims_and_the_worked_examples_get_the_same_verdict_in_bo
 def test_a_40_claim_replay_writes_the_same_lines_and_exit_code_in_both_modes(tmp_path: Path) -> None:
     import json
 
-    from fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+    from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 
     from physverify import replay
 
@@ -87,7 +87,7 @@ def test_a_40_claim_replay_writes_the_same_lines_and_exit_code_in_both_modes(tmp
 def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Path) -> None:
     import json
 
-    from fixtures import DECAY_CLAIM, DECAY_SOLVER
+    from support.fixtures import DECAY_CLAIM, DECAY_SOLVER
 
     from physverify import replay
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fixtures import Ran
+from support.fixtures import Ran
 
 from physverify.errors import PhysverifyError
 from physverify.ledger import (

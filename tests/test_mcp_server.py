@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -11,9 +12,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fixtures import DECAY_CLAIM as CLAIM
-from fixtures import DECAY_SOLVER as SOLVER
-from fixtures import init_repo
+from support.fixtures import DECAY_CLAIM as CLAIM
+from support.fixtures import DECAY_SOLVER as SOLVER
+from support.fixtures import init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -53,9 +54,15 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+# The SDK starts the server with a minimal environment; these carry over, so the server runs
+# the physverify under test (PYTHONPATH) and the test's own cache of claim readings.
+_CARRIED = ("PYTHONPATH", "PHYSVERIFY_CACHE_DIR")
+
+
 def _server(root: Path, env: dict[str, str] | None = None) -> Client:
+    carried = {name: os.environ[name] for name in _CARRIED if name in os.environ}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(root)], env=env or {}
+        command=sys.executable, args=["-m", "physverify", "mcp", "--root", str(root)], env={**carried, **(env or {})}
     )
     return Client(params, read_timeout_seconds=120)
 
@@ -232,3 +239,11 @@ def test_confirm_and_replay_return_the_decisive_convergence_plot_as_a_png(tmp_pa
     assert image.mime_type == "image/png" and base64.b64decode(image.data)[:8] == b"\x89PNG\r\n\x1a\n"
     assert [part.type for part in replayed.content] == ["text", "image", "image", "image"]  # three new claims
     assert json.loads(replayed.content[0].text.partition("\n\n")[2])["claims"][0]["transition"] == "new"
+
+
+def test_confirm_claim_with_a_timeout_of_1e10_gives_its_verdict_and_line(project: Path) -> None:
+    is_error, text = _call(project, "confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True,
+                                                      "timeout": 1e10})
+    assert not is_error, text  # issue 21, item 10: an error with no reason before
+    assert text.startswith("rejected")
+    assert _ledger_lines(project / "confirm_ledger.jsonl")[0]["timeout_s"] == 1e10

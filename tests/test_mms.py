@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-import solvers
+from support import solvers
 
 from physverify.checks import ERROR, FAIL, INCONCLUSIVE, PASS, Check, run_check
 from physverify.errors import PhysverifyError

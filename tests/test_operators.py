@@ -319,7 +319,7 @@ def test_refine_is_the_function_even_after_a_study_imported_the_refine_submodule
 
 def test_the_report_shows_an_identity_as_its_numbers_never_as_a_log_log_plot(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Issue 18, item 2: a symmetry check has no step size, so the report must not invent an h axis."""
-    from fixtures import run_process
+    from support.fixtures import run_process
 
     ran = confirm(tmp_path, "heat", HEAT_ONE_SIDED, IMPORTS + IDENTITY_CLAIM, "Morton and Mayers, sec. 2.6")
     assert verdict(ran) == "confirmed"
@@ -327,3 +327,26 @@ def test_the_report_shows_an_identity_as_its_numbers_never_as_a_log_log_plot(tmp
     assert page.returncode == 0, page.stderr
     assert "<dt>deviation</dt>" in page.stdout and "<dt>roundoff</dt>" in page.stdout
     assert "<svg" not in page.stdout and 'class="convergence"' not in page.stdout
+
+
+def test_an_operator_study_given_a_plan_refines_only_until_its_verdict_holds() -> None:
+    """operator_study goes through the one plan-aware sweep (issue 16): a plan stops early, on both verdicts."""
+    import numpy as np
+
+    from physverify import FAIL, PASS, operator_study, refine
+
+    seen: list[int] = []
+
+    def forward_difference(values: np.ndarray, dx: float) -> np.ndarray:
+        seen.append(len(values) - 1)
+        return np.diff(values) / dx
+
+    centred = operator_study(forward_difference, np.sin, np.cos, refine(8, max_n=1 << 14), 2, sample="nodes",
+                             where=lambda nx: (np.arange(nx) + 0.5) / nx)
+    assert centred.status == PASS and "refined n = 8" in centred.message
+    assert max(seen) < 1 << 14  # it stopped long before max_n
+    seen.clear()
+    at_nodes = operator_study(forward_difference, np.sin, np.cos, refine(8, max_n=1 << 14), 2, sample="nodes",
+                              where=lambda nx: np.arange(nx) / nx)  # compared at the left node: first order
+    assert at_nodes.status == FAIL and "grid location" in at_nodes.message and "integrator" not in at_nodes.message
+    assert max(seen) < 1 << 14

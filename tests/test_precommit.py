@@ -14,10 +14,10 @@ from pathlib import Path
 import git
 import pytest
 import yaml
-from fixtures import DECAY_CLAIM as CLAIM
-from fixtures import DECAY_DEFECT as DEFECT
-from fixtures import DECAY_SOLVER as SOLVER
-from fixtures import init_repo
+from support.fixtures import DECAY_CLAIM as CLAIM
+from support.fixtures import DECAY_DEFECT as DEFECT
+from support.fixtures import DECAY_SOLVER as SOLVER
+from support.fixtures import init_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import hostile
+from support import hostile
 import pytest
-from childsupport import assert_ends_soon, sleeping_spec, start_sleeper, write_spec
+from support.childsupport import assert_ends_soon, sleeping_spec, start_sleeper, write_spec
 
 from physverify import isolate
 
@@ -103,7 +103,7 @@ def test_a_setsid_grandchild_does_not_outlive_a_killed_or_interrupted_physverify
     import subprocess
     import sys
 
-    from fixtures import clean_env
+    from support.fixtures import clean_env
 
     beat = tmp_path / "beat"
     claims = hostile.claims_repo(tmp_path, {"claim_beats.py": hostile.beating_claim(str(beat), "time.sleep(300)")})

@@ -6,10 +6,10 @@ import os
 import time
 from pathlib import Path
 
-import hostile
+from support import hostile
 import pytest
-from childsupport import write_spec
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
+from support.childsupport import write_spec
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
 
 from physverify import isolate, protocol
 

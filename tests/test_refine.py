@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures import run_process
+from support.fixtures import run_process
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 

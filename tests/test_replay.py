@@ -15,7 +15,7 @@ from typing import Any
 
 import git
 import pytest
-from fixtures import init_repo
+from support.fixtures import init_repo
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -520,3 +520,59 @@ def test_an_expect_key_may_be_relative_to_the_config_folder_or_the_repository(tm
         (tmp_path / "claims" / "physverify.yaml").write_text(f"expect:\n  {key}: rejected\n")
         expect = load_config(tmp_path / "claims").expect
         assert expect == {(tmp_path / "claims" / "claim_00.py").resolve(): REJECTED}
+
+
+# --- one reading per claim, a pipeline (issue 19) -------------------------------------------
+def test_a_replay_reads_each_claim_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from physverify import claim
+
+    make_repo(tmp_path, claims=3)
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
+    reads: list[str] = []
+    real = claim.read
+
+    def counted(path: Path, *args: Any, **kwargs: Any) -> claim.ClaimReading:
+        reads.append(Path(path).name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(claim, "read", counted)
+    result = run(tmp_path, jobs=1, dry_run=True)
+    assert [c.verdict for c in result.claims] == [CONFIRMED] * 3
+    assert sorted(reads) == ["claim_00.py", "claim_01.py", "claim_02.py"]  # discovery's one read, used by every step
+
+
+def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
+    import threading
+
+    started = threading.Event()
+    pulled_after_start: list[bool] = []
+
+    def planned() -> Any:
+        yield "first"
+        pulled_after_start.append(started.wait(timeout=60))  # the first claim runs while this one is read
+        yield "second"
+
+    def run_one(item: Any) -> Any:
+        if item == "first":
+            started.set()
+        return item
+
+    assert replay._run_all(run_one, planned(), jobs=2) == ["first", "second"]
+    assert pulled_after_start == [True]
+
+
+def test_the_fork_server_starts_during_discovery_only_when_every_claim_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from physverify import forkclient, isolate
+
+    make_repo(tmp_path, claims=1)
+    starts: list[str] = []
+    monkeypatch.setattr(forkclient, "start", lambda: starts.append("start"))
+    monkeypatch.setattr(isolate, "fork_supported", lambda: True)
+    run(tmp_path, jobs=1, dry_run=True, isolation="fresh")
+    assert starts == []
+    run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # most such runs run nothing
+    assert starts == []
+    run(tmp_path, jobs=1, dry_run=True, isolation="fork")
+    assert starts == ["start"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import init_repo
+from support.fixtures import init_repo
 
 from physverify import repo as repository
 from physverify.errors import UsageError

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures import Ran, init_repo, run_process
+from support.fixtures import Ran, init_repo, run_process
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, installed by .ci/install
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm"

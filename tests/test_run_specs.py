@@ -6,7 +6,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from fixtures import Ran, run_process
+from support.fixtures import Ran, run_process
 
 from physverify.run_specs import run_specs
 

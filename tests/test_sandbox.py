@@ -21,7 +21,7 @@ from pathlib import Path
 
 import git
 import pytest
-from fixtures import Ran, init_repo, run_process
+from support.fixtures import Ran, init_repo, run_process
 
 from physverify import sandbox
 from physverify.errors import PhysverifyError, UsageError

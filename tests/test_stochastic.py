@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from fixtures import run_process
+from support.fixtures import run_process
 from physverify import (
     ERROR,
     FAIL,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import solvers
+from support import solvers
 
 from physverify.checks import EXACT, FAIL, PASS
 from physverify.errors import PhysverifyError

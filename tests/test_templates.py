@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixtures import run_process
+from support.fixtures import run_process
 from test_adapters import verdict
 
 from physverify.templates import ADAPTER_END, ADAPTER_START, KINDS

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from physverify import settings
 from physverify.errors import UsageError
 from physverify.ledger import DEFAULT_LEDGER
 
@@ -49,9 +50,9 @@ class Plan:
 
     def env(self) -> dict[str, str]:
         """Return the variables physverify reads inside (spec sections 3 and 5)."""
-        env = {"PHYSVERIFY_REPO": MOUNT, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1"}
         if self.commit:
-            env["PHYSVERIFY_REPO_COMMIT"] = self.commit
+            env[settings.REPO_COMMIT_ENV] = self.commit
         return env
 
 
@@ -149,28 +150,34 @@ def outer_limit(inner: Inner, *, cwd: Path, repo: Path) -> float:
     rounds x (timeout + CLAIM_GRACE_S) + GRACE_S: a claim that stops or kills the process
     enforcing its own limit (issue 13) still cannot keep the run going past this.
     """
-    from physverify.confirm import DEFAULT_TIMEOUT_S
     from physverify.replay import discover
 
     if inner.command != "replay":
-        return _seconds(inner.timeout, DEFAULT_TIMEOUT_S) + GRACE_S
+        return settings.wait_limit(_seconds(inner.timeout, settings.DEFAULT_TIMEOUT_S)) + GRACE_S
     folders = [cwd / f for f in inner.folders] or [_first_folder(inner, cwd)]
     configs = [_host_config(folder, repo) for folder in folders if folder.is_dir()]
     if not configs:  # no such folder: the command inside says so at once
         return GRACE_S
     claims = sum(len(discover(c.folder, c.exclude)) for c in configs)
-    seconds = _seconds(inner.timeout, configs[0].timeout or DEFAULT_TIMEOUT_S)
-    jobs = int(inner.jobs) if inner.jobs and inner.jobs.isdigit() and int(inner.jobs) > 0 else None
-    workers = jobs or configs[0].jobs or os.cpu_count() or 1  # as replay chooses them
-    return -(-claims // workers) * (seconds + CLAIM_GRACE_S) + GRACE_S
+    run = _settings(inner, configs[0])  # as replay chooses them
+    return -(-claims // run.jobs) * (settings.wait_limit(run.timeout_s) + CLAIM_GRACE_S) + GRACE_S
+
+
+def _settings(inner: Inner, first: Config) -> settings.RunSettings:
+    """The run's timeout and jobs as the replay inside resolves them; a bad flag counts as not given (refused inside)."""
+    flags = {"timeout_s": inner.timeout, "jobs": inner.jobs}
+    for name in list(flags):
+        try:
+            settings.resolve({name: flags[name]}, first)
+        except UsageError:
+            flags[name] = None
+    return settings.resolve(flags, first)
 
 
 def _seconds(given: str | None, default: float) -> float:
     """Return ``given`` as a timeout, else ``default``; a bad one is refused inside, in its own words."""
-    from physverify.confirm import parse_timeout
-
     try:
-        return parse_timeout(given) if given is not None else default
+        return settings.parse_timeout(given) if given is not None else default
     except UsageError:
         return default
 

@@ -29,14 +29,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from physverify import handler, results
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import TRANSITIONS
 from physverify.replay import DEFAULT_CLAIMS_DIR
 from physverify.report import github
-from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, VERDICTS
+from physverify.verdict import VERDICTS
 
 if TYPE_CHECKING:
-    from physverify.replay import ReplayResult
+    from physverify.results import ReplayResult
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
@@ -263,17 +264,17 @@ def merge_shards(folder: Path, into: Path) -> ReplayResult:
     found = sorted(folder.glob(f"*/{SHARD_RESULT}")) + sorted(folder.glob(SHARD_RESULT))
     if not found:
         raise UsageError(f"merge-shards: {folder} holds no {SHARD_RESULT} (download the shard jobs' artifacts there)")
-    results = []
+    read = []
     for path in found:
         data = json.loads(_read_regular(path))
         if not isinstance(data, dict):
             raise PhysverifyError(f"{path}: not a shard result (a JSON object)")
-        results.append((path, report_json.from_dict(data, ledger=into)))
-    _require_every_shard(results)
-    ledgers = [path.parent / SHARD_LEDGER for path, _ in results if (path.parent / SHARD_LEDGER).is_file()]
+        read.append((path, report_json.from_dict(data, ledger=into)))
+    _require_every_shard(read)
+    ledgers = [path.parent / SHARD_LEDGER for path, _ in read if (path.parent / SHARD_LEDGER).is_file()]
     if ledgers:
         ledger.merge(ledgers, into)
-    return combine([result for _, result in results], into)
+    return combine([result for _, result in read], into)
 
 
 def _require_every_shard(results: list[tuple[Path, ReplayResult]]) -> None:
@@ -296,21 +297,20 @@ def _require_every_shard(results: list[tuple[Path, ReplayResult]]) -> None:
                               "(its job failed before it wrote one, or its artifact was not downloaded)")
 
 
-def combine(results: list[ReplayResult], ledger_path: Path) -> ReplayResult:
+def combine(shards: list[ReplayResult], ledger_path: Path) -> ReplayResult:
     """The shards' results as the one result an unsharded replay gives: its claims in key order, removed ones last."""
     from physverify.gate import REMOVED
-    from physverify.replay import ReplayResult
+    from physverify.results import ReplayResult
 
-    runs = [run for result in results for run in result.claims]
+    runs = [run for shard in shards for run in shard.claims]
     ordered_runs = (sorted((r for r in runs if r.transition != REMOVED), key=lambda r: r.key)
                     + sorted((r for r in runs if r.transition == REMOVED), key=lambda r: r.key))
-    failed = any(run.failures for run in runs)
     return ReplayResult(
-        claims=tuple(ordered_runs), skipped=tuple(sorted({k for r in results for k in r.skipped})),
-        ledger=ledger_path, written=sum(r.written for r in results), fail_on=results[0].fail_on,
-        exit_code=EXIT_FINDING if failed else EXIT_OK,
-        warnings=tuple(dict.fromkeys(w for r in results for w in r.warnings)),
-        notes=tuple(dict.fromkeys(n for r in results for n in r.notes)), baseline_ref=results[0].baseline_ref,
+        claims=tuple(ordered_runs), skipped=tuple(sorted({k for r in shards for k in r.skipped})),
+        ledger=ledger_path, written=sum(r.written for r in shards), fail_on=shards[0].fail_on,
+        exit_code=results.exit_code(runs),
+        warnings=tuple(dict.fromkeys(w for r in shards for w in r.warnings)),
+        notes=tuple(dict.fromkeys(n for r in shards for n in r.notes)), baseline_ref=shards[0].baseline_ref,
     )
 
 
@@ -378,13 +378,7 @@ def _shown(path: Path, workspace: Path) -> Path:
     return path.relative_to(workspace) if workspace in path.parents else path
 
 
-def with_fail_on(result: ReplayResult, fail_on: frozenset[str]) -> ReplayResult:
-    """``result`` judged again with the action's fail-on, through replay's own gate rule."""
-    from physverify import replay
-
-    runs = tuple(replace(run, failures=replay.gate_failures(run, fail_on)) for run in result.claims)
-    failed = any(run.failures for run in runs)
-    return replace(result, claims=runs, fail_on=fail_on, exit_code=EXIT_FINDING if failed else EXIT_OK)
+with_fail_on = results.with_fail_on  # the gate's own rule, in results.py (kept under its old name here)
 
 
 def outputs(result: ReplayResult) -> dict[str, str]:
@@ -531,11 +525,14 @@ def main(env: Mapping[str, str] | None = None) -> int:
         sys.stdout.write("".join(f"{line}\n" for line in log))
         log.clear()
         _deliver(written, inputs, env, folder)
-    except PhysverifyError as exc:  # one ::error line, the outputs say error, the step fails with 2
+    except Exception as exc:  # the one handler (handler.py): one ::error line, the outputs say error, the step fails
+        failed = handler.failure(exc)
+        if failed is None or (failed.bug and handler.debugging()):
+            raise
         sys.stdout.write("".join(f"{line}\n" for line in log))
-        sys.stdout.write(github.command("error", f"physverify: {exc}") + "\n")
-        _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(EXIT_ERROR)}))
-        return EXIT_ERROR
+        sys.stdout.write(github.command("error", f"physverify: {failed.message}") + "\n")
+        _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(int(failed.exit_code))}))
+        return failed.exit_code
     return written.exit_code
 
 

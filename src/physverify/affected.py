@@ -117,14 +117,18 @@ def import_closure(claim_path: Path, repo_root: Path, imports: Sequence[claim.Im
     return frozenset(seen)
 
 
-def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path]) -> list[tuple[str, tuple[str, ...]]]:
+def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path],
+                    imports: Sequence[claim.Import] | None = None) -> list[tuple[str, tuple[str, ...]]]:
     """(module, names) of every absolute import in the claim's closure that no file under ``roots`` provides.
 
     What the fork server may preload for the claim: numpy, scipy, an installed library.
+    ``imports`` are the claim's own (its reading); read from the file when not given.
     """
     found: list[tuple[str, tuple[str, ...]]] = []
-    for file in import_closure(claim_path, repo_root):
-        for level, module, names in _imports_of(file):
+    start = claim_path.resolve()
+    for file in import_closure(claim_path, repo_root, imports):
+        own = imports if imports is not None and file == start else None
+        for level, module, names in own if own is not None else _imports_of(file):
             if level == 0 and module and not _resolve(file, 0, module, names, roots):
                 found.append((module, names))
     return found

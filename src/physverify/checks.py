@@ -73,7 +73,7 @@ class OrderResult(Result):
         """How a Jupyter notebook shows the result (issue 18): the status, the message and the HTML
         report's own convergence plot; without matplotlib, the numbers as a text table."""
         # Imported here, not at the top: the numerics must not import the report when they are imported.
-        from physverify.report._plot import notebook_html
+        from physverify.plot import notebook_html
 
         return notebook_html(self.status, self.message, result_data(self))
 

@@ -114,14 +114,6 @@ class ClaimReading:
     blob: str | None = None  # git's object id for the same bytes, so cache.py can key by the index's ids
 
     @property
-    def static(self) -> StaticReading:
-        """The part that depends on the content alone (what cache.py keeps)."""
-        problem = self.problem
-        if problem is not None and problem.startswith(f"{self.path}: "):
-            problem = problem[len(f"{self.path}: "):]
-        return StaticReading(self.binds, _copy(self.claim), problem, self.imports, self.notes)
-
-    @property
     def target(self) -> str | None:
         """CLAIM["file"], also from a claim that fails to load; None when it is not a string."""
         file = (self.claim or {}).get("file")
@@ -140,7 +132,7 @@ def read_claim(path: Path) -> ClaimFile:
 
 
 class Store(Protocol):
-    """Where readings are kept between runs, by the content's SHA-256 (cache.py's ``Cache``)."""
+    """Where readings are kept between runs, by the content's git object id (cache.py's ``Cache``)."""
 
     def get(self, key: str) -> tuple[str, StaticReading] | None: ...
 
@@ -151,7 +143,8 @@ def read(path: Path, store: Store | None = None) -> ClaimReading:
     """Read ``path`` once: its hash, CLAIM, imports and reference notes; never raises for a bad file.
 
     A parse is kept in memory per content (``static_reading``) and, given a ``store``, on
-    disk under ``sha256:<hash>``: the file is always read and hashed, only the parse is saved.
+    disk under the bytes' git object id: the file is always read and hashed here, only the
+    parse is saved, and a kept reading counts only when it holds the SHA-256 just computed.
     """
     if path.suffix != ".py":
         return ClaimReading(path, sha256_or_none(path), False, None, f"{path}: a claim file must end in .py")
@@ -164,19 +157,15 @@ def read(path: Path, store: Store | None = None) -> ClaimReading:
         return ClaimReading(path, None, False, None, f"{path}: cannot be read: {exc.strerror or exc}")
     except OSError as exc:  # unreadable: a claim to report, not a helper to skip
         return ClaimReading(path, None, True, None, f"{path}: cannot be read: {exc.strerror or exc}")
-    digest = hashlib.sha256(data).hexdigest()
-    static = remembered(digest)
-    if static is None and store is not None:
-        kept = store.get(f"sha256:{digest}")
-        static = kept[1] if kept is not None and kept[0] == digest else None
-        if static is not None:
-            with _PARSE_LOCK:
-                remember(digest, static)
-    if static is None:
-        static = static_reading(data, digest)
-        if store is not None:
-            store.put(f"sha256:{digest}", digest, static)
-    return with_path(path, digest, static, git_blob_id(data))
+    digest, blob = hashlib.sha256(data).hexdigest(), git_blob_id(data)
+    if store is None:
+        return with_path(path, digest, static_reading(data, digest), blob)
+    kept = store.get(blob)
+    if kept is not None and kept[0] == digest:  # an entry holding another content's hash is never used
+        return with_path(path, digest, kept[1], blob)
+    static = static_reading(data, digest)  # parsed, or from memory when this process parsed it before
+    store.put(blob, digest, static)
+    return with_path(path, digest, static, blob)
 
 
 def git_blob_id(data: bytes) -> str:

@@ -9,26 +9,21 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from physverify import __version__
+from physverify import __version__, handler
 from physverify.errors import PhysverifyError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
 from physverify.text import visible
-from physverify.verdict import EXIT_CRASH, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED
-
-
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread so replay kills its claims' process groups on the way out."""
+from physverify.verdict import EXIT_ERROR, EXIT_OK
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated()
+    raise handler.Terminated()
 
 
 # --- flags that several commands share ---------------------------------------------
@@ -441,23 +436,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = _install_sigterm()
     try:
         return _dispatch(parser, args)
-    except PhysverifyError as exc:
-        sys.stderr.write(f"physverify: {visible(exc)}\n")  # one line, whatever a path or value held
-        return EXIT_ERROR
-    except BrokenPipeError:  # `physverify ... | head`: the reader left, nothing to report
-        return EXIT_ERROR
-    except KeyboardInterrupt:  # replay has killed its claims on the way here
-        sys.stderr.write("physverify: interrupted\n")
-        return EXIT_INTERRUPTED
-    except _Terminated:
-        sys.stderr.write("physverify: terminated\n")
-        return EXIT_TERMINATED
-    except Exception as exc:  # a bug: one line, never exit 1 (which means "confirmed")
-        sys.stderr.write(f"physverify: internal error ({type(exc).__name__}: {exc}); this is a bug in physverify, "
-                         "please report it with the command you ran (set PHYSVERIFY_DEBUG=1 for the traceback)\n")
-        if os.environ.get("PHYSVERIFY_DEBUG"):
+    except BaseException as exc:  # the one handler (handler.py): report and exit, or re-raise what is not ours
+        failed = handler.failure(exc)
+        if failed is None or (failed.bug and handler.debugging()):
             raise
-        return EXIT_CRASH
+        if failed.message:
+            sys.stderr.write(f"physverify: {failed.message}\n")
+        return failed.exit_code
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -31,6 +31,7 @@ class Evaluation:
 
     record: dict[str, Any]
     verdict: Verdict
+    target: Path | None = None  # the claimed file as spec section 3 finds it (find_target), when found
 
 
 parse_timeout = settings.parse_timeout  # its home is settings.py, with the other options
@@ -60,9 +61,10 @@ def confirm(
     seconds = parse_timeout(timeout_s)
     destination = Path(ledger)
     _ledger.check_writable(destination)  # found before the run, not after minutes of it
-    settings = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
-    evaluation = evaluate(Path(claim_path), timeout_s=seconds, allow_dependent_reference=allow_dependent_reference,
-                          isolation=isolation or settings.isolation, preload=settings.preload)
+    folder = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
+    run = settings.resolve({"timeout_s": seconds, "isolation": isolation}, folder)
+    evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=allow_dependent_reference,
+                          isolation=run.isolation, preload=run.preload)
     _ledger.append_record(destination, evaluation.record)
     return evaluation
 
@@ -76,6 +78,7 @@ def evaluate(
     preload: Sequence[str] = (),
     reading: claim.ClaimReading | None = None,
     checkouts: repo.Checkouts | None = None,
+    env: dict[str, str] | None = None,
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
@@ -83,27 +86,30 @@ def evaluate(
     is read once per run; ``checkouts`` the run's repositories, each resolved once (a new
     set when not given). The root is always spec section 3's (CLAIM["repo"], else the
     checkout holding the claim), so replay and confirm write the same fields.
-    ``isolation`` and ``preload`` go to isolate.run_child.
+    ``isolation`` and ``preload`` go to isolate.run_child; ``env`` is ``repo.child_env()``
+    (computed here when not given; replay computes it once for the run).
     """
     claim_path = Path(claim_path)
     reading = reading if reading is not None else claim.read(claim_path)
     checkout = (checkouts or repo.Checkouts()).for_claim(claim_path, reading.claim)
     record = _base_record(claim_path, timeout_s, reading.sha256)
-    record.update(_claim_fields(reading.claim, checkout, claim_path))
+    fields, target = _claim_fields(reading.claim, checkout, claim_path)
+    record.update(fields)
     if reading.problem is not None:
         record["stderr_tail"] = ""  # an error: a string, though nothing ran to write to stderr
-        return _finish(record, decide(load_error=reading.problem))
+        return _finish(record, decide(load_error=reading.problem), target)
     notes = list(reading.notes)  # rule 1, from the one parse of the file
     if allow_dependent_reference is not None:
         record["allow_dependent_reference"] = {"reason": allow_dependent_reference, "notes": notes}
         notes = []
     if notes:  # rule 1 is static: nothing runs
-        return _finish(record, decide(dependent_notes=notes))
+        return _finish(record, decide(dependent_notes=notes), target)
     # the claim's folder (run_child puts it first), the repository root, src/ when present
     roots = repo.import_roots(claim_path.resolve().parent, checkout.root)[1:]
-    child = isolate.run_child("claim", claim_path, timeout_s=timeout_s, sys_path=roots, env=repo.child_env(),
-                              isolation=isolation, preload=preload)
-    return _finish(record, _decide_child(record, child, timeout_s, claim_path))
+    child = isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots,
+                              env=env if env is not None else repo.child_env(),
+                              isolation=isolation, preload=preload, imports=reading.imports)
+    return _finish(record, _decide_child(record, child, timeout_s, claim_path), target)
 
 
 def _decide_child(record: dict[str, Any], child: isolate.ChildOutcome, timeout_s: float, claim_path: Path) -> Verdict:
@@ -119,7 +125,7 @@ def _decide_child(record: dict[str, Any], child: isolate.ChildOutcome, timeout_s
     return decide(load_error=load_error, timed_out=child.timed_out, timeout_s=timeout_s, control=control, checks=checks)
 
 
-def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
+def _finish(record: dict[str, Any], verdict: Verdict, target: Path | None = None) -> Evaluation:
     record["verdict"], record["reason"] = verdict.verdict, verdict.reason
     # Labels, messages, reasons and CLAIM values are the claim's: a lone surrogate in one
     # would make every write of the record raise (issue 13), so it becomes its escape here.
@@ -127,7 +133,7 @@ def _finish(record: dict[str, Any], verdict: Verdict) -> Evaluation:
     # the ledger stores with \u escapes and reads back unchanged, and replay matches
     # claims by it; every renderer cleans what it shows.
     cleaned = {key: value if key in _PATH_FIELDS else clean(value) for key, value in record.items()}
-    return Evaluation(_ledger.ordered(cleaned), verdict)
+    return Evaluation(_ledger.ordered(cleaned), verdict, target)
 
 
 _PATH_FIELDS = ("claim_file", "claim_key")
@@ -140,21 +146,22 @@ def _base_record(claim_path: Path, timeout_s: float, sha256: str | None) -> dict
     return record
 
 
-def _claim_fields(values: Mapping[str, Any] | None, checkout: repo.Checkout, claim_path: Path) -> dict[str, Any]:
-    """The CLAIM fields, the claim's key, the target file's hash and the commit."""
-    root = checkout.root
-    fields: dict[str, Any] = {"claim_key": repo.claim_key(claim_path, root), "repo_commit": checkout.commit}
+def _claim_fields(
+    values: Mapping[str, Any] | None, checkout: repo.Checkout, claim_path: Path
+) -> tuple[dict[str, Any], Path | None]:
+    """The CLAIM fields, the claim's key, the target file's hash and the commit; and the target file."""
+    fields: dict[str, Any] = {"claim_key": checkout.key(claim_path.resolve()), "repo_commit": checkout.commit}
     if values is None:
-        return fields  # the file could not be read at all: no CLAIM fields (spec section 3)
+        return fields, None  # the file could not be read at all: no CLAIM fields (spec section 3)
     for key in claim.REQUIRED_KEYS:
         if key in values:
             fields[key] = values[key]
-    target = find_target(root, claim_path, values.get("file"))
+    target = find_target(checkout.root, claim_path, values.get("file"), real_root=checkout.real_root)
     fields["file_sha256"] = claim.sha256_or_none(target) if target is not None else None
-    return fields
+    return fields, target
 
 
-def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
+def find_target(root: Path, claim_path: Path, file: object, *, real_root: Path | None = None) -> Path | None:
     """The file the claim is about: from the root, else next to the claim file; never outside both.
 
     CLAIM["file"] is the claim's to choose: an absolute path, "..", or a symlink leading
@@ -164,10 +171,11 @@ def find_target(root: Path, claim_path: Path, file: object) -> Path | None:
     if not isinstance(file, str) or not file:
         return None
     folder = claim_path.resolve().parent
+    tops = (real_root if real_root is not None else root.resolve(), folder)  # ``real_root``: root resolved already
     for base in (root, folder):
         candidate = base / file
         try:
-            inside = any(candidate.resolve().is_relative_to(top) for top in (root.resolve(), folder))
+            inside = any(candidate.resolve().is_relative_to(top) for top in tops)
             if inside and candidate.is_file():
                 return candidate
         except (OSError, RuntimeError, ValueError):  # unreadable, a symlink loop, a NUL byte: not the target

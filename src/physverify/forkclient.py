@@ -39,8 +39,8 @@ from typing import Any
 from physverify.child import child_environment, package_parent
 from physverify.forkserver import MESSAGE_BYTES
 from physverify.fresh import run_fresh
-from physverify.preload import preload_for
-from physverify.procgroup import TOKEN_ENV, refuse_if_stopping, state_of, tracked
+from physverify.preload import BASE_PRELOAD, preload_for
+from physverify.procgroup import TOKEN_ENV, Stopped, refuse_if_stopping, state_of, tracked
 from physverify.protocol import ChildOutcome, Streams, collect, new_key, stream_pairs
 
 _START_S = 300.0  # importing scipy on a loaded machine can take a while; past this the server is broken
@@ -230,13 +230,29 @@ def shutdown() -> None:
         _servers.clear()
 
 
+def start() -> None:
+    """Start the server with BASE_PRELOAD now, unless one runs (replay calls it while discovery reads the claims).
+
+    A claim that needs more modules starts a server with the union, as always; a server
+    that cannot start leaves the claims to fall back to fresh children, as always.
+    """
+    try:
+        _release(_acquire(frozenset(), frozenset(BASE_PRELOAD)))  # the configuration of a folder without preload
+    except (ForkUnavailable, Stopped):
+        return
+
+
 def run_forked(
-    mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str]
+    mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str],
+    imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
 ) -> ChildOutcome:
-    """isolate.run_child's fork mode; a fresh child when the server cannot be had."""
+    """isolate.run_child's fork mode; a fresh child when the server cannot be had.
+
+    ``imports`` are the claim's own (its reading), so the file is not read again for its preload.
+    """
     request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env}
     try:
-        server = _acquire(frozenset(preload), preload_for(path, extra, preload))
+        server = _acquire(frozenset(preload), preload_for(path, extra, preload, imports))
     except ForkUnavailable:
         return run_fresh(mode, path, extra, env, timeout_s)
     try:

@@ -58,13 +58,15 @@ def run_child(
     env: dict[str, str] | None = None,
     isolation: str | None = None,
     preload: Sequence[str] = (),
+    imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
 ) -> ChildOutcome:
     """Run ``path`` in a child (mode ``claim`` or ``spec``) and collect its result.
 
     ``sys_path`` entries go after the file's own folder on the child's sys.path. At
     ``timeout_s`` the child and every process in its group are killed. ``isolation`` is
     ``fresh`` or ``fork`` (None: the default, see ``resolve_isolation``); ``preload`` names
-    modules the fork server imports besides the ones it finds in the claim's imports.
+    modules the fork server imports besides the ones it finds in the claim's imports;
+    ``imports`` are the file's own, from its reading (read again when not given).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -75,5 +77,6 @@ def run_child(
     if resolve_isolation(isolation) == FORK:
         from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
-        return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload)
+        return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
+                                     imports=imports)
     return run_fresh(mode, path, extra, child_env, timeout_s)

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
+from physverify import settings
 from physverify.claim import NO_WAIT, not_regular
 from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.text import visible
@@ -36,7 +37,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 LEDGER_VERSION = 1
-DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
+DEFAULT_LEDGER = settings.DEFAULT_LEDGER  # spec section 3: confirm's --ledger default; replay's file name
 
 # --- the line's schema (spec section 3) -------------------------------------------------
 # The field order of spec section 3 (claim_key, for replay, follows claim_file), so a line

@@ -27,7 +27,7 @@ from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import StrictBool
 
-from physverify import __version__
+from physverify import __version__, handler
 from physverify.errors import PhysverifyError, RefusedError
 from physverify.ledger import DEFAULT_LEDGER
 from physverify.text import clean_str, dumps, visible
@@ -311,10 +311,13 @@ def _as_tool_error(call: Callable[[], _T]) -> _T:
         return call()
     except RefusedError as exc:  # the same refusal, in the words of this interface: an argument, not a flag
         raise ToolError(visible(exc).replace("pass --trusted", "pass trusted: true")) from exc
-    except PhysverifyError as exc:
-        raise ToolError(visible(exc)) from exc
     except ToolError as exc:  # the server's own refusals: sent as they are, cleaned
         raise ToolError(visible(exc)) from exc
+    except Exception as exc:  # the one handler (handler.py): the client gets the reason, a bug says it is one
+        failed = handler.failure(exc)
+        if failed is None or (failed.bug and handler.debugging()):
+            raise
+        raise ToolError(failed.message) from exc
 
 
 __all__: Sequence[str] = (

@@ -28,10 +28,10 @@ from physverify.checks import FAIL, INCONCLUSIVE, PASS, OrderResult, remaining_b
 from physverify.errors import PhysverifyError
 from physverify.refine import DEFAULT_MAX_LEVELS, Refinement
 from physverify.order import (
-    _ROUNDOFF_FACTOR,
-    _SAME_SPREAD,
-    _STALL_ORDER,
-    _STALL_SPAN,
+    ROUNDOFF_FACTOR,
+    SAME_SPREAD,
+    STALL_ORDER,
+    STALL_SPAN,
     DOES_NOT_DECREASE,
     check_order,
     effective_floor,
@@ -241,19 +241,19 @@ def converges_elsewhere(hs: Sequence[float], errors: Sequence[float], states: Se
                           tol_high=None, floor=floor, scale=size, fit_points=check_order_kwargs.get("fit_points", 4))
     if settled.status != PASS or settled.fitted is None:
         return None
-    span = [i for i, step in enumerate(h) if step >= _STALL_SPAN * h[-1]]
+    span = [i for i, step in enumerate(h) if step >= STALL_SPAN * h[-1]]
     if not span:
         return None
     tail = e[span[-1]:]
     level = effective_floor(floor, scale)
-    if len(tail) < 3 or min(tail) <= _ROUNDOFF_FACTOR * level or max(tail) - min(tail) > _SAME_SPREAD * max(tail):
+    if len(tail) < 3 or min(tail) <= ROUNDOFF_FACTOR * level or max(tail) - min(tail) > SAME_SPREAD * max(tail):
         return None
     ratio = h[-2] / h[-1]
     own = diffs[-1] / (ratio ** settled.fitted - 1.0)
     if own > _OWN_LIMIT_FRACTION * e[-1]:
         return None
     return (f"error does not decrease with resolution (about {e[-1]:.3g} at the finest level, within "
-            f"{_SAME_SPREAD:.0%} from h = {h[span[-1]]:g} to h = {h[-1]:g}), while the code's own solutions converge: "
+            f"{SAME_SPREAD:.0%} from h = {h[span[-1]]:g} to h = {h[-1]:g}), while the code's own solutions converge: "
             f"the differences of consecutive levels fall at order {settled.fitted:.2f} (expected {expected_order:g}); "
             "the code converges to the solution of another problem (a wrong sign or constant in the model, a missing "
             "or extra term, or a reference for a different equation), whatever the size of the error")
@@ -339,7 +339,7 @@ def _at_round_off(errors: list[float], floor: float) -> bool:
     last, before = errors[-1], errors[-2]
     if last <= floor:
         return True
-    return last <= _ROUNDOFF_FACTOR * floor and before > 0 and last / before > 2.0 ** -_STALL_ORDER
+    return last <= ROUNDOFF_FACTOR * floor and before > 0 and last / before > 2.0 ** -STALL_ORDER
 
 
 def _levels(done: Sequence[int]) -> str:

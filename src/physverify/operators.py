@@ -24,9 +24,9 @@ import numpy as np
 from physverify.adapters import exact_steps
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
 from physverify.errors import PhysverifyError
-from physverify.mms import finish_study, max_error, measure_resolutions
+from physverify.mms import max_error, order_sweep
 from physverify.order import effective_floor
-from physverify.refine import Refinement, as_list
+from physverify.refine import Refinement
 
 # check_order's default noise floor for a quantity of size 1; effective_floor grows it with the scale.
 _FLOOR = 1e-12
@@ -41,10 +41,12 @@ POINTS = ("cells", "nodes", "faces")
 
 def _order_sweep(ns: Levels, measure: Callable[[int], float], h: Callable[[int], float], expected_order: float,
                  **check_order_kwargs: Any) -> OrderResult:
-    """Measure at the levels ``ns`` (a list or a refinement plan) within the check's budget, and judge the order."""
-    # The one sweep of physverify.mms; it takes a list here, so a plan is expanded to its
-    # levels (the check's budget still bounds how many are measured).
-    return finish_study(measure_resolutions(as_list(ns), measure), h, expected_order, **check_order_kwargs)
+    """Measure at the levels ``ns`` (a list or a refinement plan) and judge the order, through mms.order_sweep.
+
+    A list is measured whole within the check's budget; a plan level by level with the
+    sequential rule, so an operator or round-trip study stops as soon as its verdict holds.
+    """
+    return order_sweep(ns, measure, h, expected_order, **check_order_kwargs)
 
 
 def _largest_level(ns: Levels) -> int:
@@ -178,6 +180,7 @@ def operator_study(
         return max_error(got, np.asarray(want), "apply")
 
     check_order_kwargs.setdefault("scale", _field_scale(field, exact, axes))
+    check_order_kwargs.setdefault("refines", "space")  # a FAIL names stencils and grid locations, not stage times
     span = max(hi - lo for lo, hi in axes)
     return _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
 

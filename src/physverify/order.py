@@ -32,11 +32,11 @@ from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
 _ORDER_SLACK = 1e-6
 # Below this order between two resolutions the error has stopped falling (halving h
 # removes less than 7 % of it).
-_STALL_ORDER = 0.1
+STALL_ORDER = 0.1
 # Errors within this relative spread are "the same at every resolution".
-_SAME_SPREAD = 0.1
+SAME_SPREAD = 0.1
 # A stall within this factor of the noise floor is round-off, not a defect.
-_ROUNDOFF_FACTOR = 100.0
+ROUNDOFF_FACTOR = 100.0
 # An order within this distance of an integer is "a clean integer".
 _CLEAN_INTEGER = 0.05
 # Soundness before decisiveness (DESIGN.md, "Public check API"; issue 9): a FAIL becomes a
@@ -64,7 +64,7 @@ _PLUNGE = 1.0
 _BLOW_UP = 10.0
 # A stall is a FAIL only when the error stays flat while h shrinks by this factor: over
 # a shorter stretch the error can be passing through an extremum as a function of h.
-_STALL_SPAN = 4.0 - 1e-9
+STALL_SPAN = 4.0 - 1e-9
 
 SAME_AT_EVERY_RESOLUTION = (
     "; the error is the same at every resolution, which points to something independent of the step "
@@ -346,14 +346,14 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 
 
 def _same_everywhere(hs: list[float], errors: list[float], level: float) -> bool:
-    """Three or more errors within _SAME_SPREAD of each other over _STALL_SPAN in h, far above round-off."""
-    return (len(errors) >= 3 and hs[0] >= _STALL_SPAN * hs[-1] and max(errors) - min(errors) <= _SAME_SPREAD * max(errors)
-            and min(errors) > _ROUNDOFF_FACTOR * level)
+    """Three or more errors within SAME_SPREAD of each other over STALL_SPAN in h, far above round-off."""
+    return (len(errors) >= 3 and hs[0] >= STALL_SPAN * hs[-1] and max(errors) - min(errors) <= SAME_SPREAD * max(errors)
+            and min(errors) > ROUNDOFF_FACTOR * level)
 
 
 def _flat_tail(pairwise: list[float]) -> int:
-    """How many of the finest pairwise orders are below _STALL_ORDER and agree within _SETTLED_SPREAD."""
-    below = next((i for i, q in enumerate(reversed(pairwise)) if not q < _STALL_ORDER), len(pairwise))
+    """How many of the finest pairwise orders are below STALL_ORDER and agree within _SETTLED_SPREAD."""
+    below = next((i for i, q in enumerate(reversed(pairwise)) if not q < STALL_ORDER), len(pairwise))
     return min(below, _settled_tail(pairwise))
 
 
@@ -395,7 +395,7 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
                               f"{_finer_than(wh[-1])}; if it grows at one n only, look for a loop that overshoots "
                               "the end time (`while t < t_end` with a floating-point t takes one step too many at "
                               "some n)"), None
-    if pairwise[-1] < _STALL_ORDER:
+    if pairwise[-1] < STALL_ORDER:
         return _stalled(wh, we, all_errors, pairwise, limits.level, limits.refines)
     settled = _settled_tail(pairwise)
     points = _fit_points(pairwise, limits.fit_points)
@@ -437,12 +437,12 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
              level: float, refines: str = "time") -> tuple[str, str, float | None]:
     """The error stopped falling at the finest pair: round-off, not yet settled, or a defect (FAIL)."""
     finest = we[-1]
-    if finest <= _ROUNDOFF_FACTOR * level:
+    if finest <= ROUNDOFF_FACTOR * level:
         return INCONCLUSIVE, (f"round-off reached at the finest levels: the error stops decreasing at about "
                               f"{finest:.3g}, close to the noise floor {level:g}; drop the finest resolutions, use "
                               "coarser steps, or pass a larger floor"), None
     flat = _flat_tail(pairwise)
-    if wh[-1 - flat] < _STALL_SPAN * wh[-1]:
+    if wh[-1 - flat] < STALL_SPAN * wh[-1]:
         # A short flat stretch may be the error passing through an extremum as a function
         # of the step (a pre-asymptotic term of the other sign); a defect keeps the error
         # flat while h shrinks by a factor of four or more.
@@ -450,7 +450,7 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
                               f"{_fmt_orders(pairwise)}, about {finest:.3g} at the finest level); "
                               f"{_finer_than(wh[-1])} to see whether it levels off"), None
     message = _does_not_decrease(finest)
-    if max(all_errors) - min(all_errors) <= _SAME_SPREAD * max(all_errors):
+    if max(all_errors) - min(all_errors) <= SAME_SPREAD * max(all_errors):
         return FAIL, message + same_at_every_resolution(refines), None
     return FAIL, (f"{message}; it levels off (pairwise orders {_fmt_orders(pairwise)}), which points to an error "
                   "that does not depend on the step added to one that does: a wrong constant or reference, or a "

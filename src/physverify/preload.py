@@ -26,14 +26,18 @@ NEVER_PRELOAD = frozenset({
 _LAZY_NEEDS = {"reference_study": "scipy.integrate"}
 
 
-def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = ()) -> frozenset[str]:
-    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``."""
+def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
+                imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None) -> frozenset[str]:
+    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``.
+
+    ``imports`` are the file's own (its reading), so the claim file is not read again.
+    """
     from physverify import affected, repo
 
     root = Path(extra[0]) if extra else path.parent
     roots = repo.import_roots(path.parent, root)
     found: set[str] = set()
-    for module, names in affected.outside_imports(path, root, roots):
+    for module, names in affected.outside_imports(path, root, roots, imports):
         found.update(_candidates(module, names))
     # physverify.yaml is repository content too: what it names must also live outside the repository
     asked = {m for m in explicit if _preloadable(m, root, allow_any=True)}

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from physverify import affected, claim, confirm, gate, isolate, ledger, repo
+from physverify import affected, cache, claim, confirm, gate, isolate, ledger, repo, settings
 from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
 from physverify.errors import PhysverifyError, UsageError
-from physverify.gate import REMOVED, TRANSITIONS, UNCHANGED
-from physverify.verdict import EXIT_FINDING, EXIT_OK, evidence
+from physverify.gate import REMOVED, TRANSITIONS
+from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
 DEFAULT_CLAIMS_DIR = "claims"
 # Folders that hold installed or generated code, never claims (one set, used only here).
@@ -45,84 +45,6 @@ __all__ = [
     "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
     "is_skipped_dir", "load_baseline", "parse_shard", "replay",
 ]
-
-
-@dataclass(frozen=True)
-class ClaimRun:
-    """One claim in a replay: its ledger object (None when removed), baseline, transition, gate failures."""
-
-    key: str
-    transition: str
-    verdict: str | None
-    baseline_verdict: str | None
-    record: Mapping[str, Any] | None
-    baseline: Mapping[str, Any] | None
-    expected: str | None = None
-    failures: tuple[str, ...] = ()  # why this claim fails the gate; empty when it does not
-    target: str | None = None  # the claimed file, relative to the repository root when found
-    line: int | None = None
-    recorded: bool = False  # a ledger line was written for it in this run
-
-    @property
-    def location(self) -> str:
-        """The claimed place as file:line (the claim file itself when the target is unknown)."""
-        if self.target is None:
-            return self.key
-        return f"{self.target}:{self.line}" if self.line is not None else self.target
-
-    @property
-    def reason(self) -> str:
-        """The verdict's one-sentence reason (or why a removed claim has none)."""
-        if self.record is None:
-            return "the claim file is gone; its last verdict was " + str(self.baseline_verdict)
-        return str(self.record.get("reason") or "")
-
-    @property
-    def evidence(self) -> str | None:
-        """The check that decided the verdict, 'check FAIL <label>: <message>' (None for an unchanged, passing claim)."""
-        if self.transition == UNCHANGED and not self.failures:
-            return None
-        return evidence(self.record or self.baseline or {})
-
-    def change(self) -> str:
-        """The transition in words, with both verdicts: 'regressed: rejected -> confirmed'."""
-        return gate.change(self.transition, self.baseline_verdict, self.verdict)
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """Everything a replay found, for the renderers in report/, and its exit code."""
-
-    claims: tuple[ClaimRun, ...]
-    skipped: tuple[str, ...]  # claim keys not re-run because no input changed
-    ledger: Path
-    written: int
-    fail_on: frozenset[str]
-    exit_code: int
-    warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    baseline_ref: str | None = None
-    shard: str | None = None
-
-    def counts(self) -> dict[str, int]:
-        """How many claims had each transition, in the order of TRANSITIONS."""
-        return {t: n for t in TRANSITIONS if (n := sum(run.transition == t for run in self.claims))}
-
-    @property
-    def gate_failed(self) -> bool:
-        return any(run.failures for run in self.claims)
-
-    def summary(self) -> str:
-        """``3 claims: 2 unchanged, 1 new; 0 skipped as unaffected; 1 line written to LEDGER``."""
-        counts = ", ".join(f"{n} {t}" for t, n in self.counts().items()) or "no claims run"
-        return (
-            f"{_plural(len(self.claims), 'claim')}: {counts}; {len(self.skipped)} skipped as unaffected; "
-            f"{_plural(self.written, 'line')} written to {self.ledger}"
-        )
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass(frozen=True)
@@ -154,17 +76,7 @@ Progress = Callable[[ClaimRun, int, int], None]
 
 
 # --- pure parts -------------------------------------------------------------------------
-def gate_failures(run: ClaimRun, fail_on: frozenset[str]) -> tuple[str, ...]:
-    """Why ``run`` fails the gate under ``fail_on`` (gate.failures applied to a ClaimRun)."""
-    return gate.failures(run.transition, run.baseline_verdict, run.verdict, run.expected, fail_on)
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """K/N as (K, N) with 1 <= K <= N; UsageError otherwise."""
-    k, sep, n = text.partition("/")
-    if not (sep and k.strip().isdigit() and n.strip().isdigit()) or not 1 <= int(k) <= int(n):
-        raise UsageError(f"--shard must be K/N with 1 <= K <= N (for example 2/3), not {text!r}")
-    return int(k), int(n)
+parse_shard = settings.parse_shard  # its home is settings.py, with the other options
 
 
 def in_shard(key: str, k: int, n: int) -> bool:
@@ -235,21 +147,9 @@ def _folders(claims_dirs: Sequence[Path | str]) -> list[Path]:
     return sorted(kept, key=folders.index)  # the order given: the first folder's settings count
 
 
-def _jobs(value: int | str | None, configured: int | None) -> int:
-    if value is None:
-        return configured or os.cpu_count() or 1
-    try:
-        jobs = int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"--jobs must be a whole number of at least 1, not {value!r}") from None
-    if jobs < 1:
-        raise UsageError(f"--jobs must be a whole number of at least 1, not {value!r}")
-    return jobs
-
-
 def default_ledger(first: Config) -> Path:
     """The ledger replay uses without --ledger: physverify.yaml's ``ledger``, else claims/confirm_ledger.jsonl."""
-    return first.ledger if first.ledger is not None else first.folder / ledger.DEFAULT_LEDGER
+    return settings.resolve({}, first).ledger
 
 
 # --- baseline ---------------------------------------------------------------------------
@@ -314,41 +214,52 @@ def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str
     return ledger.read_latest(ledger_path).latest
 
 
-def follow_renames(baseline: Baseline, planned: Sequence[_Planned]) -> Baseline:
-    """``baseline`` with each renamed claim's line under its new key too, so moving a file keeps its history.
+class _Renames:
+    """Renamed claims followed as the planning stream goes by, so moving a file keeps its history.
 
     A claim whose key has no baseline line takes the line of a key whose file is gone: the
     one git's rename detection names (between the baseline commit and the working tree),
-    else the only one recorded with the same content hash (issue 21, item 9).
+    else the only one recorded with the same content hash (issue 21, item 9). ``baseline``
+    shares its ``latest`` and ``followed`` with this object, so the runner and the removed
+    claims see each rename as soon as it is found.
     """
-    missing = [item for item in planned if item.key not in baseline.latest]
-    if not missing:
-        return baseline
-    current = {item.key for item in planned}
-    gone = {key for key in baseline.latest if key not in current}
-    if not gone:
-        return baseline
-    renames: dict[Path, dict[str, str]] = {}
-    if baseline.ref is not None:
-        for root in {item.root for item in missing}:
-            renames[root] = repo.renamed_since(root, baseline.ref)
-    by_hash: dict[str, list[str]] = {}
-    for key in sorted(gone):
-        digest = baseline.latest[key].get("claim_sha256")
-        if isinstance(digest, str):
-            by_hash.setdefault(digest, []).append(key)
-    followed: dict[str, str] = {}
-    for item in missing:
-        old = renames.get(item.root, {}).get(item.key)
-        if old not in gone:
-            same = by_hash.get(item.reading.sha256 or "", [])  # the hash discovery read once
+
+    def __init__(self, baseline: Baseline) -> None:
+        self._latest: dict[str, Mapping[str, Any]] = dict(baseline.latest)
+        self._followed: dict[str, str] = {}
+        self._original = baseline.latest
+        self._git: dict[Path, dict[str, str]] = {}
+        self._by_hash: dict[str, list[str]] | None = None
+        self.baseline = replace(baseline, latest=self._latest, followed=self._followed)
+
+    def follow(self, items: Iterable[_Planned]) -> Iterator[_Planned]:
+        for item in items:
+            if item.key not in self._latest:
+                old = self._old_key(item)
+                if old is not None:
+                    self._followed[item.key] = old
+                    self._latest[item.key] = self._original[old]
+            yield item
+
+    def _old_key(self, item: _Planned) -> str | None:
+        if self.baseline.ref is not None and item.root not in self._git:
+            self._git[item.root] = repo.renamed_since(item.root, self.baseline.ref)
+        old = self._git.get(item.root, {}).get(item.key)
+        if old is None or old not in self._original:
+            same = self._hashes().get(item.reading.sha256 or "", [])  # the hash discovery read once
             old = same[0] if len(same) == 1 else None
-        if old is not None and old not in followed.values() and _gone(item.root / old):
-            followed[item.key] = old
-    if not followed:
-        return baseline
-    latest = {**baseline.latest, **{new: baseline.latest[old] for new, old in followed.items()}}
-    return replace(baseline, latest=latest, followed=followed)
+        if old is None or old in self._followed.values() or not _gone(item.root / old):
+            return None
+        return old
+
+    def _hashes(self) -> dict[str, list[str]]:
+        if self._by_hash is None:
+            self._by_hash = {}
+            for key in sorted(self._original):
+                digest = self._original[key].get("claim_sha256")
+                if isinstance(digest, str):
+                    self._by_hash.setdefault(digest, []).append(key)
+        return self._by_hash
 
 
 # --- planning ---------------------------------------------------------------------------
@@ -358,25 +269,94 @@ def _affected(item: _Planned, changed: frozenset[str]) -> bool:
     return affected.is_affected(inputs, changed)
 
 
-def _select(planned: list[_Planned], before: Mapping[str, Any], changed: frozenset[str]) -> tuple[list[_Planned], list[str]]:
-    """The claims to run (affected, or with no line in the baseline yet) and the keys skipped."""
-    # with nothing changed, no import closure needs reading (the common no-change run)
-    keep = {p.key for p in planned if p.key not in before or (changed and _affected(p, changed))}
-    return [p for p in planned if p.key in keep], [p.key for p in planned if p.key not in keep]
+class _Changes:
+    """The changed files of each repository, looked up once per root (--changed-since, --files, --pre-commit)."""
+
+    def __init__(self, ref: str | None, files: Sequence[str]) -> None:
+        self.ref, self.files = ref, tuple(files)
+        self._by_root: dict[Path, frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, root: Path) -> frozenset[str]:
+        with self._lock:
+            if root not in self._by_root:
+                self._by_root[root] = affected.changed_files([root], self.ref, self.files)
+            return self._by_root[root]
+
+
+@dataclass
+class _Plan:
+    """What the planning stream saw (keys planned and skipped, folders with claims), and the progress lines.
+
+    A progress line gives the total of claims to run, which is known only once discovery is
+    done; lines of claims that end before then wait for it (discovery is quick next to a run).
+    """
+
+    progress: Progress | None = None
+    keys: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    folders: set[int] = field(default_factory=set)  # id() of each Config that had a claim
+    complete: bool = False
+    done: int = 0
+    waiting: list[tuple[ClaimRun, int]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def total(self) -> int:
+        return len(self.keys) - len(self.skipped)
+
+    def finished(self, run: ClaimRun) -> None:
+        """One progress line for ``run``, numbered in the order claims finish (one line at a time)."""
+        if self.progress is None:
+            return
+        with self.lock:
+            self.done += 1
+            if self.complete:
+                self.progress(run, self.done, self.total)
+            else:
+                self.waiting.append((run, self.done))
+
+    def planned(self) -> None:
+        """Discovery is done: the total is known, and the lines that waited for it are given."""
+        with self.lock:
+            self.complete = True
+            for run, done in self.waiting:
+                if self.progress is not None:
+                    self.progress(run, done, self.total)
+            self.waiting.clear()
 
 
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
-          read: Callable[[Path], claim.ClaimReading] = claim.read) -> list[_Planned]:
-    planned: dict[Path, _Planned] = {}
+          read: Callable[[Path], claim.ClaimReading] = claim.read) -> Iterator[_Planned]:
+    """Each claim to consider, as soon as it is read: discovery, reading, root and key, the shard."""
+    planned: set[Path] = set()
     for cfg in configs:
         for reading in read_claims(cfg.folder, cfg.exclude, read):
-            path = reading.path
+            path, real = reading.path, reading.path.resolve()
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
             checkout = checkouts.for_claim(path, reading.claim)
-            key = repo.claim_key(path, checkout.root)
-            if (shard is None or in_shard(key, *shard)) and path.resolve() not in planned:
-                planned[path.resolve()] = _Planned(path, key, checkout, cfg, reading)
-    return list(planned.values())
+            key = checkout.key(real)
+            if (shard is None or in_shard(key, *shard)) and real not in planned:
+                planned.add(real)
+                yield _Planned(path, key, checkout, cfg, reading)
+
+
+def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Changes | None,
+              seen: _Plan) -> Iterator[_Planned]:
+    """The claims to run (every one, or with ``changes`` the affected ones and those new to the baseline)."""
+    for item in items:
+        seen.folders.add(id(item.config))
+        seen.keys.append(item.key)
+        if changes is None or item.key not in before:
+            yield item
+            continue
+        changed = changes.of(item.root)
+        # with nothing changed, no import closure needs reading (the common no-change run)
+        if changed and _affected(item, changed):
+            yield item
+        else:
+            seen.skipped.append(item.key)
+    seen.planned()
 
 
 def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str], shard: tuple[int, int] | None,
@@ -408,19 +388,22 @@ def _gone(path: Path) -> bool:
 
 
 # --- running ----------------------------------------------------------------------------
-def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Sequence[_Planned], jobs: int) -> list[ClaimRun]:
-    """``run_one`` over the claims: a plain loop for one job, a thread pool otherwise (each claim is its own process).
+def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned], jobs: int) -> list[ClaimRun]:
+    """``run_one`` over the claims as planning yields them: a plain loop for one job, a thread pool otherwise.
 
+    Claims start while later ones are still being read (each claim is its own process).
     On Ctrl-C or SIGTERM (any BaseException) nothing new starts, every running claim's
     process group is killed (isolate.stopping, in either isolation mode), and once every
     worker has returned the exception goes on to cli.main. With one job the interrupted
     wait kills its own claim.
     """
-    if jobs == 1:
-        return [run_one(item) for item in planned]
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    futures: list[Future[ClaimRun]] = [pool.submit(run_one, item) for item in planned]
+    if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live
+        return [run_one(item) for item in list(planned)]
+    pool = ThreadPoolExecutor(max_workers=jobs)  # threads start as claims come, at most ``jobs``
+    futures: list[Future[ClaimRun]] = []
     try:
+        for item in planned:
+            futures.append(pool.submit(run_one, item))
         runs = [future.result() for future in futures]
     except BaseException:  # clean up: stop queued claims, kill running ones, refuse new ones, then re-raise
         with isolate.stopping():
@@ -430,16 +413,17 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Sequence[_Planned
     return runs
 
 
-def _target(record: Mapping[str, Any], item: _Planned) -> str | None:
+def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> str | None:
+    """The claimed file relative to the root when ``found`` (confirm.find_target's answer), else as CLAIM names it."""
     file = record.get("file")
     if not isinstance(file, str):
         return None
-    found = confirm.find_target(item.root, item.path, file)  # spec section 3's lookup, as confirm does it
-    return (repo.relative_key(found, item.root) or file) if found is not None else file
+    return (item.checkout.relative(found) or file) if found is not None else file
 
 
-def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | None,
+def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
            recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool) -> ClaimRun:
+    record = evaluation.record
     before = base.get("verdict") if base is not None else None
     expected = item.config.expect.get(item.path.resolve())
     judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
@@ -448,31 +432,35 @@ def _judge(item: _Planned, record: Mapping[str, Any], base: Mapping[str, Any] | 
     return ClaimRun(
         key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
         record=record, baseline=base, expected=expected, failures=judged.failures,
-        target=_target(record, item), line=line if isinstance(line, int) else None, recorded=judged.write,
+        target=_target(record, item, evaluation.target), line=line if isinstance(line, int) else None, recorded=judged.write,
     )
 
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
-            record_all: bool, total: int, progress: Progress | None, checkouts: repo.Checkouts,
-            isolation: str | None = None) -> Callable[[_Planned], ClaimRun]:
-    lock = threading.Lock()
-    done = [0]
+            record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
+            run: settings.RunSettings) -> Callable[[_Planned], ClaimRun]:
+    env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
     def run_one(item: _Planned) -> ClaimRun:
         # the reading and checkout discovery resolved: the commit (and its dirty flag) is
         # looked up once per repository for the whole run, each lookup starts git processes
         evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, reading=item.reading, checkouts=checkouts,
-                                      isolation=isolation or item.config.isolation, preload=item.config.preload)
+                                      isolation=run.isolation_for(item.config), preload=item.config.preload,
+                                      env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
-        run = _judge(item, evaluation.record, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                     record_all)
-        if progress is not None:
-            with lock:  # one progress line at a time, numbered in the order claims finish
-                done[0] += 1
-                progress(run, done[0], total)
-        return run
+        judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
+                        record_all)
+        seen.finished(judged)
+        return judged
 
     return run_one
+
+
+def _warm_up() -> None:
+    """Start the fork server in the background now, so the first claim finds it ready (the one place that does)."""
+    from physverify import forkclient
+
+    threading.Thread(target=forkclient.start, name="physverify-warm-up", daemon=True).start()
 
 
 def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
@@ -527,10 +515,9 @@ def replay(
     confirm.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
     configs = [load_config(folder) for folder in _folders(claims_dirs)]
     first = configs[0]
-    seconds = confirm.parse_timeout(timeout_s if timeout_s is not None else first.timeout or confirm.DEFAULT_TIMEOUT_S)
-    workers = _jobs(jobs, first.jobs)
-    shard_kn = parse_shard(shard) if shard is not None else None
-    target = Path(ledger) if ledger is not None else default_ledger(first)
+    run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,
+                            "ledger": ledger}, first)
+    seconds, workers, shard_kn, target = run.timeout_s, run.jobs, run.shard, run.ledger
     if not dry_run:
         _check_ledger(target)  # found before the claims run, not after
     committed, moved = committed_ledger(first, target, ledger is not None, baseline)
@@ -541,26 +528,34 @@ def replay(
                         f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
     recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
     checkouts = repo.Checkouts()
-    planned = _plan(configs, shard_kn, checkouts)
-    before = follow_renames(before, planned)
+    readings = cache.Readings(cache.open_cache(), checkouts)
+    changes = None
+    if changed_since is not None or files is not None or pre_commit:
+        changes = _Changes(changed_since, files or ())
+        for cfg in configs:  # a bad --changed-since is a usage error before anything runs
+            changes.of(checkouts.for_folder(cfg.folder).root)
+    elif any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs):
+        _warm_up()  # every claim runs: the fork server starts while discovery reads them
+    renames = _Renames(before)
+    before = renames.baseline
+    seen = _Plan(progress)
+    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
+    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read))
+    stream = _selected(planned, before.latest, changes, seen)
+    runs = _write(_run_all(run_one, stream, workers), target, dry_run)
+    readings.close()
+    warnings += readings.problems
     warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
                  for new, old in before.followed.items()]
     if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
         warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
-                     for cfg in configs if not any(item.config is cfg for item in planned)]
-    skipped: list[str] = []
-    if changed_since is not None or files is not None or pre_commit:
-        changed = affected.changed_files({p.root for p in planned}, changed_since, files or ())
-        planned, skipped = _select(planned, before.latest, changed)
-    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, len(planned), progress, checkouts,
-                      isolation)
-    runs = _write(_run_all(run_one, planned, min(workers, max(len(planned), 1))), target, dry_run)
-    runs += _removed(configs, before, [p.key for p in planned] + skipped, shard_kn, first.fail_on, checkouts)
+                     for cfg in configs if id(cfg) not in seen.folders]
+    skipped = seen.skipped
+    runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
     written = sum(run.recorded for run in runs)
-    failed = any(run.failures for run in runs) or (pre_commit and written > 0)
     return ReplayResult(
         claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
-        exit_code=EXIT_FINDING if failed else EXIT_OK, warnings=tuple(warnings),
+        exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
         notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
     )
 

@@ -17,6 +17,7 @@ them from the environment a claim runs in.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -429,6 +430,7 @@ class Checkout:
 
     root: Path
     repo: Any = field(default=None, repr=False, compare=False)
+    real_root: Path = field(default=Path(), repr=False, compare=False)  # root.resolve(), computed once
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _commit: tuple[str | None] | None = field(default=None, repr=False, compare=False)
     _index: dict[str, tuple[IndexStat, str]] | None = field(default=None, repr=False, compare=False)
@@ -443,7 +445,22 @@ class Checkout:
                 self._commit = (sandbox if sandbox is not None else _commit_of(self.repo),)
             return self._commit[0]
 
-    def blob_id(self, path: Path) -> str | None:
+    def __post_init__(self) -> None:
+        if self.real_root == Path():
+            self.real_root = self.root.resolve()
+
+    def key(self, real_path: Path) -> str:
+        """``claim_key`` for a path that is already resolved: the ledger's key, relative to this root."""
+        return PurePath(os.path.relpath(real_path, self.real_root)).as_posix()
+
+    def relative(self, path: Path) -> str | None:
+        """``relative_key(path, root)``, with the root resolved once for the run."""
+        try:
+            return path.resolve().relative_to(self.real_root).as_posix()
+        except ValueError:
+            return None
+
+    def blob_id(self, path: Path, key: str | None = None) -> str | None:
         """The object id git's index holds for ``path`` when the file is as the index saw it; else None.
 
         The index is read once per run (GitPython's ``index.entries``), not one hash per
@@ -453,13 +470,17 @@ class Checkout:
         caller hashes its bytes instead.
         """
         index = self._entries()
-        key = relative_key(path, self.root) if index else None
+        if not index:
+            return None
+        key = key if key is not None else self.relative(path)
         entry = index.get(key) if key is not None else None
         if entry is None:
             return None
         try:
-            st = os.stat(path)
+            st = os.lstat(path)  # a symbolic link's entry holds the link, not the file it leads to
         except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
             return None
         seen = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
         if not _same_stat(seen, entry[0]) or st.st_mtime_ns // 10**9 >= self._index_mtime_ns // 10**9:
@@ -497,7 +518,7 @@ def _read_index(repo: Any, root: Path) -> tuple[dict[str, tuple[IndexStat, str]]
     inside = base.resolve() == root.resolve()
     found: dict[str, tuple[IndexStat, str]] = {}
     for (name, stage), entry in entries.items():
-        if stage != 0:  # a conflict: the work tree file is what counts
+        if stage != 0 or not stat.S_ISREG(entry.mode):  # a conflict, a link or a submodule: the file is read itself
             continue
         key = name if inside else relative_key(base / name, root)
         if key is None:
@@ -517,10 +538,16 @@ class Checkouts:
 
     def for_folder(self, folder: Path) -> Checkout:
         """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
-        folder = folder.resolve()
+        with self._lock:
+            found = self._by_folder.get(folder)  # as given first: resolving costs a system call per part
+        if found is not None:
+            return found
+        given, folder = folder, folder.resolve()
         with self._lock:
             found = self._by_folder.get(folder)
         if found is not None:
+            with self._lock:
+                self._by_folder[given] = found
             return found
         sandbox = sandbox_repo()
         repo = open_repo(folder if sandbox is None else sandbox)
@@ -532,13 +559,13 @@ class Checkouts:
             root = Path(repo.working_tree_dir)
         with self._lock:
             checkout = self._by_root.setdefault(root, Checkout(root, repo))
-            self._by_folder[folder] = checkout
+            self._by_folder[folder] = self._by_folder[given] = checkout
         return checkout
 
     def for_claim(self, claim_path: Path, values: Mapping[str, Any] | None) -> Checkout:
         """The checkout of spec section 3 for a claim: CLAIM["repo"] (relative to the claim file), else its folder's."""
-        folder = claim_path.resolve().parent
         given = values.get("repo") if values else None
         if isinstance(given, str) and given and sandbox_repo() is None:
-            return self.for_folder((folder / given).resolve())
-        return self.for_folder(folder)
+            return self.for_folder((claim_path.resolve().parent / given).resolve())
+        # the folder of the file itself, unless the claim is a link into another folder
+        return self.for_folder(claim_path.resolve().parent if claim_path.is_symlink() else claim_path.parent)

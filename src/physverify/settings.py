@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from physverify.errors import UsageError
 
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
 
 
 class FolderConfig(Protocol):
@@ -30,8 +31,19 @@ class FolderConfig(Protocol):
     config.py from this module would close a cycle.
     """
 
-    path: Path | None
-    preload: tuple[str, ...]
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def preload(self) -> tuple[str, ...]: ...
+
+    @property
+    def isolation(self) -> str | None: ...
+
+
 # The variables the sandbox sets inside (sandbox/README.md): the repository's mount point,
 # and its commit read on the host, since the container has no .git folder.
 REPO_ENV = "PHYSVERIFY_REPO"
@@ -120,19 +132,25 @@ class Option:
     name: str  # the RunSettings field
     flag: str  # the command-line flag (the Action's input and the MCP argument carry the same value)
     key: str | None  # the physverify.yaml key of the first claims folder, or None
-    default: Callable[[], Any]
+    default: Callable[[FolderConfig | None], Any]  # of the first claims folder's settings
     parse: Callable[[Any], Any]
 
 
-def _cpus() -> int:
+def _cpus(config: FolderConfig | None) -> int:
     return os.cpu_count() or 1
 
 
+def _default_ledger(config: FolderConfig | None) -> Path:
+    """Inside the first claims folder, so it is a tracked file of the repository (replay.py says why)."""
+    return config.folder / DEFAULT_LEDGER if config is not None else Path(DEFAULT_LEDGER)
+
+
 OPTIONS: tuple[Option, ...] = (
-    Option("timeout_s", "--timeout", "timeout", lambda: DEFAULT_TIMEOUT_S, parse_timeout),
+    Option("timeout_s", "--timeout", "timeout", lambda config: DEFAULT_TIMEOUT_S, parse_timeout),
     Option("jobs", "--jobs", "jobs", _cpus, parse_jobs),
-    Option("isolation", "--isolation", "isolation", lambda: None, parse_isolation),
-    Option("shard", "--shard", None, lambda: None, parse_shard),
+    Option("isolation", "--isolation", "isolation", lambda config: None, parse_isolation),
+    Option("shard", "--shard", None, lambda config: None, parse_shard),
+    Option("ledger", "--ledger", "ledger", _default_ledger, Path),
 )
 
 
@@ -144,8 +162,13 @@ class RunSettings:
     jobs: int = 1
     isolation: str | None = None  # fresh | fork; None: isolate.py's default (fork on Linux)
     shard: tuple[int, int] | None = None
+    ledger: Path = Path("confirm_ledger.jsonl")
     preload: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)  # option -> "flag", the file's path, or "default"
+
+    def isolation_for(self, config: FolderConfig) -> str | None:
+        """The isolation of a claim in ``config``'s folder: the flag when given, else that folder's own setting."""
+        return self.isolation if self.sources.get("isolation") == "flag" else config.isolation
 
 
 def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> RunSettings:
@@ -165,6 +188,17 @@ def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> 
         elif configured is not None:
             values[option.name], sources[option.name] = configured, str(config.path if config else "")
         else:
-            values[option.name], sources[option.name] = option.default(), "default"
+            values[option.name], sources[option.name] = option.default(config), "default"
     preload = config.preload if config is not None else ()
     return RunSettings(**values, preload=preload, sources=sources)
+
+
+# Every wait handed to the system is capped here: a socket's or a lock's timeout beyond
+# time_t or threading.TIMEOUT_MAX raises OverflowError (issue 21, item 10: --timeout 1e10 in
+# fork mode). A hundred days is no limit to any claim; the ledger keeps the timeout as given.
+MAX_WAIT_S = 100 * 86400.0
+
+
+def wait_limit(seconds: float) -> float:
+    """``seconds`` as a wait the system accepts: at most MAX_WAIT_S."""
+    return min(seconds, MAX_WAIT_S)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, Union
 
 from physverify.checks import ERROR, EXACT, FAIL, INCONCLUSIVE, PASS, SKIP, CheckOutcome
@@ -19,13 +20,24 @@ REJECTED = "rejected"
 NOT_DECIDABLE = "not decidable"
 VERDICTS = (CONFIRMED, REJECTED, NOT_DECIDABLE)
 
-# Exit codes, the same for every command (DESIGN.md, "Commands").
-EXIT_OK = 0  # rejected; a gate that holds; every check passed
-EXIT_FINDING = 1  # confirmed; a gate that fails; a check that failed
-EXIT_ERROR = 2  # not decidable, a load error, a usage error, a refusal
-EXIT_CRASH = 3  # a bug in physverify: never 1, which means "confirmed" or "the gate failed"
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
-EXIT_TERMINATED = 143  # SIGTERM (128 + 15)
+class ExitCode(IntEnum):
+    """The exit codes, the same for every command and for the Action (DESIGN.md, "Commands")."""
+
+    OK = 0  # rejected; a gate that holds; every check passed
+    FINDING = 1  # confirmed; a gate that fails; a check that failed
+    ERROR = 2  # not decidable, a load error, a usage error, a refusal
+    CRASH = 3  # a bug in physverify: never 1, which means "confirmed" or "the gate failed"
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
+    TERMINATED = 143  # SIGTERM (128 + 15)
+
+
+# The names from before ExitCode, kept for code that imports them.
+EXIT_OK = ExitCode.OK
+EXIT_FINDING = ExitCode.FINDING
+EXIT_ERROR = ExitCode.ERROR
+EXIT_CRASH = ExitCode.CRASH
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
+EXIT_TERMINATED = ExitCode.TERMINATED
 
 EXIT_FOR_VERDICT = {REJECTED: EXIT_OK, CONFIRMED: EXIT_FINDING, NOT_DECIDABLE: EXIT_ERROR}
 

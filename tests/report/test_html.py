@@ -408,7 +408,7 @@ HOSTILE_LABELS = ("a diverging study", "slopes of 1e308", "an integer of 400 dig
 
 @pytest.fixture()
 def hostile_repo(tmp_path: Path) -> Path:
-    from fixtures import init_repo
+    from support.fixtures import init_repo
 
     root = tmp_path / "hostile"
     (root / "claims").mkdir(parents=True)
@@ -456,7 +456,7 @@ def test_a_hand_written_ledger_of_nan_infinity_and_huge_integers_gives_the_page(
 
 def test_a_plot_that_fails_to_draw_is_a_note_on_its_check_and_the_page_goes_on(tmp_path: Path,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from physverify.report import _plot
+    from physverify import plot as _plot
 
     def broken(*_: Any) -> str:
         raise OverflowError("(34, 'Numerical result out of range') <b>")
@@ -573,3 +573,17 @@ def test_any_numbers_in_a_checks_data_give_a_well_formed_page(tmp_path: Path, da
     for svg in root.iter(SVG):
         paths = " ".join(e.get("d", "") for e in svg.iter())
         assert "nan" not in paths.lower() and "inf" not in paths.lower()
+
+
+def test_a_stochastic_figure_that_fails_to_draw_is_a_note_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from physverify.report import _interval
+
+    def broken(*_: Any) -> str:
+        raise ValueError("cannot place the interval")
+
+    monkeypatch.setattr(_interval, "figure", broken)
+    record = ledger_record("claims/a.py", "confirmed")
+    root = parse(html.render_report(html.from_ledger(write_ledger(tmp_path / "l.jsonl", [record]))))
+    notes = [" ".join(p.itertext()) for p in root.iter("p") if p.get("class") == "plot-note"]
+    assert notes == ["The plot could not be drawn (ValueError: cannot place the interval)."] * 2
+    assert len(sections(root)) == 1

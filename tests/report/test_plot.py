@@ -14,7 +14,7 @@ import pytest
 
 from physverify.checks import FAIL, OrderResult
 from physverify.order import check_order, pairwise_orders
-from physverify.report import _plot
+from physverify import plot as _plot
 
 SVG = "{http://www.w3.org/2000/svg}"
 HS = [0.1 / 2**k for k in range(5)]

@@ -1,4 +1,4 @@
-"""tests/security builds its projects from tests/fixtures.py, one folder up."""
+"""tests/security builds its projects from tests/support/fixtures.py, one folder up."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import git
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
 
 from physverify import replay
 from physverify.errors import PhysverifyError

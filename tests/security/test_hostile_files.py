@@ -15,7 +15,7 @@ import git
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, init_repo, run_process
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, init_repo, run_process
 
 from physverify.claim import MAX_CLAIM_BYTES
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
 from test_action import parse_github_output
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from fixtures import init_repo
+from support.fixtures import init_repo
 from test_sandbox import claim_file
 
 from physverify import sandbox

@@ -19,7 +19,7 @@ from physverify.text import visible
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 
 def escape_data(text: str) -> str:

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 from physverify import ledger, verdict
 from physverify.errors import PhysverifyError
 from physverify.gate import DECIDED, FIXED, REGRESSED
-from physverify.report import MAX_PLOTS, _interval, _plot
+from physverify import plot as _plot
+from physverify.report import MAX_PLOTS, _interval
 from physverify.text import clip, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 # Seconds the page may spend drawing plots (issue 21, item 3): host-side work after the claims ran
 # is bounded by no timeout and no sandbox limit, so past this the remaining checks are tables.
@@ -110,7 +111,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     The transition shown is the last change the ledger records (the claim's two latest
     lines), judged by replay's own gate rule with the default fail_on.
     """
-    from physverify import gate, replay
+    from physverify import gate, results
 
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
@@ -125,7 +126,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
         previous = grouped[key][-2][1] if len(grouped[key]) > 1 else None
         before = history[key][-2].verdict if previous is not None else None
         run = _claim_run(key, gate.transition(before, str(record.get("verdict"))), record, before, previous)
-        runs.append(replace(run, failures=replay.gate_failures(run, gate.DEFAULT_FAIL_ON)))
+        runs.append(replace(run, failures=results.gate_failures(run, gate.DEFAULT_FAIL_ON)))
         if previous is not None and run.transition in OVERLAY_TRANSITIONS:
             baselines[key] = previous
     return Report(f"physverify report: {path}", tuple(runs), history, False, tuple(read.problems), EXIT_OK, baselines)
@@ -133,7 +134,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
 
 def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str | None,
                previous: Mapping[str, Any] | None) -> ClaimRun:
-    from physverify.replay import ClaimRun
+    from physverify.results import ClaimRun
 
     line = record.get("line")
     target = record.get("file")
@@ -328,7 +329,10 @@ def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots, before: str 
     data = outcome.get("data")
     numbers = _plot.convergence(data)
     caption = f"<figcaption>{_e(outcome.get('label'))}</figcaption>"
-    stochastic = _interval.figure(data, caption)  # an estimate and its interval against expected +- tol
+    try:
+        stochastic = _interval.figure(data, caption)  # an estimate and its interval against expected +- tol
+    except Exception as exc:  # noqa: BLE001 - as for a convergence plot: a note on the check, never a failed page
+        return f'<figure class="data">{caption}{_failed(exc)}{_data_list(data) if isinstance(data, Mapping) else ""}</figure>'
     if stochastic is not None:
         return stochastic
     if numbers is None:
@@ -355,10 +359,14 @@ def _evidence(salt: str, outcome: Mapping[str, Any], plots: _Plots, before: str 
     # Whatever the drawing raises for numbers a ledger holds (an overflow in matplotlib, a value it
     # cannot place), the check keeps its note and table and the page goes on (issue 21, item 2).
     except Exception as exc:  # noqa: BLE001
-        failed = f'<p class="plot-note">The plot could not be drawn ({_e(type(exc).__name__)}: {_e(str(exc)[:200])}).</p>'
-        return f'<figure class="convergence">{caption}{note}{failed}{table}</figure>'
+        return f'<figure class="convergence">{caption}{note}{_failed(exc)}{table}</figure>'
     return (f'<figure class="convergence">{caption}{note}<div class="plot">{drawn}</div>'
             f"<details><summary>the numbers</summary>{table}</details></figure>")
+
+
+def _failed(exc: Exception) -> str:
+    """The note that stands for a plot that raised: the error's type and (escaped, cut) message."""
+    return f'<p class="plot-note">The plot could not be drawn ({_e(type(exc).__name__)}: {_e(str(exc)[:200])}).</p>'
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from physverify.text import dumps
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 
 def claim_object(run: ClaimRun) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def _number(value: object) -> int:
 
 def from_dict(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
     """The ReplayResult that ``to_dict`` gave as ``data`` (its ledger path replaced by ``ledger``)."""
-    from physverify.replay import ReplayResult
+    from physverify.results import ReplayResult
 
     claims = data.get("claims")
     return ReplayResult(
@@ -100,7 +100,7 @@ def from_dict(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
 def claim_run(obj: Mapping[str, object]) -> ClaimRun:
     """The ClaimRun that ``claim_object`` gave as ``obj``."""
     from physverify.gate import REMOVED
-    from physverify.replay import ClaimRun
+    from physverify.results import ClaimRun
 
     place, _, line = str(obj.get("location") or "").rpartition(":")
     target, number = (place, int(line)) if place and line.isdigit() else (str(obj.get("location")), None)

@@ -17,7 +17,7 @@ from physverify.gate import REMOVED
 from physverify.text import visible
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 
 def _seconds(run: ClaimRun) -> float:

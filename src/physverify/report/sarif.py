@@ -19,7 +19,7 @@ from physverify.text import dumps
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 

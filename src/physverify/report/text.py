@@ -14,7 +14,7 @@ from physverify.checks import STATUSES
 from physverify.text import visible
 
 if TYPE_CHECKING:
-    from physverify.run_specs import RunOutcome
+    from physverify.results import RunOutcome
 
 def _outcome_line(role: str, outcome: Mapping[str, Any]) -> str:
     message = visible(outcome.get("message") or "")
@@ -61,7 +61,7 @@ def _status(status: object) -> str:
 
 # --- physverify replay ------------------------------------------------------------------
 if TYPE_CHECKING:
-    from physverify.replay import ClaimRun, ReplayResult
+    from physverify.results import ClaimRun, ReplayResult
 
 
 def replay_line(run: ClaimRun) -> str:

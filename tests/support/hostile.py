@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
 
 # Claim A of item 4: finds every other process working in its folder (its siblings and their
 # supervisors), and writes a forged PASS into each of their pipes and sockets: through
@@ -212,7 +212,7 @@ def stops_beating(beat: Path, pid: int, seconds: float = 20) -> bool:
     import signal
     import time
 
-    from childsupport import pid_alive
+    from support.childsupport import pid_alive
 
     deadline = time.monotonic() + seconds
     while pid_alive(pid) and time.monotonic() < deadline:

@@ -1,0 +1,216 @@
+"""cache.py: static readings kept by content; a cache that is stale, planted, broken or shared never changes a verdict.
+
+Issue 19, item 3. Real git repositories in tmp_path and real replays; the cache folder is
+each test's own (PHYSVERIFY_CACHE_DIR).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
+
+from physverify import cache, claim, repo
+from physverify.claim import StaticReading
+from physverify.replay import replay
+
+LOADABLE = DECAY_CLAIM
+BROKEN = DECAY_CLAIM.replace('"impact": "used"', '"impact": "uzed"')  # the same size: a load error
+assert len(BROKEN) == len(LOADABLE)
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    """A committed repository: decay.py and claims/decay_claim.py (rejected as it stands)."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    repository = init_repo(root)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "decay_claim.py").write_text(LOADABLE)
+    for name in ("decay.py", "claims/decay_claim.py"):  # written a while before `git add`, as usual
+        old = os.stat(root / name).st_mtime_ns - 10 * 10**9
+        os.utime(root / name, ns=(old, old))
+    repository.git.add("decay.py", "claims/decay_claim.py")  # git's own add: the index keeps each file's stat
+    repository.index.commit("a claim")
+    return root
+
+
+def _read(path: Path, folder: Path) -> claim.ClaimReading:
+    """One run's reading of ``path`` through a cache in ``folder`` (fresh checkouts, as a new run has)."""
+    return cache.Readings(cache.Cache(folder), repo.Checkouts()).read(path)
+
+
+def _entry_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.json"))
+
+
+def _verdicts(root: Path) -> dict[str, str | None]:
+    result = replay([root / "claims"], trusted=True, dry_run=True, jobs=1)
+    return {run.key: run.verdict for run in result.claims}
+
+
+def test_a_reading_is_kept_by_content_and_found_through_the_index(project: Path, tmp_path: Path) -> None:
+    path = project / "claims" / "decay_claim.py"
+    first = _read(path, tmp_path / "c")
+    assert first.problem is None and first.sha256 == claim.read(path).sha256
+    assert len(_entry_files(tmp_path / "c")) == 1
+    checkout = repo.Checkouts().for_folder(path.parent)
+    assert checkout.blob_id(path) == first.blob  # git's id of the bytes, from the one index read
+    again = _read(path, tmp_path / "c")
+    assert again == first
+    path.chmod(0o000)  # not opened at all now (root could still open it; the index decides first)
+    try:
+        assert _read(path, tmp_path / "c").sha256 == first.sha256
+    finally:
+        path.chmod(0o644)
+
+
+def test_a_claim_edited_to_the_same_size_in_the_same_second_is_read_again(project: Path, tmp_path: Path) -> None:
+    path = project / "claims" / "decay_claim.py"
+    assert _read(path, tmp_path / "c").problem is None
+    before = os.stat(path)
+    with open(path, "r+", encoding="utf-8") as handle:  # in place: the same inode, the same size
+        handle.write(BROKEN)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same modification time
+    assert os.stat(path).st_size == before.st_size
+    reading = _read(path, tmp_path / "c")
+    assert reading.problem is not None and "uzed" in reading.problem
+    assert reading.sha256 == claim.read(path).sha256 != claim.git_blob_id(LOADABLE.encode())
+
+
+def test_a_racily_clean_index_entry_is_not_trusted(project: Path) -> None:
+    path = project / "claims" / "decay_claim.py"
+    checkout = repo.Checkouts().for_folder(path.parent)
+    index = Path(checkout.repo.git_dir) / "index"
+    seconds = os.stat(path).st_mtime_ns // 10**9
+    os.utime(index, ns=(seconds * 10**9, seconds * 10**9))  # the index written in the file's own second
+    assert checkout.blob_id(path) is None  # so the file is hashed itself
+
+
+def test_an_entry_planted_for_another_content_is_never_used(project: Path, tmp_path: Path) -> None:
+    path = project / "claims" / "decay_claim.py"
+    folder = tmp_path / "c"
+    store = cache.Cache(folder)
+    # the loadable claim's entry, renamed to the broken content's name: its own key gives it away
+    _read(path, folder)
+    (planted_from,) = _entry_files(folder)
+    broken_blob = claim.git_blob_id(BROKEN.encode())
+    target = store._path(broken_blob)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    planted_from.replace(target)
+    assert store.get(broken_blob) is None
+    # an entry that names the broken content but holds another file's hash and reading
+    loadable = claim.read(path)
+    forged = StaticReading(True, dict(loadable.claim or {}), None, loadable.imports, ())
+    store.put(broken_blob, str(loadable.sha256), forged)
+    path.write_text(BROKEN)  # modified against the index: read and hashed, so the hash must match
+    reading = cache.Readings(store, repo.Checkouts()).read(path)
+    assert reading.problem is not None and "uzed" in reading.problem
+
+
+def test_an_entry_from_another_version_or_cut_short_is_ignored_and_replaced(project: Path, tmp_path: Path) -> None:
+    path = project / "claims" / "decay_claim.py"
+    folder = tmp_path / "c"
+    _read(path, folder)
+    (entry,) = _entry_files(folder)
+    data = json.loads(entry.read_text())
+    for bad in (json.dumps({**data, "physverify": "0.0.1"}), json.dumps({**data, "claim": {"line": True}}),
+                entry.read_text()[:40], "[]", '{"format": 1}'):
+        entry.write_text(bad)
+        store = cache.Cache(folder)
+        assert store.get(data["key"]) is None
+        assert len(store.problems) == 1 and "not valid" in store.problems[0]
+    reading = cache.Readings(cache.Cache(folder), repo.Checkouts()).read(path)
+    assert reading == claim.read(path)
+    assert json.loads(entry.read_text()) == data  # replaced by a good one
+
+
+def test_the_cache_is_bounded_oldest_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+    store = cache.Cache(tmp_path / "c")
+    reading = StaticReading(True, None, "x", (), ())
+    keys = [claim.git_blob_id(str(i).encode()) for i in range(5)]
+    for i, key in enumerate(keys):
+        store.put(key, "0" * 64, reading)
+        os.utime(store._path(key), ns=(i * 10**9, i * 10**9))
+    store.prune()
+    assert [store.get(k) is not None for k in keys] == [False, False, True, True, True]
+
+
+def test_off_and_the_sandbox_use_no_cache(tmp_path: Path) -> None:
+    assert cache.open_cache(env={"PHYSVERIFY_CACHE_DIR": "off"}) is None
+    assert cache.open_cache(env={"PHYSVERIFY_REPO": "/repo"}) is None
+    given = cache.open_cache(env={"PHYSVERIFY_CACHE_DIR": str(tmp_path)})
+    assert given is not None and given.folder == tmp_path
+    default = cache.open_cache(env={})
+    assert default is not None and default.folder == cache.default_folder()
+
+
+@pytest.mark.parametrize("kind", ["unwritable", "corrupt"])
+def test_a_broken_cache_gives_the_verdicts_of_none_with_one_warning(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    (project / "claims" / "other.py").write_text(BROKEN)  # two claims: a rejected one and a load error
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
+    expected = _verdicts(project)
+    assert set(expected.values()) == {"rejected", "not decidable"}
+    folder = tmp_path / "broken"
+    if kind == "unwritable":
+        folder.write_text("a file where the folder should be")
+    else:
+        monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", str(folder))
+        _verdicts(project)  # fill it, then spoil every entry
+        for entry in _entry_files(folder):
+            entry.write_bytes(b"\x00garbage")
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", str(folder))
+    result = replay([project / "claims"], trusted=True, dry_run=True, jobs=1)
+    assert {run.key: run.verdict for run in result.claims} == expected
+    warned = [w for w in result.warnings if "cache of claim readings" in w]
+    assert len(warned) == 1
+
+
+def test_runs_writing_one_cache_at_once_give_the_verdicts_of_none(project: Path, tmp_path: Path) -> None:
+    for i in range(12):
+        (project / "claims" / f"c{i:02d}.py").write_text(LOADABLE if i % 2 else BROKEN)
+    env = clean_env({"PHYSVERIFY_CACHE_DIR": str(tmp_path / "shared")})
+    command = [sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--dry-run", "--format", "json"]
+    runs = [subprocess.Popen([*command, "--jobs", "2"], cwd=project, env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    outputs = [run.communicate(timeout=300)[0] for run in runs]
+    off = subprocess.run(command, cwd=project, env={**env, "PHYSVERIFY_CACHE_DIR": "off"}, stdout=subprocess.PIPE,
+                         text=True, timeout=300)
+
+    def verdicts(text: str) -> dict[str, str]:
+        return {c["claim_key"]: c["verdict"] for c in json.loads(text)["claims"]}
+
+    assert all(verdicts(out) == verdicts(off.stdout) for out in outputs)
+    assert not list((tmp_path / "shared").rglob(".tmp-*"))  # no temporary file left behind
+
+
+def test_an_entry_of_the_checkouts_file_under_another_key_is_never_used(project: Path, tmp_path: Path) -> None:
+    root = project
+    (root / "claims" / "other.py").write_text(BROKEN)
+    old = os.stat(root / "claims" / "other.py").st_mtime_ns - 10 * 10**9
+    os.utime(root / "claims" / "other.py", ns=(old, old))
+    git_repo = repo.Checkouts().for_folder(root).repo
+    git_repo.git.add("claims/other.py")
+    folder = tmp_path / "c"
+    readings = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    good, bad = readings.read(root / "claims" / "decay_claim.py"), readings.read(root / "claims" / "other.py")
+    readings.close()
+    (pack_file,) = (folder / "packs").glob("*.json")
+    pack = json.loads(pack_file.read_text())
+    entries = pack["entries"]
+    entries[bad.blob], entries[good.blob] = entries[good.blob], entries[bad.blob]  # each under the other's id
+    pack_file.write_text(json.dumps(pack))
+    for entry in _entry_files(folder):
+        if entry.parent.name != "packs":
+            entry.unlink()  # nothing but the swapped file to go on
+    again = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    assert again.read(root / "claims" / "other.py") == bad
+    assert again.read(root / "claims" / "decay_claim.py") == good
