@@ -167,16 +167,24 @@ def _python_shim(tmp_path: Path) -> Path:
 
 
 def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
-    """Run the step's `run` line in bash with the runner's files pointing at temp files."""
+    """Run the step's `run` line in bash with the runner's files pointing at temp files.
+
+    $RUNNER_TEMP is a folder of tmp_path, outside the workspace, as on a runner; the runner's
+    files of one run are new files, so a test may run the step several times.
+    """
     files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
+    for path in files.values():
+        path.unlink(missing_ok=True)
     (tmp_path / "event.json").write_text(json.dumps(event))
+    (tmp_path / "runner-temp").mkdir(exist_ok=True)
     env = {**os.environ, **_step_env(inputs), **{k: str(v) for k, v in files.items()}}
-    env.update(GITHUB_WORKSPACE=str(root), GITHUB_EVENT_PATH=str(tmp_path / "event.json"), GITHUB_EVENT_NAME="push")
+    env.update(GITHUB_WORKSPACE=str(root), GITHUB_EVENT_PATH=str(tmp_path / "event.json"), GITHUB_EVENT_NAME="push",
+               RUNNER_TEMP=str(tmp_path / "runner-temp"))
     env.pop("PHYSVERIFY_REPO", None)
     env["PATH"] = f"{_python_shim(tmp_path)}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(["bash", "-c", _run_step()["run"]], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
-    outputs = parse_github_output(files["GITHUB_OUTPUT"].read_text())
+    outputs = parse_github_output(files["GITHUB_OUTPUT"].read_text()) if files["GITHUB_OUTPUT"].exists() else {}
     summary = files["GITHUB_STEP_SUMMARY"].read_text() if files["GITHUB_STEP_SUMMARY"].exists() else ""
     return {"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "outputs": outputs,
             "summary": summary}
@@ -278,16 +286,166 @@ def test_the_workflow_in_the_docs_is_valid_and_uses_every_documented_input(tmp_p
 
 def test_the_run_step_writes_the_html_report_and_the_summary_says_where(workspace: tuple[Path, str],
                                                                         tmp_path: Path) -> None:
-    """Issue 12: the report input (default true) writes the page the upload step sends with the ledger."""
+    """Issue 12: the report input (default true) writes the page the upload step sends; issue 21, item 1: the
+    page is in a folder the step made under $RUNNER_TEMP, never in the workspace."""
     root, recorded = workspace
     ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
-    assert ran["outputs"]["report"] == "physverify-report.html"
-    page = (root / "physverify-report.html").read_text(encoding="utf-8")
+    report = Path(ran["outputs"]["report"])
+    assert report.name == "physverify-report.html" and report.parent.parent == tmp_path / "runner-temp"
+    page = report.read_text(encoding="utf-8")
     assert "claims/claim_decay.py" in page and "regressed: rejected -&gt; confirmed" in page
-    assert "`physverify-report.html`, uploaded with the ledger in this job's artifact `physverify-ledger-" in ran["summary"]
-    upload = next(step for step in _action()["runs"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact"))
-    assert "steps.replay.outputs.report" in upload["with"]["path"]
-    (root / "physverify-report.html").unlink()
+    assert not (root / "physverify-report.html").exists()
+    assert "`physverify-report.html`, in this job's artifact `physverify-report-" in ran["summary"]
+    upload = next(step for step in _action()["runs"]["steps"] if step.get("name") == "Upload the report")
+    assert upload["with"]["path"] == "${{ steps.replay.outputs.report }}"
     off = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1", "report": "false"})
-    assert off["outputs"]["report"] == "" and not (root / "physverify-report.html").exists()
-    assert "physverify-report.html" not in off["summary"].split("## physverify replay")[-1]
+    assert off["outputs"]["report"] == ""
+    assert "physverify-report.html" not in off["summary"]
+
+
+# --- shards in a CI matrix (issue 19, item 5) ----------------------------------------------
+SHARDS = 3
+VOLATILE = ("date", "repo_commit", "stderr_tail", "seconds")  # what differs between two runs of the same claim
+
+
+def _many_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A checkout of seven claims recorded as rejected, then the defect back (all regress) and one claim deleted."""
+    root = tmp_path / "checkout"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(SOLVER)
+    names = [f"claims/claim_decay_{i}.py" for i in range(7)]
+    for name in names:
+        (root / name).write_text(CLAIM)
+    repo = init_repo(root)
+    monkeypatch.chdir(root)
+    replay.replay(["claims"], trusted=True, jobs=1)
+    repo.index.add(["decay.py", *names, "claims/confirm_ledger.jsonl"])
+    recorded = repo.index.commit("the claims are rejected").hexsha
+    (root / "decay.py").write_text(DEFECT)
+    repo.index.remove([names[-1]], working_tree=True)  # a removed claim belongs to one shard too
+    repo.index.add(["decay.py"])
+    repo.index.commit("the defect is back and one claim is gone")
+    monkeypatch.chdir(tmp_path)
+    return root, recorded
+
+
+def _checkout(root: Path, where: Path) -> Path:
+    """A fresh copy of the checkout, as each job of a matrix has its own."""
+    shutil.copytree(root, where, symlinks=True)
+    return where
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return sorted((json.loads(line) for line in lines), key=lambda r: json.dumps({k: r[k] for k in ("claim_key", "date")}))
+
+
+def _steady(value: Any) -> Any:
+    """``value`` without the fields that differ between two runs of the same claim (dates, durations)."""
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items() if k not in VOLATILE}
+    return [_steady(v) for v in value] if isinstance(value, list) else value
+
+
+def _comparable(records: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(_steady(r), sort_keys=True) for r in records)
+
+
+def _lines(text: str, start: str) -> list[str]:
+    return sorted(line for line in text.splitlines() if line.startswith(start))
+
+
+def _sarif_results(job: Path) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True) for r in json.loads((job / "out.sarif").read_text())["runs"][0]["results"])
+
+
+def test_three_shards_and_the_merge_job_give_the_verdicts_and_ledger_of_one_unsharded_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, recorded = _many_claims(tmp_path, monkeypatch)
+    event = {"before": recorded}
+    whole = _run_locally(_checkout(root, tmp_path / "job-whole"), tmp_path, event, {"jobs": "1", "sarif": "out.sarif"})
+    assert whole["code"] == EXIT_FINDING and whole["outputs"]["regressed"] == "6", whole["stdout"] + whole["stderr"]
+    assert whole["outputs"]["removed"] == "1"
+    downloads = tmp_path / "downloads"
+    sizes = []
+    for k in range(1, SHARDS + 1):
+        ran = _run_locally(_checkout(root, tmp_path / f"job-{k}"), tmp_path, event, {"jobs": "1", "shard": f"{k}/{SHARDS}"})
+        assert ran["code"] in (EXIT_OK, EXIT_FINDING), ran["stdout"] + ran["stderr"]
+        assert ran["summary"] == "" and ran["outputs"]["report"] == "" and "::error" not in ran["stdout"]
+        assert ran["outputs"]["shard-name"] == f"{k}-of-{SHARDS}"
+        sizes.append(sum(int(ran["outputs"][v]) for v in ("confirmed", "rejected", "not-decidable", "removed")))
+        # what actions/download-artifact makes of the shard's artifact: one folder per artifact
+        shutil.copytree(ran["outputs"]["shard-folder"], downloads / f"physverify-shard-replay-1-{k}-of-{SHARDS}")
+    assert sum(sizes) == 7 and all(sizes), sizes  # every claim in exactly one shard, no shard empty
+    merged = _run_locally(_checkout(root, tmp_path / "job-merge"), tmp_path, event,
+                          {"merge-shards": str(downloads), "sarif": "out.sarif"})
+    assert merged["code"] == whole["code"], merged["stdout"] + merged["stderr"]
+    same = [name for name in _action()["outputs"] if name not in ("ledger", "report", "shard-folder")]
+    assert {n: merged["outputs"][n] for n in same} == {n: whole["outputs"][n] for n in same}
+    assert _lines(merged["stdout"], "::") == _lines(whole["stdout"], "::")
+    assert len(_lines(whole["stdout"], "::")) == 7  # 6 regressed, 1 removed
+    assert _lines(merged["summary"], "| ") == _lines(whole["summary"], "| ")
+    assert Path(merged["outputs"]["report"]).is_file()
+    assert _sarif_results(tmp_path / "job-merge") == _sarif_results(tmp_path / "job-whole")
+    merged_ledger = _records(Path(merged["outputs"]["ledger"]))
+    whole_ledger = _records(tmp_path / "job-whole" / whole["outputs"]["ledger"])
+    assert _comparable(merged_ledger) == _comparable(whole_ledger)
+    assert len(merged_ledger) == 7 + 6  # the committed lines once each, and one new line per regressed claim
+
+
+def test_the_merge_job_fails_when_a_shard_result_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, recorded = _many_claims(tmp_path, monkeypatch)
+    downloads = tmp_path / "downloads"
+    for k in (1, 3):
+        ran = _run_locally(_checkout(root, tmp_path / f"job-{k}"), tmp_path, {"before": recorded},
+                           {"jobs": "1", "shard": f"{k}/{SHARDS}"})
+        shutil.copytree(ran["outputs"]["shard-folder"], downloads / f"shard-{k}")
+    merged = _run_locally(_checkout(root, tmp_path / "job-merge"), tmp_path, {"before": recorded},
+                          {"merge-shards": str(downloads)})
+    assert merged["code"] == 2 and merged["outputs"]["gate"] == "error"
+    assert "no result from shard 2/3" in merged["stdout"]
+
+
+@pytest.mark.parametrize("value", ["0/3", "4/3", "²/³", "1/" + "9" * 5000, "1", "a/b"])
+def test_a_shard_that_is_not_k_of_n_is_one_usage_error(value: str) -> None:
+    with pytest.raises(action.UsageError, match="shard: must be K/N"):
+        action.read_inputs({"INPUT_SHARD": value})
+
+
+def _documented_workflows() -> list[str]:
+    doc = (ROOT / "docs" / "github-action.md").read_text()
+    return [block.split("```", 1)[0] for block in doc.split("```yaml\n")[1:] if block.startswith("name:")]
+
+
+def test_the_matrix_workflow_in_the_docs_is_valid_and_its_names_fit_the_action(tmp_path: Path) -> None:
+    matrix = next(w for w in _documented_workflows() if "merge-shards" in w)
+    (tmp_path / "matrix.yml").write_text(matrix)
+    done = _check_jsonschema("vendor.github-workflows", tmp_path / "matrix.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    jobs = yaml.safe_load(matrix)["jobs"]
+    shards = jobs["replay"]["strategy"]["matrix"]["shard"]
+    step = next(s for s in jobs["replay"]["steps"] if "shard" in s.get("with", {}))
+    assert step["with"]["shard"] == f"${{{{ matrix.shard }}}}/{len(shards)}" and shards == list(range(1, len(shards) + 1))
+    upload = next(s for s in _action()["runs"]["steps"] if s.get("name") == "Upload the shard's result")
+    download = next(s for s in jobs["merge"]["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact"))
+    # the artifact name the shard job uploads, with github.job = the matrix job's id, matches the pattern
+    name = upload["with"]["name"].replace("${{ github.job }}", "replay").replace("${{ github.run_attempt }}", "1")
+    pattern = download["with"]["pattern"].replace("${{ github.run_attempt }}", "1")
+    import fnmatch
+
+    assert fnmatch.fnmatchcase(name.replace("${{ steps.replay.outputs.shard-name }}", "2-of-3"), pattern)
+    assert jobs["merge"]["needs"] == "replay" and "cancelled()" in jobs["merge"]["if"]
+    assert jobs["replay"]["strategy"]["fail-fast"] is False
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+def test_actionlint_finds_nothing_in_the_documented_workflows(tmp_path: Path) -> None:
+    files = []
+    for i, workflow in enumerate(_documented_workflows()):
+        (tmp_path / ".github" / "workflows").mkdir(parents=True, exist_ok=True)
+        files.append(tmp_path / ".github" / "workflows" / f"doc{i}.yml")
+        files[-1].write_text(workflow)
+    assert len(files) == 2
+    done = subprocess.run(["actionlint", *map(str, files)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

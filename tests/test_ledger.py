@@ -328,6 +328,36 @@ def test_the_log_table_shortens_commits_and_trims_long_reasons() -> None:
     assert render_log(LogResult([], [], "claims/z.py")) == "no ledger lines for claims/z.py"
 
 
+# --- the latest line per claim, streamed (issue 21, item 11) -------------------------------
+keys = st.sampled_from(["claims/a.py", "claims/b.py", "./claims/a.py", "claims/é.py", ""])
+streamed_lines = st.one_of(
+    st.builds(lambda k, v, n: json.dumps({"ledger_version": 1, "claim_key": k, "verdict": v, "n": n},
+                                         ensure_ascii=False).encode(), keys, st.sampled_from(["confirmed", "rejected"]),
+              st.integers(0, 9)),
+    st.builds(lambda k: json.dumps({"claim_file": k, "verdict": "rejected"}).encode(), keys),
+    st.builds(lambda k, j: ('{"ledger_version": 1, "\\"claim_key": "%s", "claim_file": "claims/c.py", "verdict": "x"}'
+                            % k).encode() if j else ('{"control": {"claim_key": "%s"}, "claim_file": "claims/d.py", '
+                                                     '"verdict": "y"}' % k).encode(), keys, st.booleans()),
+    st.builds(lambda k: b'{"claim_key": "' + k.encode() + b'", "verdict": "bad\xff"}', keys),
+    st.builds(lambda k: b'{"claim_key": "' + k.encode() + b'", "verdict": broken}', keys),
+    st.builds(lambda k: b'{"claim_key": "' + k.encode() + b'", "claim_key": "claims/z.py", "verdict": "twice"}', keys),
+    garbage_lines,
+)
+
+
+@FUZZ
+@given(st.lists(streamed_lines, max_size=12), st.integers(1, 64), st.booleans())
+def test_the_streamed_latest_lines_are_those_of_the_full_reader(lines: list[bytes], size: int, bom: bool) -> None:
+    """Hand-made and hostile lines among physverify's: the shortcut never changes which line is a claim's latest."""
+    from physverify.ledger import latest_by_claim, latest_of_chunks
+
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if lines and size % 2 else b"")
+    full = parse_ledger(data, "L")
+    streamed = latest_of_chunks(lambda: [data[i:i + size] for i in range(0, len(data), size)], "L")
+    assert streamed.latest == latest_by_claim(full.records)
+    assert set(streamed.problems) <= set(full.problems)
+
+
 # --- ledger merge -------------------------------------------------------------------------
 def write_ledger(path: Path, records: list[dict[str, Any]], tail: bytes = b"") -> Path:
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)
@@ -353,7 +383,7 @@ small_records = st.builds(lambda d, c, v: {"date": d, "claim_file": c, "verdict"
 
 
 @FUZZ
-@given(st.lists(st.lists(small_records, max_size=5), min_size=1, max_size=3))
+@given(st.lists(st.lists(small_records, min_size=1, max_size=5), min_size=1, max_size=3))
 def test_merge_gives_the_same_output_for_any_input_order_and_loses_no_line(
     tmp_path: Path, shards: list[list[dict[str, Any]]]
 ) -> None:
@@ -381,6 +411,66 @@ def test_merge_refuses_to_overwrite_an_input_or_any_existing_file(tmp_path: Path
     with pytest.raises(PhysverifyError, match="no such ledger"):
         merge([a, tmp_path / "missing.jsonl"], tmp_path / "out.jsonl")
     assert a.read_bytes() == json.dumps(record()).encode() + b"\n" and not (tmp_path / "out.jsonl").exists()
+
+
+# --- merge inputs from a job that ran code under test (issue 21, item 8) --------------------
+def test_merge_refuses_a_shard_linked_to_a_file_outside_and_writes_nothing(tmp_path: Path) -> None:
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$hash:19000:0:99999:7:::\n")
+    good = write_ledger(tmp_path / "shard1.jsonl", [record("claims/a.py")])
+    (tmp_path / "shard2.jsonl").symlink_to(secret)
+    with pytest.raises(PhysverifyError, match="shard2.jsonl: a symbolic link; ledger merge reads only regular files"):
+        merge([good, tmp_path / "shard2.jsonl"], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_merge_refuses_a_fifo_a_folder_and_a_device_without_waiting(tmp_path: Path) -> None:
+    good = write_ledger(tmp_path / "shard1.jsonl", [record("claims/a.py")])
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    (tmp_path / "folder.jsonl").mkdir()
+    for bad, what in ((tmp_path / "fifo.jsonl", "a FIFO"), (tmp_path / "folder.jsonl", "a folder"),
+                      (Path("/dev/zero"), "a device or socket")):
+        with pytest.raises(PhysverifyError, match=f"it is {what}, not a regular file"):
+            merge([good, bad], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("content", [b"root:$6$hash:19000:0:99999:7:::\n", b"", b"\n\n", b'{"a": 1}\n[1, 2]\n',
+                                     b'{"verdict": "confirmed"}\n'])
+def test_merge_refuses_an_input_that_holds_no_ledger_record(tmp_path: Path, content: bytes) -> None:
+    good = write_ledger(tmp_path / "shard1.jsonl", [record("claims/a.py")])
+    (tmp_path / "shard2.jsonl").write_bytes(content)
+    with pytest.raises(PhysverifyError, match="shard2.jsonl: no ledger record in it"):
+        merge([good, tmp_path / "shard2.jsonl"], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_line_dated_after_the_merge_is_flagged_and_never_outranks_a_real_run(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from physverify.ledger import latest_by_claim
+
+    forged = record("claims/a.py", "confirmed", date="9999-12-31T23:59:59+00:00")
+    real = record("claims/a.py", "rejected", date="2026-06-01T00:00:00+00:00")
+    a = write_ledger(tmp_path / "shard1.jsonl", [forged])
+    b = write_ledger(tmp_path / "shard2.jsonl", [real])
+    now = datetime(2026, 6, 2, tzinfo=timezone.utc)
+    result = merge([a, b], tmp_path / "out.jsonl", now=now)
+    merged = read_ledger(tmp_path / "out.jsonl").records
+    assert [r["date"] for r in merged] == [forged["date"], real["date"]]  # the forged line first, kept
+    assert latest_by_claim(merged)["claims/a.py"]["verdict"] == "rejected"
+    assert result.problems == [f"{a}:1: dated 9999-12-31T23:59:59+00:00, after the merge time 2026-06-02T00:00:00+00:00; "
+                               "sorted first, with the undated lines, so it never outranks a real run"]
+
+
+def test_ledger_merge_on_the_command_line_refuses_a_link_with_exit_2(tmp_path: Path, cli: Callable[..., Ran]) -> None:
+    write_ledger(tmp_path / "a.jsonl", [record("claims/a.py")])
+    (tmp_path / "b.jsonl").symlink_to("/etc/passwd")
+    done = cli("ledger", "merge", "a.jsonl", "b.jsonl", "-o", "all.jsonl", cwd=tmp_path)
+    assert done.returncode == EXIT_ERROR and done.stdout == ""
+    assert done.stderr == ("physverify: b.jsonl: a symbolic link; ledger merge reads only regular files, never "
+                           "through a link\n")
+    assert not (tmp_path / "all.jsonl").exists()
 
 
 # --- the command line ---------------------------------------------------------------------

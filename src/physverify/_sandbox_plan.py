@@ -95,9 +95,10 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     if "--ledger" not in named:  # made explicit, so the command inside writes only where it is bound
         arg, named["--ledger"] = translate.default_ledger(*_default_ledger(inner, cwd, repo))
         out += ["--ledger", arg]
-    # The commit is read on the host, so it is the same for every backend (spec section 3).
-    return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files), repo_commit(repo),
-                named["--ledger"])
+    # The commit is read on the host, so it is the same for every backend (spec section 3), with
+    # git told to run nothing the received .git/config names (issue 21, item 7).
+    return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files),
+                repo_commit(repo, untrusted=True), named["--ledger"])
 
 
 def _command(inner: Inner) -> str:

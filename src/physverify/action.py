@@ -6,15 +6,26 @@ the runner reads: the Markdown summary to $GITHUB_STEP_SUMMARY, annotations (wor
 commands) to stdout, SARIF when asked, and the outputs to $GITHUB_OUTPUT. The exit code is
 the replay's, so the step fails when the gate fails. Like cli.py, this is an entry point:
 ``main`` is the only function here that prints.
+
+Two more modes serve a CI matrix (docs/github-action.md, "A large claims folder"): with
+``shard: K/N`` the step replays one shard and leaves its result and ledger in a folder of
+its own for the upload; with ``merge-shards: DIR`` it replays nothing, joins the shards'
+ledgers with ``ledger.merge`` and renders their results as one summary, SARIF and page.
+
+Every file the step writes for the runner (the HTML report, a shard's result, the merged
+ledger) goes into a folder it creates under $RUNNER_TEMP, never into the workspace, whose
+entries the repository under test chose (issue 21, item 1).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,10 +41,18 @@ if TYPE_CHECKING:
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
-# The HTML report (input `report`), at the workspace root so the artifact holds it beside the ledger's folder.
+# The HTML report (input `report`), in the step's own folder under $RUNNER_TEMP (issue 21, item 1).
 REPORT_FILE = "physverify-report.html"
-REPORT_NOTE = (f"\n\nThe convergence plots and each claim's history are in `{REPORT_FILE}`, uploaded with the ledger "
-               "in this job's artifact `physverify-ledger-<job>-<attempt>` (on the run's summary page).\n")
+REPORT_NOTE = (f"\n\nThe convergence plots and each claim's history are in `{REPORT_FILE}`, in this job's artifact "
+               "`physverify-report-<job>-<attempt>` (on the run's summary page).\n")
+# What a shard job leaves for the merge job, in its folder (uploaded as one artifact per shard).
+SHARD_RESULT = "physverify-shard.json"
+SHARD_LEDGER = "ledger.jsonl"
+# The merged ledger the merge job writes and uploads.
+MERGED_LEDGER = "confirm_ledger.jsonl"
+# An object name as git prints it: SHA-1 or SHA-256, nothing an option or a ref could be (issue 21, item 12).
+OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_SHARD = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
 
 
 @dataclass(frozen=True)
@@ -49,6 +68,8 @@ class Inputs:
     sarif: str | None
     sandbox: bool
     report: bool = True
+    shard: tuple[int, int] | None = None  # replay only shard K of N
+    merge_shards: str | None = None  # join the shard results in this folder instead of replaying
 
 
 def read_inputs(env: Mapping[str, str]) -> Inputs:
@@ -67,7 +88,25 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         sarif=given("SARIF"),
         sandbox=_boolean("sandbox", given("SANDBOX") or "false"),
         report=_boolean("report", given("REPORT") or "true"),
+        shard=_shard(given("SHARD")),
+        merge_shards=_merge_folder(given("MERGE_SHARDS"), given("SHARD")),
     )
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """``K/N`` as (K, N); only ASCII digits, so a value such as '²/³' is this usage error, not a traceback."""
+    if text is None:
+        return None
+    match = _SHARD.fullmatch(text)
+    if match is None or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise UsageError(f"shard: must be K/N with 1 <= K <= N (for example 2/3), not {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _merge_folder(folder: str | None, shard: str | None) -> str | None:
+    if folder is not None and shard is not None:
+        raise UsageError("merge-shards and shard: a step either replays one shard or merges them, not both")
+    return folder
 
 
 def _fail_on(text: str | None) -> frozenset[str] | None:
@@ -87,7 +126,11 @@ def _boolean(name: str, text: str) -> bool:
 
 
 def default_baseline(event_name: str | None, event: Mapping[str, object]) -> str | None:
-    """The pull request's base sha, else the push's ``before`` (none for a new branch), else None."""
+    """The pull request's base sha, else the push's ``before`` (none for a new branch), else None.
+
+    The value is the event's, as the runner wrote it; whether it is an object name is
+    ``_baseline``'s question, before git sees it.
+    """
     pull_request = event.get("pull_request")
     if isinstance(pull_request, Mapping):
         base = pull_request.get("base")
@@ -117,6 +160,7 @@ class Written:
     exit_code: int
     sarif: str | None
     html: str | None = None  # the HTML report, when the report input is true
+    shard_result: str | None = None  # a shard job's result (JSON) for the merge job
 
 
 def run(inputs: Inputs, baseline: str | None, log: list[str] | None = None) -> Written:
@@ -125,20 +169,41 @@ def run(inputs: Inputs, baseline: str | None, log: list[str] | None = None) -> W
     In the sandbox, what the run wrote on stdout and stderr is appended to ``log`` as lines
     that cannot be workflow commands (``neutralise``), even when the run fails.
     """
-    from physverify import report
-
     result = _sandboxed(inputs, baseline, [] if log is None else log) if inputs.sandbox else _direct(inputs, baseline)
     if inputs.fail_on is not None:
         result = with_fail_on(result, inputs.fail_on)
+    if inputs.shard is not None:
+        return _shard_written(result)
+    return rendered(result, inputs)
+
+
+def rendered(result: ReplayResult, inputs: Inputs) -> Written:
+    """Every format the runner reads, for one replay or for the shards merged into one."""
+    from physverify import report
+
     page = report.render("html", result) if inputs.report else None
     return Written(
         annotations=report.render("github", result),
         summary=report.render("markdown", result) + (REPORT_NOTE if page is not None else ""),
-        outputs={**outputs(result), "report": REPORT_FILE if page is not None else ""},
+        outputs={**outputs(result), "report": ""},  # the report's path is known once it is written (_deliver)
         exit_code=result.exit_code,
         sarif=report.render("sarif", result) if inputs.sarif else None,
         html=page,
     )
+
+
+def _shard_written(result: ReplayResult) -> Written:
+    """A shard job: its result for the merge job, its outputs and the gate's exit code.
+
+    The summary, SARIF, annotations and page are the merge job's, so a pull request shows
+    each finding once; the log says how the shard went in one line.
+    """
+    from physverify import report
+
+    gate = "gate failed" if result.exit_code else "gate holds"
+    line = f"physverify replay, shard {result.shard}: {gate}; {result.summary()}; the merge job reports each claim"
+    return Written(annotations=line, summary="", outputs={**outputs(result), "report": ""},
+                   exit_code=result.exit_code, sarif=None, shard_result=report.render("json", result))
 
 
 def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
@@ -151,7 +216,12 @@ def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
         timeout_s=inputs.timeout,
         trusted=True,  # a repository's own workflow runs its own code, as its test job does (docs/github-action.md)
         baseline=baseline,
+        shard=_shard_text(inputs),
     )
+
+
+def _shard_text(inputs: Inputs) -> str | None:
+    return None if inputs.shard is None else f"{inputs.shard[0]}/{inputs.shard[1]}"
 
 
 def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayResult:
@@ -165,7 +235,8 @@ def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayRe
     from physverify import sandbox
     from physverify.report import json as report_json
 
-    options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline}
+    options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline,
+               "--shard": _shard_text(inputs)}
     args = ["replay", *inputs.claims, *(x for k, v in options.items() if v is not None for x in (k, v))]
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "replay.json"
@@ -178,6 +249,123 @@ def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayRe
             raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {why}")
         data = json.loads(report_path.read_text(encoding="utf-8"))
     return report_json.from_dict(data, ledger=_shown(ran.ledger, Path.cwd()))
+
+
+# --- the merge job: the shards' results and ledgers as one ----------------------------------
+def merge_shards(folder: Path, into: Path) -> ReplayResult:
+    """The shard results under ``folder`` (one artifact folder each) as one result; their ledgers merged into ``into``.
+
+    Every shard K of N must be there exactly once: a shard whose job failed before it
+    wrote its result would otherwise leave its claims out of the gate without a word.
+    """
+    from physverify import ledger
+    from physverify.report import json as report_json
+
+    found = sorted(folder.glob(f"*/{SHARD_RESULT}")) + sorted(folder.glob(SHARD_RESULT))
+    if not found:
+        raise UsageError(f"merge-shards: {folder} holds no {SHARD_RESULT} (download the shard jobs' artifacts there)")
+    read = []
+    for path in found:
+        data = json.loads(_read_regular(path))
+        if not isinstance(data, dict):
+            raise PhysverifyError(f"{path}: not a shard result (a JSON object)")
+        read.append((path, report_json.from_dict(data, ledger=into)))
+    _require_every_shard(read)
+    ledgers = [path.parent / SHARD_LEDGER for path, _ in read if (path.parent / SHARD_LEDGER).is_file()]
+    if ledgers:
+        ledger.merge(ledgers, into)
+    return combine([result for _, result in read], into)
+
+
+def _require_every_shard(results: list[tuple[Path, ReplayResult]]) -> None:
+    seen: dict[tuple[int, int], Path] = {}
+    for path, result in results:
+        match = _SHARD.fullmatch(result.shard or "")
+        if match is None:
+            raise PhysverifyError(f"{path}: not the result of a shard (no shard K/N in it)")
+        shard = (int(match.group(1)), int(match.group(2)))
+        if shard in seen:
+            raise PhysverifyError(f"{path}: shard {shard[0]}/{shard[1]} again (also in {seen[shard]})")
+        seen[shard] = path
+    counts = {n for _, n in seen}
+    if len(counts) != 1:
+        raise PhysverifyError(f"merge-shards: the shards disagree on their number ({', '.join(map(str, sorted(counts)))})")
+    total = counts.pop()
+    missing = [k for k in range(1, total + 1) if (k, total) not in seen]
+    if missing:
+        raise PhysverifyError(f"merge-shards: no result from shard {', '.join(f'{k}/{total}' for k in missing)} "
+                              "(its job failed before it wrote one, or its artifact was not downloaded)")
+
+
+def combine(shards: list[ReplayResult], ledger_path: Path) -> ReplayResult:
+    """The shards' results as the one result an unsharded replay gives: its claims in key order, removed ones last."""
+    from physverify.gate import REMOVED
+    from physverify.results import ReplayResult
+
+    runs = [run for shard in shards for run in shard.claims]
+    ordered_runs = (sorted((r for r in runs if r.transition != REMOVED), key=lambda r: r.key)
+                    + sorted((r for r in runs if r.transition == REMOVED), key=lambda r: r.key))
+    return ReplayResult(
+        claims=tuple(ordered_runs), skipped=tuple(sorted({k for r in shards for k in r.skipped})),
+        ledger=ledger_path, written=sum(r.written for r in shards), fail_on=shards[0].fail_on,
+        exit_code=results.exit_code(runs),
+        warnings=tuple(dict.fromkeys(w for r in shards for w in r.warnings)),
+        notes=tuple(dict.fromkeys(n for r in shards for n in r.notes)), baseline_ref=shards[0].baseline_ref,
+    )
+
+
+_MAX_RESULT = 256 * 1024 * 1024  # a shard result larger than this is not one of ours
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` when it is a regular file reached without a link; PhysverifyError otherwise."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot be read: {exc.strerror or exc} (a link is never followed)") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_RESULT:
+            raise PhysverifyError(f"{path}: not a regular file of at most {_MAX_RESULT} bytes")
+        return handle.read()
+
+
+# --- the files the step writes, in a folder the runner chose ---------------------------------
+def runner_folder(env: Mapping[str, str]) -> Path:
+    """A new folder of this step's own under $RUNNER_TEMP (the system's temporary folder outside a runner).
+
+    mkdtemp creates it exclusively and private, so no entry the repository committed, and
+    no other step, decides what is in it (issue 21, item 1).
+    """
+    parent = env.get("RUNNER_TEMP") or None
+    try:
+        return Path(tempfile.mkdtemp(prefix="physverify-", dir=parent))
+    except OSError as exc:
+        raise PhysverifyError(f"{parent or tempfile.gettempdir()}: cannot create the step's folder: "
+                              f"{exc.strerror or exc}") from None
+
+
+def create_file(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to the new file ``folder/name``: created exclusively, never through a link."""
+    return _write_file(folder / name, data, os.O_EXCL)
+
+
+def _write_file(path: Path, data: bytes, mode: int) -> Path:
+    """Write ``path`` opened with ``mode`` added to O_CREAT and O_NOFOLLOW; a one-line PhysverifyError on failure."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | mode, 0o644)
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot be written: {exc.strerror or exc} (never through a link)") from None
+    with os.fdopen(fd, "wb") as handle:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise PhysverifyError(f"{path}: not a regular file; nothing written")
+        os.ftruncate(handle.fileno(), 0)
+        handle.write(data)
+    return path
 
 
 def neutralise(text: str) -> list[str]:
@@ -251,43 +439,92 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
     """The baseline input, else the one the workflow event gives (if the checkout has it), and a warning.
 
     Without a reachable base the run falls back to replay's own default, the ledger as
-    committed at HEAD, so a regression committed with --no-verify still fails.
+    committed at HEAD, so a regression committed with --no-verify still fails. The event's
+    value reaches git only when it is a hexadecimal object name (issue 21, item 12): the
+    fetch would read anything else as a ref or an option.
     """
     from physverify import repo
+    from physverify.text import visible
 
     if inputs.baseline is not None:
         return inputs.baseline, None
     found = default_baseline(env.get("GITHUB_EVENT_NAME"), _read_event(env))
-    return repo.reachable(found, workspace) if found else (None, None)
+    if found is None:
+        return None, None
+    if OBJECT_NAME.fullmatch(found) is None:
+        return None, (f"baseline '{visible(found)[:80]}': the event's base is not a hexadecimal object name; "
+                      "comparing with the ledger as committed at HEAD")
+    return repo.reachable(found, workspace)
 
 
-def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str]) -> None:
-    """Write the SARIF file, the step summary and the outputs; print the annotations."""
-    if written.html is not None:  # the HTML report, uploaded with the ledger (action.yml)
-        Path(REPORT_FILE).write_text(written.html, encoding="utf-8")
+def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str], folder: Callable[[], Path]) -> None:
+    """Write the report or the shard's files into the step's folder, the SARIF file, the step summary and
+    the outputs; print the annotations."""
+    outputs_ = {**written.outputs, "shard-folder": "", "shard-name": ""}  # every output declared, set
+    if written.html is not None:  # uploaded by action.yml from the step's folder, never from the workspace
+        outputs_["report"] = str(create_file(folder(), REPORT_FILE, written.html.encode("utf-8")))
+    if written.shard_result is not None and inputs.shard is not None:
+        outputs_.update(_shard_files(written.shard_result, Path(written.outputs["ledger"]), inputs.shard, folder()))
     if written.sarif is not None and inputs.sarif is not None:
-        Path(inputs.sarif).write_text(written.sarif, encoding="utf-8")
-    _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
-    _append(env.get("GITHUB_OUTPUT"), output_lines(written.outputs))
+        # the workflow names this path; a link the repository committed there is not followed
+        _write_file(Path(inputs.sarif), written.sarif.encode("utf-8"), os.O_NONBLOCK)
+    if written.summary:
+        _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
+    _append(env.get("GITHUB_OUTPUT"), output_lines(outputs_))
     if written.annotations:
         sys.stdout.write(written.annotations.rstrip("\n") + "\n")
+
+
+def _shard_files(result: str, ledger_path: Path, shard: tuple[int, int], folder: Path) -> dict[str, str]:
+    """A shard's result and a copy of its ledger in the step's folder, and the outputs naming them."""
+    from physverify import ledger
+
+    create_file(folder, SHARD_RESULT, result.encode("utf-8"))
+    data = ledger.read_bytes(ledger_path)  # the one reader that refuses a FIFO or a device
+    if data:
+        create_file(folder, SHARD_LEDGER, data)
+    return {"shard-folder": str(folder), "shard-name": f"{shard[0]}-of-{shard[1]}"}
+
+
+def _replayed(inputs: Inputs, env: Mapping[str, str], workspace: Path, log: list[str],
+              folder: Callable[[], Path]) -> Written:
+    """The step's work: merge the shards, or replay (the whole folder or one shard)."""
+    if inputs.merge_shards is not None:
+        result = merge_shards(Path(inputs.merge_shards), folder() / MERGED_LEDGER)
+        if inputs.fail_on is not None:
+            result = with_fail_on(result, inputs.fail_on)
+        written = rendered(result, inputs)
+        if not result.ledger.is_file():  # no shard had a ledger: nothing to upload
+            written = replace(written, outputs={**written.outputs, "ledger": ""})
+        return written
+    baseline, warning = _baseline(inputs, env, workspace)
+    if warning:
+        sys.stdout.write(github.command("warning", warning) + "\n")
+    # Before anything is written there. In the sandbox the runner checks the ledger it binds
+    # (physverify.yaml is not read here, outside its checks, issue 13).
+    refuse_control_characters("ledger", (inputs.ledger or "") if inputs.sandbox else str(_ledger_of(inputs)))
+    return run(inputs, baseline, log)
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
     """The run step: replay, write the runner's files, print the annotations, return the exit code."""
     env = os.environ if env is None else env
     log: list[str] = []
+    made: list[Path] = []
+
+    def folder() -> Path:  # created when the first file needs it, once
+        if not made:
+            made.append(runner_folder(env))
+        return made[0]
+
     try:
         inputs = read_inputs(env)
         workspace = Path(env.get("GITHUB_WORKSPACE") or ".").resolve()
         os.chdir(workspace)  # claims, ledger and sarif paths are relative to the repository, as in a workflow
-        baseline, warning = _baseline(inputs, env, workspace)
-        if warning:
-            sys.stdout.write(github.command("warning", warning) + "\n")
-        # Before anything is written there. In the sandbox the runner checks the ledger it binds
-        # (physverify.yaml is not read here, outside its checks, issue 13).
-        refuse_control_characters("ledger", (inputs.ledger or "") if inputs.sandbox else str(_ledger_of(inputs)))
-        written = run(inputs, baseline, log)
+        written = _replayed(inputs, env, workspace, log, folder)
+        sys.stdout.write("".join(f"{line}\n" for line in log))
+        log.clear()
+        _deliver(written, inputs, env, folder)
     except Exception as exc:  # the one handler (handler.py): one ::error line, the outputs say error, the step fails
         failed = handler.failure(exc)
         if failed is None or (failed.bug and handler.debugging()):
@@ -296,8 +533,6 @@ def main(env: Mapping[str, str] | None = None) -> int:
         sys.stdout.write(github.command("error", f"physverify: {failed.message}") + "\n")
         _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(int(failed.exit_code))}))
         return failed.exit_code
-    sys.stdout.write("".join(f"{line}\n" for line in log))
-    _deliver(written, inputs, env)
     return written.exit_code
 
 

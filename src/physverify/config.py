@@ -51,7 +51,18 @@ def load_config(folder: Path) -> Config:
     path = folder / CONFIG_NAME
     if not os.path.lexists(path):
         return Config(folder=folder)
-    data = _read_yaml(path)
+    return _config(folder, path, _read_yaml(path))
+
+
+def ledger_setting(folder: Path, text: str, name: Path) -> Path | None:
+    """The ``ledger`` that a physverify.yaml holding ``text`` (a commit's copy, named ``name`` in errors) gives
+    ``folder``, or None when it sets none. Only that key is read: the rest was that commit's business."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{name}: is larger than {MAX_CONFIG_BYTES:,} bytes (1 MiB); a settings file is a few lines")
+    return _ledger(name, folder, _parse_yaml(text, name).get("ledger"))
+
+
+def _config(folder: Path, path: Path, data: Mapping[Any, Any]) -> Config:
     # sorted by their text: YAML keys may be numbers, dates or None, which do not compare with str
     unknown = sorted((key for key in data if key not in KNOWN_KEYS), key=short_repr)
     if unknown:
@@ -74,12 +85,20 @@ def load_config(folder: Path) -> Config:
 def _read_yaml(path: Path) -> Mapping[Any, Any]:
     # PyYAML only here, not at the top: the report modules import this one, and
     # `physverify --version` must start fast (issue 11).
+    try:
+        text = _read_text(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc})") from None
+    return _parse_yaml(text, path)
+
+
+def _parse_yaml(text: str, path: Path) -> Mapping[Any, Any]:
     import yaml
 
     from physverify._settings_yaml import Refused, SettingsLoader
 
     try:
-        data = yaml.load(_read_text(path), Loader=SettingsLoader)  # a SafeLoader, narrowed
+        data = yaml.load(text, Loader=SettingsLoader)  # a SafeLoader, narrowed
     except Refused as exc:
         raise ConfigError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:

@@ -15,8 +15,10 @@ import json
 import math
 import os
 import posixpath
+import re
+import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
@@ -215,6 +217,11 @@ def parse_ledger(data: bytes, name: str) -> LedgerRead:
     )
 
 
+def read_bytes(path: Path) -> bytes:
+    """The ledger file's bytes as they are (a missing ledger is empty); only a regular file is read."""
+    return _read_bytes(path)
+
+
 def _read_bytes(path: Path) -> bytes:
     """The ledger file's bytes; a missing ledger is empty."""
     try:
@@ -263,10 +270,15 @@ def _split_lines(data: bytes) -> list[_Line]:
 
 
 def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
+    # A byte that is not UTF-8 is read as U+FFFD instead of dropping the line: a dropped
+    # committed line made its claim "new", so a regression passed the gate (issue 21, item 9).
+    # JSON's structure is ASCII, so the replacement never changes where a string ends.
     try:
-        value = json.loads(raw.decode("utf-8"))
+        text, note = raw.decode("utf-8"), None
     except UnicodeDecodeError:
-        return _Line(number, raw, None, "not UTF-8 text; line skipped")
+        text, note = raw.decode("utf-8", errors="replace"), "not UTF-8 text; read with each bad byte as U+FFFD"
+    try:
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         # A last line without its newline that is not valid JSON was cut off mid-write; a
         # complete object without the newline (a hand edit) is kept.
@@ -275,7 +287,140 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
         return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
     if not isinstance(value, dict):
         return _Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
-    return _Line(number, raw, value, None)
+    return _Line(number, raw, value, note)
+
+
+# --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
+@dataclass(frozen=True)
+class Latest:
+    """The latest record of each claim key in a ledger, and one problem per bad line."""
+
+    latest: dict[str, dict[str, Any]]
+    problems: list[str]
+
+
+def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest:
+    """``latest_by_claim`` of the ledger whose bytes ``chunks()`` gives, holding one line per key, never the file.
+
+    A committed ledger of a million lines costs its keys' memory, not its own. Most lines
+    are older runs of a claim that a later line supersedes, so a line as physverify writes
+    it (``_key_hint``: its top-level ``claim_key`` readable without parsing) is kept raw,
+    and only each key's last such line is parsed. If that parse disagrees with the hint (a
+    hand-made or hostile line), the whole ledger is read again line by line, so the answer
+    is always the full reader's; only the problems of superseded lines go unreported.
+    """
+    deferred: dict[str, tuple[int, bytes]] = {}  # key -> (line number, raw) of its last hinted line
+    parsed: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (line number, record) of its last other line
+    order: dict[str, None] = {}  # each key once, in the order of its first line (callers look keys up, never by order)
+    problems: list[str] = []
+    for number, raw, torn in _raw_lines(chunks()):
+        hint = None if torn else _key_hint(raw)
+        if hint is not None:
+            deferred[hint] = (number, raw)
+            order.setdefault(hint)
+            continue
+        line = _parse_line(number, raw, torn=torn)
+        if line.problem is not None:
+            problems.append(f"{name}:{number}: {line.problem}")
+        if line.record is not None and (key := _record_key(line.record)) is not None:
+            parsed[key] = (number, line.record)
+            order.setdefault(key)
+    for key, (number, raw) in deferred.items():
+        if key in parsed and parsed[key][0] > number:
+            continue  # a later line that needed parsing is the latest
+        line = _parse_line(number, raw, torn=False)
+        if line.record is None or _record_key(line.record) != key:
+            return _latest_line_by_line(chunks(), name)  # the hint was wrong: no shortcut for this ledger
+        if line.problem is not None:
+            problems.append(f"{name}:{number}: {line.problem}")
+        parsed[key] = (number, line.record)
+    problems.sort(key=lambda problem: int(problem[len(name) + 1:].split(":", 1)[0]))
+    return Latest({key: parsed[key][1] for key in order if key in parsed}, problems)
+
+
+# A line as _serialise writes it: a top-level "claim_key" whose value has no escape. Inside a
+# JSON string every quote is escaped, so an unescaped `"claim_key": "` with no `{` before it
+# and no backslash in front is the top-level key, unless the name occurs twice (JSON's last
+# one wins), which the count rules out. Anything else is parsed like any line.
+_KEY_HINT = re.compile(rb'"claim_key": "([^"\\\x00-\x1f]+)"')
+
+
+def _key_hint(raw: bytes) -> str | None:
+    """The claim key of a line physverify wrote, read without parsing it; None when unsure."""
+    match = _KEY_HINT.search(raw)
+    if match is None or not raw.startswith(b"{") or raw.count(b'"claim_key"') != 1:
+        return None
+    start = match.start()
+    if raw[start - 1:start] == b"\\" or b"{" in raw[1:start]:
+        return None
+    try:
+        return _normal(match.group(1).decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+
+
+def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
+    latest: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for number, raw, torn in _raw_lines(chunks):
+        line = _parse_line(number, raw, torn=torn)
+        if line.problem is not None:
+            problems.append(f"{name}:{number}: {line.problem}")
+        if line.record is not None and (key := _record_key(line.record)) is not None:
+            latest[key] = line.record  # the order of first appearance, as latest_by_claim
+    return Latest(latest, problems)
+
+
+def read_latest(path: Path) -> Latest:
+    """``latest_of_chunks`` of the ledger file at ``path`` (missing: empty); only a regular file is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | NO_WAIT)
+    except FileNotFoundError:
+        return Latest({}, [])
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise PhysverifyError(f"{visible(str(path))}: cannot read the ledger: {reason}") from None
+    try:
+        _require_regular(path, fd, "read")
+    except BaseException:  # close, then re-raise
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+
+        def chunks() -> Iterable[bytes]:  # from the start each time: a second pass reads the same file
+            handle.seek(0)
+            return iter(lambda: handle.read(1 << 20), b"")
+
+        try:
+            return latest_of_chunks(chunks, str(path))
+        except OSError as exc:
+            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+
+
+def _raw_lines(chunks: Iterable[bytes]) -> Iterable[tuple[int, bytes, bool]]:
+    """(number, bytes, is the unterminated last line) of each non-blank line in ``chunks``, as _split_lines cuts them."""
+    pending = b""
+    number = 0
+    bom_checked = False
+    for chunk in chunks:
+        pending += chunk
+        if not bom_checked:  # the mark can only be at the very start, once three bytes are in
+            if len(pending) < len(codecs.BOM_UTF8):
+                continue
+            pending, bom_checked = pending.removeprefix(codecs.BOM_UTF8), True
+        *whole, pending = pending.split(b"\n")
+        for raw in whole:
+            number += 1
+            if raw.strip():
+                yield number, raw, False
+    if not bom_checked:  # fewer than three bytes in all: cut them here
+        *whole, pending = pending.removeprefix(codecs.BOM_UTF8).split(b"\n")
+        for raw in whole:
+            number += 1
+            if raw.strip():
+                yield number, raw, False
+    if pending.strip():
+        yield number + 1, pending, True
 
 
 # --- keys ---------------------------------------------------------------------------
@@ -384,41 +529,83 @@ class MergeResult:
     exit_code: int = EXIT_OK
 
 
-def merge(inputs: Sequence[Path], output: Path) -> MergeResult:
+def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) -> MergeResult:
     """Join ledgers into ``output``: date order, exact duplicates once, bad lines kept at the end.
 
     The order does not depend on the order of ``inputs`` (a CI matrix finishes in any
     order): lines sort by date, then by their place in their own file, then by their
     bytes. A line that is not a valid record is reported and copied after the good ones,
     so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
+
+    A shard's ledger comes from a job that ran code under test (issue 21, item 8): an input
+    that is a link or not a regular file, or that holds no ledger record at all (``/etc/shadow``
+    under a shard's name), is refused before anything is written. A line dated after the
+    merge time (``now``, default the clock) is reported and sorted with the undated lines,
+    first, so a line dated 9999 never becomes a claim's latest verdict over a real run.
     """
     _check_merge_paths(inputs, output)
-    lines = [(path, _read_lines(path)) for path in inputs]  # a list: the same input twice counts twice
+    moment = now if now is not None else datetime.now(timezone.utc)
+    lines = [(path, _merge_input(path)) for path in inputs]  # a list: the same input twice counts twice
     good: dict[bytes, tuple[Any, ...]] = {}  # a distinct line -> its smallest sort key
-    for _, path_lines in lines:
+    future: list[str] = []
+    for path, path_lines in lines:
         for index, line in enumerate(path_lines):
             if line.record is not None:
-                key = (*_date_key(line.record.get("date")), index, line.raw)
+                date = _date_key(line.record.get("date"))
+                if date[0] and date[1] > moment:
+                    future.append(f"{path}:{line.number}: dated {visible(str(line.record.get('date')))[:40]}, after "
+                                  f"the merge time {moment.isoformat(timespec='seconds')}; sorted first, with the "
+                                  "undated lines, so it never outranks a real run")
+                    date = _date_key(None)
+                key = (*date, index, line.raw)
                 good[line.raw] = min(good.get(line.raw, key), key)
     bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
     body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + bad
     _write_atomically(output, b"".join(raw + b"\n" for raw in body))
     problems = [
-        f"{path}:{line.number}: {line.problem} (copied to the end of {output})"
+        f"{path}:{line.number}: {line.problem}" + (f" (copied to the end of {output})" if line.record is None else "")
         for path, path_lines in lines
         for line in path_lines
         if line.problem is not None
-    ]
+    ] + future
     lines_in = sum(len(path_lines) for _, path_lines in lines)
     return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
+
+
+def _merge_input(path: Path) -> list[_Line]:
+    """The lines of one ledger to merge: a regular file reached without a link, holding at least one record."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise PhysverifyError(f"{path}: a symbolic link; ledger merge reads only regular files, never through a link")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | NO_WAIT)
+    except FileNotFoundError:
+        raise PhysverifyError(f"{path}: no such ledger file") from None
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    try:
+        _require_regular(path, fd, "merge")
+    except BaseException:  # close, then re-raise
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read()
+        except OSError as exc:
+            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    lines = _split_lines(data)
+    if not any(line.record is not None and _is_ledger_record(line.record) for line in lines):
+        raise PhysverifyError(f"{path}: no ledger record in it (no JSON line naming a claim and its verdict); "
+                              "nothing merged")
+    return lines
+
+
+def _is_ledger_record(record: Mapping[str, Any]) -> bool:
+    return _record_key(record) is not None and "verdict" in record
 
 
 def _check_merge_paths(inputs: Sequence[Path], output: Path) -> None:
     if not inputs:
         raise PhysverifyError("ledger merge: name at least one ledger to merge")
-    for path in inputs:
-        if not path.is_file():
-            raise PhysverifyError(f"{path}: no such ledger file")
     if output.exists() or output.is_symlink():
         named = any(output.resolve() == path.resolve() for path in inputs)
         why = "it is one of the inputs" if named else "its lines would be lost; name it as an input instead"

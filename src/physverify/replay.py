@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from physverify import affected, cache, claim, confirm, gate, isolate, ledger, repo, settings
-from physverify.config import Config, load_config
-from physverify.errors import UsageError
+from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
+from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import REMOVED, TRANSITIONS
 from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
@@ -67,6 +67,9 @@ class Baseline:
     latest: Mapping[str, Mapping[str, Any]]
     ref: str | None  # the commit it was read at; None: the working ledger (outside git, never committed)
     problems: tuple[str, ...] = ()
+    source: repo.Committed | None = None  # the committed ledger it was read from
+    path: Path | None = None  # where that ledger is in the tree (the baseline commit's own setting)
+    followed: Mapping[str, str] = field(default_factory=dict)  # a renamed claim's key -> its key in the baseline
 
 
 Progress = Callable[[ClaimRun, int, int], None]
@@ -150,31 +153,113 @@ def default_ledger(first: Config) -> Path:
 
 
 # --- baseline ---------------------------------------------------------------------------
-def load_baseline(ledger_path: Path, ref: str | None) -> Baseline:
+def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | None = None) -> Baseline:
     """The ledger the run is judged against, read once before anything runs.
 
     ``ref`` given: the ledger as committed there (none there: every claim is new). No
     ref: as committed at HEAD, or the working ledger outside git or before it was ever
-    committed.
+    committed. ``committed_path`` is where the ledger is in the commit (default: where
+    this run writes it); the committed blob is streamed, and only the latest line per
+    claim is kept (issue 21, item 11).
     """
+    at = committed_path or ledger_path
     if ref is not None:
-        data = repo.file_at(ledger_path, ref)
+        found = repo.blob_at(at, ref)
         used: str | None = ref
     else:
-        data = repo.committed_at_head(ledger_path)
-        used = "HEAD" if data is not None else None
+        found = repo.blob_at_head(at)
+        used = "HEAD" if found is not None else None
     if used is None:
-        read = ledger.read_ledger(ledger_path)
-        name = str(ledger_path)
-    else:
-        name = f"{ledger_path}@{used}"
-        read = ledger.parse_ledger(data or b"", name)  # the one tolerant reader, as for the file
-    return Baseline(ledger.latest_by_claim(read.records), used, tuple(read.problems))
+        read = ledger.read_latest(ledger_path)
+        return Baseline(read.latest, None, tuple(read.problems))
+    name = f"{at}@{used}"
+    read = ledger.latest_of_chunks(found.chunks if found is not None else tuple, name)  # the one tolerant reader
+    return Baseline(read.latest, used, tuple(read.problems), found, at)
 
 
-def _recorded(ledger_path: Path) -> dict[str, dict[str, Any]]:
-    """The working ledger's latest line per claim: what a line is compared with before it is written."""
-    return ledger.latest_by_claim(ledger.read_ledger(ledger_path).records)
+def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
+    """Where the baseline commit keeps the ledger: its own physverify.yaml's ``ledger``, else its default.
+
+    A change that moves the ledger in physverify.yaml must not move the gate's memory with
+    it (issue 21, item 9), so the commit's copy decides. A --ledger the caller gives is
+    the caller's choice, kept. A copy that cannot be read gives a warning and ``target``.
+    """
+    if explicit:
+        return target, []
+    where = first.folder / CONFIG_NAME
+    try:
+        found = repo.blob_at(where, ref) if ref is not None else repo.blob_at_head(where)
+        if found is None:  # no settings in that commit: its default place
+            return first.folder / ledger.DEFAULT_LEDGER, []
+        if found.size > (1 << 20):
+            raise PhysverifyError(f"{where}@{found.ref}: larger than 1 MiB")
+        text = b"".join(found.chunks()).decode("utf-8")
+        setting = ledger_setting(first.folder, text, Path(f"{where}@{found.ref}"))
+    except UsageError:
+        raise  # a ref that names no commit: the same error the ledger's reading gives
+    except (PhysverifyError, UnicodeDecodeError) as exc:
+        return target, [f"{where}: its committed copy cannot give the baseline's ledger ({exc}); reading the "
+                        f"baseline from {target}"]
+    return (setting if setting is not None else first.folder / ledger.DEFAULT_LEDGER), []
+
+
+def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
+    """The working ledger's latest line per claim: what a line is compared with before it is written.
+
+    Read once: when the working ledger holds the committed bytes (the usual case), it is
+    the baseline already read (issue 21, item 11).
+    """
+    if baseline.source is not None and baseline.path == ledger_path and baseline.source.same_as(ledger_path):
+        return baseline.latest
+    return ledger.read_latest(ledger_path).latest
+
+
+class _Renames:
+    """Renamed claims followed as the planning stream goes by, so moving a file keeps its history.
+
+    A claim whose key has no baseline line takes the line of a key whose file is gone: the
+    one git's rename detection names (between the baseline commit and the working tree),
+    else the only one recorded with the same content hash (issue 21, item 9). ``baseline``
+    shares its ``latest`` and ``followed`` with this object, so the runner and the removed
+    claims see each rename as soon as it is found.
+    """
+
+    def __init__(self, baseline: Baseline) -> None:
+        self._latest: dict[str, Mapping[str, Any]] = dict(baseline.latest)
+        self._followed: dict[str, str] = {}
+        self._original = baseline.latest
+        self._git: dict[Path, dict[str, str]] = {}
+        self._by_hash: dict[str, list[str]] | None = None
+        self.baseline = replace(baseline, latest=self._latest, followed=self._followed)
+
+    def follow(self, items: Iterable[_Planned]) -> Iterator[_Planned]:
+        for item in items:
+            if item.key not in self._latest:
+                old = self._old_key(item)
+                if old is not None:
+                    self._followed[item.key] = old
+                    self._latest[item.key] = self._original[old]
+            yield item
+
+    def _old_key(self, item: _Planned) -> str | None:
+        if self.baseline.ref is not None and item.root not in self._git:
+            self._git[item.root] = repo.renamed_since(item.root, self.baseline.ref)
+        old = self._git.get(item.root, {}).get(item.key)
+        if old is None or old not in self._original:
+            same = self._hashes().get(item.reading.sha256 or "", [])  # the hash discovery read once
+            old = same[0] if len(same) == 1 else None
+        if old is None or old in self._followed.values() or not _gone(item.root / old):
+            return None
+        return old
+
+    def _hashes(self) -> dict[str, list[str]]:
+        if self._by_hash is None:
+            self._by_hash = {}
+            for key in sorted(self._original):
+                digest = self._original[key].get("claim_sha256")
+                if isinstance(digest, str):
+                    self._by_hash.setdefault(digest, []).append(key)
+        return self._by_hash
 
 
 # --- planning ---------------------------------------------------------------------------
@@ -276,9 +361,12 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
 
 def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str], shard: tuple[int, int] | None,
              fail_on: frozenset[str], checkouts: repo.Checkouts) -> list[ClaimRun]:
-    """Baseline claims under the replayed folders whose file is gone, and that existed at the baseline commit."""
+    """Baseline claims under the replayed folders whose file is gone, and that existed at the baseline commit.
+
+    A claim renamed in this run is followed (``follow_renames``), not removed.
+    """
     runs = []
-    seen = set(planned)
+    seen = set(planned) | set(baseline.followed.values())
     for cfg in configs:
         root = checkouts.for_folder(cfg.folder).root
         prefix = repo.relative_key(cfg.folder, root) or ""
@@ -432,8 +520,13 @@ def replay(
     seconds, workers, shard_kn, target = run.timeout_s, run.jobs, run.shard, run.ledger
     if not dry_run:
         _check_ledger(target)  # found before the claims run, not after
-    before = load_baseline(target, baseline)
-    warnings = list(before.problems) + _baseline_note(before, target)
+    committed, moved = committed_ledger(first, target, ledger is not None, baseline)
+    before = load_baseline(target, baseline, committed)
+    warnings = list(before.problems) + moved + _baseline_note(before, target)
+    if before.path is not None and before.path != target:
+        warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
+                        f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
+    recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
     checkouts = repo.Checkouts()
     readings = cache.Readings(cache.open_cache(), checkouts)
     changes = None
@@ -443,13 +536,17 @@ def replay(
             changes.of(checkouts.for_folder(cfg.folder).root)
     elif any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs):
         _warm_up()  # every claim runs: the fork server starts while discovery reads them
-    recorded = before.latest if before.ref is None else _recorded(target)  # the working ledger, read once
+    renames = _Renames(before)
+    before = renames.baseline
     seen = _Plan(progress)
     run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
-    stream = _selected(_plan(configs, shard_kn, checkouts, readings.read), before.latest, changes, seen)
+    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read))
+    stream = _selected(planned, before.latest, changes, seen)
     runs = _write(_run_all(run_one, stream, workers), target, dry_run)
     readings.close()
     warnings += readings.problems
+    warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
+                 for new, old in before.followed.items()]
     if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
         warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
                      for cfg in configs if id(cfg) not in seen.folders]

@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from physverify.errors import UsageError
+from physverify.errors import PhysverifyError, UsageError
 from physverify.settings import sandbox_commit, sandbox_repo
 
 # The variables git itself treats as local to one repository: `git rev-parse --local-env-vars`
@@ -106,25 +106,93 @@ def import_roots(claim_folder: Path, root: Path) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(r.resolve() for r in roots))
 
 
-def commit(root: Path) -> str | None:
-    """HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None."""
+def commit(root: Path, *, untrusted: bool = False) -> str | None:
+    """HEAD's sha (+"-dirty" when tracked files changed), $PHYSVERIFY_REPO_COMMIT, or None.
+
+    ``untrusted``: the repository's own configuration may not make git run anything here
+    (``untrusted_dirty``); the sandbox asks this on the host before the sandbox starts.
+    """
     sandbox = sandbox_commit()
     if sandbox is not None:  # the container has the files but not the .git folder (sandbox/README.md)
         return sandbox
-    return _commit_of(open_repo(root))
+    return _commit_of(open_repo(root), untrusted=untrusted)
 
 
-def _commit_of(repo: Any) -> str | None:
+def _commit_of(repo: Any, *, untrusted: bool = False) -> str | None:
     if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
         return None
     import git
 
     try:
         # Untracked files do not count: a new scratch file does not change what HEAD's code does.
-        dirty = repo.is_dirty(index=True, working_tree=True, untracked_files=False)
+        dirty = untrusted_dirty(repo) if untrusted else repo.is_dirty(index=True, working_tree=True,
+                                                                       untracked_files=False)
     except git.GitCommandError:  # e.g. git's "dubious ownership" refusal: the state is unknown, so null
         return None
+    if dirty is None:
+        return None
     return str(repo.head.commit.hexsha) + ("-dirty" if dirty else "")
+
+
+# Settings of a received .git/config that make `git diff` run a command of the repository's
+# choosing on the host: the fsmonitor hook (run on every index refresh), hooks, an external
+# diff, and the drivers .gitattributes names (filter.X.clean runs when git hashes a stat-dirty
+# file; diff.X.command and diff.X.textconv). They are overridden at command-line scope, which
+# outranks every file git reads (issue 21, item 7).
+_NEUTRAL = {"core.fsmonitor": "false", "core.hooksPath": os.devnull, "diff.external": "", "core.pager": "cat",
+            "core.untrackedCache": "false", "core.sshCommand": "false", "core.askPass": "", "credential.helper": ""}
+_DRIVER_KEYS = {"filter": ("clean", "smudge", "process"), "diff": ("command", "textconv")}
+_GIT_LIMIT_S = 60  # a config that includes a FIFO would block git's read for ever
+
+
+def untrusted_dirty(repo: Any) -> bool | None:
+    """Whether tracked files differ from HEAD, asked of git so that the repository's configuration runs nothing.
+
+    None when git could not answer within its limit. Submodules count by the commit recorded
+    (``--ignore-submodules=dirty``): looking inside one would read its own configuration.
+    """
+    import git
+
+    drivers = _driver_names(repo)
+    if drivers is None:
+        return None
+    env = _neutral_env(drivers)
+    options = ["--quiet", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"]
+    for staged in (["--cached"], []):
+        status, _, _ = repo.git.execute(["git", "diff", *staged, *options], with_exceptions=False,
+                                        with_extended_output=True, env=env, kill_after_timeout=_GIT_LIMIT_S)
+        if status == 1:
+            return True
+        if status != 0:
+            raise git.GitCommandError(["git", "diff", *staged], status)
+    return False
+
+
+def _driver_names(repo: Any) -> dict[str, set[str]] | None:
+    """The filter and diff driver names every configuration file git reads defines (includes too), as git
+    lists them; None when git could not list them (then nothing else is asked of it)."""
+    status, out, _ = repo.git.execute(["git", "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],
+                                      with_exceptions=False, with_extended_output=True, env=_neutral_env({}),
+                                      kill_after_timeout=_GIT_LIMIT_S, strip_newline_in_stdout=False)
+    names: dict[str, set[str]] = {"filter": set(), "diff": set()}
+    for key in (out or "").split("\0"):
+        section, _, rest = key.partition(".")
+        name, dot, _ = rest.rpartition(".")
+        if section in names and dot and name:
+            names[section].add(name)
+    return names if status in (0, 1) else None  # 1: no such key
+
+
+def _neutral_env(drivers: Mapping[str, set[str]]) -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY/VALUE for _NEUTRAL and every driver's command keys (no quoting can break them)."""
+    pairs = list(_NEUTRAL.items())
+    pairs += [(f"{section}.{name}.{key}", "") for section, keys in _DRIVER_KEYS.items()
+              for name in sorted(drivers.get(section, ())) if name for key in keys]
+    pairs += [(f"filter.{name}.required", "false") for name in sorted(drivers.get("filter", ())) if name]
+    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
 
 
 def _require_repo(folder: Path, flag: str, ref: str) -> Any:
@@ -157,29 +225,121 @@ def _shallow(repo: Any) -> bool:
 
 def file_at(path: Path, ref: str) -> bytes | None:
     """The bytes of ``path`` as committed at ``ref`` (None when it was not there); UsageError outside git."""
+    found = blob_at(path, ref)
+    return None if found is None else b"".join(found.chunks())
+
+
+def committed_at_head(path: Path) -> bytes | None:
+    """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
+    found = blob_at_head(path)
+    return None if found is None else b"".join(found.chunks())
+
+
+# The modes of a file in a tree: a regular file, an executable one. A link (120000) is a blob
+# too, whose bytes are the link's target; a gitlink (160000) is a commit of another repository.
+_FILE_MODES = (0o100644, 0o100755)
+_CHUNK = 1 << 20
+
+
+class Committed:
+    """A regular file as committed at a ref: its blob, read a block at a time."""
+
+    def __init__(self, blob: Any, ref: str) -> None:
+        self.blob = blob
+        self.ref = ref
+
+    @property
+    def size(self) -> int:
+        return int(self.blob.size)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes, a block at a time: a large ledger is never one bytes object (issue 21, item 11)."""
+        stream = self.blob.data_stream
+        while chunk := stream.read(_CHUNK):
+            yield bytes(chunk)
+
+    def same_as(self, path: Path) -> bool:
+        """True when the file at ``path`` holds these bytes: git's blob id of it is this one's."""
+        import hashlib
+
+        from physverify.claim import open_regular
+
+        try:
+            with open_regular(path) as handle:
+                if os.fstat(handle.fileno()).st_size != self.size:
+                    return False
+                digest = hashlib.new(_hash_name(self.blob.hexsha))
+                digest.update(b"blob %d\0" % self.size)
+                for block in iter(lambda: handle.read(_CHUNK), b""):
+                    digest.update(block)
+        except (OSError, ValueError):
+            return False
+        return bool(digest.hexdigest() == self.blob.hexsha)
+
+
+def _hash_name(hexsha: str) -> str:
+    return "sha256" if len(hexsha) == 64 else "sha1"
+
+
+def blob_at(path: Path, ref: str) -> Committed | None:
+    """``path`` as committed at ``ref`` (None when absent); UsageError outside git or for a ref that names no
+    commit, PhysverifyError when the entry there is not a regular file (a gitlink, a link, a folder)."""
     repo = _require_repo(path.parent, "--baseline", ref)
     found = resolve(repo, ref, "--baseline")
     relative = relative_key(path, Path(repo.working_tree_dir))
     if relative is None:
         raise UsageError(f"--baseline {ref}: {path} is not inside the repository {repo.working_tree_dir}")
-    return _blob(found, relative)
+    return _committed(found, relative, ref)
 
 
-def committed_at_head(path: Path) -> bytes | None:
+def blob_at_head(path: Path) -> Committed | None:
     """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
     repo = open_repo(path.parent)
     if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
         return None
     relative = relative_key(path, Path(repo.working_tree_dir))
-    return None if relative is None else _blob(repo.head.commit, relative)
+    return None if relative is None else _committed(repo.head.commit, relative, "HEAD")
+
+
+def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
+    """The regular file at ``relative`` in ``commit``'s tree, None when the tree has nothing there.
+
+    Anything else there is refused: read as a file, a gitlink or a link gave an empty or
+    foreign ledger, so every claim was new and a regression passed (issue 21, item 9).
+    """
+    try:
+        entry = commit.tree[relative]
+    except KeyError:
+        return None
+    if entry.type != "blob" or entry.mode not in _FILE_MODES:
+        kind = {"submodule": "a gitlink", "commit": "a gitlink",
+                "tree": "a folder"}.get(entry.type, "a symbolic link")
+        raise PhysverifyError(f"{relative}@{ref}: is {kind} in that commit, not a file; the committed ledger cannot "
+                              "be read from it")
+    return Committed(entry, ref)
 
 
 def _blob(commit: Any, relative: str) -> bytes | None:
     """The bytes of the file at ``relative`` in ``commit``'s tree, or None when the tree has none there."""
-    try:
-        return bytes(commit.tree[relative].data_stream.read())
-    except KeyError:
-        return None
+    found = _committed(commit, relative, str(commit.hexsha)[:12])
+    return None if found is None else b"".join(found.chunks())
+
+
+def renamed_since(root: Path, ref: str) -> dict[str, str]:
+    """Files renamed between ``ref`` and the working tree (git's rename detection): new key -> old key,
+    both relative to ``root``. Staged and committed renames count; an untracked new file is not in git's view."""
+    repo = open_repo(root)
+    if repo is None or repo.working_tree_dir is None:
+        return {}
+    found = resolve(repo, ref, "--baseline")
+    git_root = Path(repo.working_tree_dir)
+    renames: dict[str, str] = {}
+    for diff in found.diff(None, M=True):
+        if diff.renamed_file and diff.rename_from and diff.rename_to:
+            new, old = relative_key(git_root / diff.rename_to, root), relative_key(git_root / diff.rename_from, root)
+            if new is not None and old is not None:
+                renames[new] = old
+    return renames
 
 
 def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
@@ -227,9 +387,15 @@ def reachable(ref: str, workspace: Path) -> tuple[str | None, str | None]:
     """``ref`` when the checkout has it (fetching that one commit if missing), else None and a warning.
 
     actions/checkout fetches one commit by default, so a pull request's base is usually absent.
+    The fetch takes only a hexadecimal object name, after ``--end-of-options``: the event's
+    value as an option (``--upload-pack=...``) would run a command (issue 21, item 12).
     """
+    import re
+
     import git
 
+    if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", ref) is None:
+        return None, f"baseline {ref!r}: not a hexadecimal object name; comparing with the ledger as committed at HEAD"
     repo = open_repo(workspace)
     if repo is None:
         return None, f"baseline {ref}: {workspace} is not a git checkout; comparing with the ledger at HEAD"
@@ -239,7 +405,7 @@ def reachable(ref: str, workspace: Path) -> tuple[str | None, str | None]:
     except UsageError:
         pass
     try:
-        repo.git.fetch("--no-tags", "--depth=1", "origin", ref)
+        repo.git.fetch("--no-tags", "--depth=1", "--end-of-options", "origin", ref)
         resolve(repo, ref, "baseline")
         return ref, None
     except (git.GitCommandError, UsageError):

@@ -51,7 +51,8 @@ def test_an_event_value_with_a_newline_stays_inside_its_warning(workspace: tuple
     root, _ = workspace
     ran = _run_locally(root, tmp_path, {"before": "c" * 40 + "\n::warning::injected"}, {"jobs": "1"})
     _only_ours(ran["stdout"])
-    assert f"::warning::baseline {'c' * 40}%0A::warning::injected: not in the checkout" in ran["stdout"]
+    # not an object name, so never given to git (issue 21, item 12); the newline is shown, not obeyed
+    assert f"::warning::baseline '{'c' * 40}\\n::warning::injected': the event's base is not a hexadecimal" in ran["stdout"]
 
 
 @pytest.mark.parametrize("sandboxed", ["false", pytest.param("true", marks=needs_bwrap)])
@@ -121,3 +122,97 @@ def test_a_sandboxed_claim_writing_workflow_commands_to_every_stdout_reaches_non
     assert "injected" in ran["stdout"]  # it did write, and it is shown, as plain text
     _only_ours(ran["stdout"])
     assert not any(line.lstrip().startswith("::") for line in ran["stderr"].splitlines())
+
+
+# --- the report file is the runner's choice (issue 21, item 1) ----------------------------
+def _commit_report_entry(root: Path, kind: str, victim: Path) -> None:
+    """Commit ``physverify-report.html`` in the workspace as a link to ``victim``, a dangling link, or a folder."""
+    import git
+
+    entry = root / "physverify-report.html"
+    if kind == "link":
+        victim.write_text("the runner's own file\n")
+        entry.symlink_to(victim)
+    elif kind == "dangling":
+        entry.symlink_to(victim)  # victim does not exist: following the link would create it
+    else:
+        entry.mkdir()
+        (entry / "index.html").write_text("a committed folder\n")
+    repo = git.Repo(root)
+    repo.index.add(["physverify-report.html" if kind != "folder" else "physverify-report.html/index.html"])
+    repo.index.commit(f"physverify-report.html as a {kind}")
+
+
+def _report_went_where_the_runner_chose(ran: dict[str, object], tmp_path: Path) -> None:
+    outputs = ran["outputs"]
+    assert isinstance(outputs, dict)
+    report = Path(outputs["report"])
+    assert report.parent.parent == tmp_path / "runner-temp" and not report.is_symlink()
+    assert "claims/claim_decay.py" in report.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling", "folder"])
+def test_a_committed_report_entry_is_never_written_through(workspace: tuple[Path, str], tmp_path: Path,
+                                                           kind: str) -> None:
+    root, recorded = workspace
+    victim = tmp_path / "victim.txt"
+    _commit_report_entry(root, kind, victim)
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    assert ran["code"] == 1 and "Traceback" not in ran["stdout"] + ran["stderr"], ran["stdout"] + ran["stderr"]
+    assert ran["outputs"]["gate"] == "fail" and ran["outputs"]["regressed"] == "1"
+    _report_went_where_the_runner_chose(ran, tmp_path)
+    if kind == "link":
+        assert victim.read_text() == "the runner's own file\n"
+    elif kind == "dangling":
+        assert not victim.exists()
+    else:
+        assert (root / "physverify-report.html" / "index.html").read_text() == "a committed folder\n"
+
+
+@pytest.mark.slow
+@needs_bwrap
+@pytest.mark.parametrize("kind", ["link", "folder"])
+def test_a_committed_report_entry_is_never_written_through_in_the_sandbox(workspace: tuple[Path, str],
+                                                                          tmp_path: Path, kind: str) -> None:
+    root, recorded = workspace
+    victim = tmp_path / "victim.txt"
+    _commit_report_entry(root, kind, victim)
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] == 1 and "Traceback" not in ran["stdout"] + ran["stderr"], ran["stdout"] + ran["stderr"]
+    _report_went_where_the_runner_chose(ran, tmp_path)
+    if kind == "link":
+        assert victim.read_text() == "the runner's own file\n"
+    else:
+        assert (root / "physverify-report.html" / "index.html").read_text() == "a committed folder\n"
+
+
+# --- the event's base sha reaches git only as an object name (issue 21, item 12) ----------
+@pytest.mark.parametrize("before", ["--upload-pack=touch {marker}", "HEAD --upload-pack=touch {marker}"])
+def test_an_event_base_that_is_an_option_runs_nothing(workspace: tuple[Path, str], tmp_path: Path, before: str) -> None:
+    """With a remote git can reach, `git fetch origin --upload-pack=CMD` would run CMD on the runner."""
+    import git
+
+    root, recorded = workspace
+    marker = tmp_path / "upload-pack-ran"
+    remote = tmp_path / "remote.git"
+    git.Repo.clone_from(root, remote, bare=True)
+    git.Repo(root).create_remote("origin", str(remote))
+    ran = _run_locally(root, tmp_path, {"before": before.format(marker=marker)}, {"jobs": "1"})
+    assert not marker.exists()
+    assert "the event's base is not a hexadecimal object name" in ran["stdout"], ran["stdout"] + ran["stderr"]
+    assert ran["outputs"]["regressed"] == "1"  # HEAD's ledger still says rejected: the gate holds
+
+
+def test_the_fetch_of_a_missing_base_passes_the_sha_after_end_of_options(workspace: tuple[Path, str],
+                                                                        tmp_path: Path) -> None:
+    """A hexadecimal base the checkout lacks is fetched, and found, from the remote."""
+    import git
+
+    root, recorded = workspace
+    remote = tmp_path / "remote.git"
+    git.Repo.clone_from(root, remote, bare=True)
+    shallow = git.Repo.clone_from(f"file://{remote}", tmp_path / "shallow", depth=1)
+    assert not any(c.hexsha == recorded for c in shallow.iter_commits())
+    ran = _run_locally(tmp_path / "shallow", tmp_path, {"before": recorded}, {"jobs": "1"})
+    assert "not in the checkout" not in ran["stdout"], ran["stdout"]
+    assert ran["outputs"]["regressed"] == "1" and ran["code"] == 1

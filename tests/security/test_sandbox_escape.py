@@ -291,3 +291,72 @@ def test_a_claim_that_names_its_fix_runs_both_sides_in_the_read_only_sandbox(rep
     assert [c["status"] for c in record["variant"]["checks"]] == ["EXACT"]
     after = {path: path.read_bytes() for path in repo.rglob("*") if path.is_file() and ".git" not in path.parts}
     assert {path: data for path, data in after.items() if path.suffix != ".jsonl"} == before
+
+
+# --- host-side git reads a received .git/config (issue 21, item 7) --------------------------
+def _hostile_git_config(root: Path, markers: Path) -> dict[str, Path]:
+    """A .git/config and .gitattributes whose commands would each leave a marker file on the host.
+
+    core.fsmonitor runs on every index refresh; the filter's clean command when git hashes a
+    file whose stat changed; the rest when a diff shows content. A tracked file is touched so
+    that git has to look at it.
+    """
+    made = {name: markers / name for name in ("fsmonitor", "clean", "textconv", "external", "command", "hook")}
+    for name, path in made.items():
+        (markers / f"{name}.sh").write_text(f'#!/bin/sh\ntouch "{path}"\ncat\n')
+        (markers / f"{name}.sh").chmod(0o755)
+    hooks = root / "hooks"
+    hooks.mkdir()
+    for hook in ("post-index-change", "pre-commit", "reference-transaction"):
+        (hooks / hook).write_text(f'#!/bin/sh\ntouch "{made["hook"]}"\n')
+        (hooks / hook).chmod(0o755)
+    with open(root / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write(f'[core]\n\tfsmonitor = {markers / "fsmonitor.sh"}\n\thooksPath = {hooks}\n'
+                     f'[diff]\n\texternal = {markers / "external.sh"}\n'
+                     f'[filter "evil"]\n\tclean = {markers / "clean.sh"}\n\tsmudge = {markers / "clean.sh"}\n'
+                     f'[diff "evil"]\n\ttextconv = {markers / "textconv.sh"}\n\tcommand = {markers / "command.sh"}\n')
+    (root / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    return made
+
+
+def _touch_tracked(root: Path) -> None:
+    claim = root / "claims" / "writer.py"
+    claim.write_text(claim.read_text() + "# edited\n")  # stat and content differ from the index: git must look
+
+
+def test_the_hostile_git_config_really_runs_commands_when_git_is_asked_as_usual(repo: Path, tmp_path: Path) -> None:
+    """The probe works: the ordinary dirty check (trusted repositories) runs the fsmonitor hook and the clean filter."""
+    from physverify import repo as repository
+
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    made = _hostile_git_config(repo, markers)
+    _touch_tracked(repo)
+    assert repository.commit(repo) is not None
+    assert made["fsmonitor"].exists() and made["clean"].exists()
+
+
+def test_the_sandboxs_commit_lookup_runs_nothing_the_repository_configured(repo: Path, tmp_path: Path) -> None:
+    from physverify import repo as repository
+    from physverify._sandbox_plan import Inner, make_plan
+
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    made = _hostile_git_config(repo, markers)
+    head = repository.open_repo(repo).head.commit.hexsha  # type: ignore[union-attr]
+    assert repository.commit(repo, untrusted=True) == head  # a clean tree is clean
+    _touch_tracked(repo)
+    plan = make_plan(Inner(("replay", "claims"), "replay", folders=("claims",)), repo=repo, cwd=repo)
+    assert plan.commit == f"{head}-dirty"  # the edit is still seen
+    assert not [name for name, path in made.items() if path.exists()]
+
+
+@needs_bwrap
+def test_physverify_sandbox_runs_no_fsmonitor_command_on_the_host(repo: Path, tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    made = _hostile_git_config(repo, markers)
+    _touch_tracked(repo)
+    done = _in_sandbox(repo, "replay", "claims", "--jobs", "1")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not [name for name, path in made.items() if path.exists()], done.stderr

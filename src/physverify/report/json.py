@@ -29,6 +29,8 @@ def claim_object(run: ClaimRun) -> dict[str, Any]:
         recorded=run.recorded,
         evidence=run.evidence,
     )
+    if run.record is None and run.baseline is not None:  # removed: what the renderers say of it is its last line
+        body["baseline_record"] = dict(run.baseline)
     return body
 
 
@@ -58,7 +60,15 @@ def render(result: ReplayResult) -> str:
 
 # The fields claim_object adds to each ledger object; the rest is the ledger object itself.
 REPLAY_FIELDS = ("transition", "baseline_verdict", "baseline_date", "expected", "gate_failures", "location",
-                 "recorded", "evidence")
+                 "recorded", "evidence", "baseline_record")
+
+
+def _baseline(obj: Mapping[str, object], before: str | None) -> Mapping[str, Any] | None:
+    """The baseline line: a removed claim's whole last line (its text and evidence), else its verdict and date."""
+    record = obj.get("baseline_record")
+    if isinstance(record, Mapping):
+        return dict(record)
+    return None if before is None else {"verdict": before, "date": obj.get("baseline_date")}
 
 
 def _strings(value: object) -> tuple[str, ...]:
@@ -100,7 +110,7 @@ def claim_run(obj: Mapping[str, object]) -> ClaimRun:
         key=str(obj.get("claim_key")), transition=transition, verdict=_text(obj.get("verdict")),
         baseline_verdict=before,
         record=None if transition == REMOVED else {k: v for k, v in obj.items() if k not in REPLAY_FIELDS},
-        baseline=None if before is None else {"verdict": before, "date": obj.get("baseline_date")},
+        baseline=_baseline(obj, before),
         expected=_text(obj.get("expected")), failures=_strings(obj.get("gate_failures")),
         target=target, line=number, recorded=bool(obj.get("recorded")),
     )
