@@ -63,7 +63,7 @@ class ForkUnavailable(Exception):
 class ForkServer:
     """A running server process, the modules it preloaded and the files they came from."""
 
-    def __init__(self, preload: frozenset[str]) -> None:
+    def __init__(self, preload: frozenset[str], python_path: str | None = None) -> None:
         self.preload = preload
         self.broken = False
         self.retired = False
@@ -73,6 +73,11 @@ class ForkServer:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = child_environment(None)
         env.pop(TOKEN_ENV)
+        if python_path is not None:
+            env["PYTHONPATH"] = python_path
+        # The interpreter reads PYTHONPATH once, at start: a child forked from this server has
+        # the sys.path it gave, whatever its own request says. _acquire compares the two.
+        self.python_path = env.get("PYTHONPATH")
         self._proc = subprocess.Popen(
             [sys.executable, "-B", "-m", "physverify.forkserver", str(theirs.fileno()), *sorted(preload)],
             cwd=package_parent(), env=env, pass_fds=(theirs.fileno(),), start_new_session=True,
@@ -195,17 +200,22 @@ def servers() -> dict[frozenset[str], ForkServer]:
         return dict(_servers)
 
 
-def _acquire(configuration: frozenset[str], preload: frozenset[str]) -> ForkServer:
-    """The configuration's server when it preloaded ``preload`` and nothing changed, else a new one."""
+def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path: str | None = None) -> ForkServer:
+    """The configuration's server when it preloaded ``preload`` and nothing changed, else a new one.
+
+    ``python_path`` is the PYTHONPATH the claim's own child would start with (None: this
+    process's); a server started with another one would give the claim another sys.path.
+    """
     with _registry_lock:
         server = _servers.get(configuration)
-        if server is None or server.broken or not preload <= server.preload or server.stale():
+        if (server is None or server.broken or not preload <= server.preload or server.stale()
+                or (python_path is not None and server.python_path != python_path)):
             keep = server.preload if server is not None and not server.broken else frozenset()
             if server is not None:
                 _retire(server)
             _servers.pop(configuration, None)
             refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
-            server = ForkServer(preload | keep)  # the union within one configuration: its claims rarely differ much
+            server = ForkServer(preload | keep, python_path)  # the union within one configuration: its claims rarely differ much
             if not _exit_hook:
                 _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
             _servers[configuration] = server
@@ -257,7 +267,7 @@ def run_forked(
     """
     request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env, "variant": variant_fd is not None}
     try:
-        server = _acquire(frozenset(preload), preload_for(path, extra, preload, imports))
+        server = _acquire(frozenset(preload), preload_for(path, extra, preload, imports), env.get("PYTHONPATH"))
     except ForkUnavailable:
         return run_fresh(mode, path, extra, env, timeout_s, variant_fd)
     try:
