@@ -465,3 +465,18 @@ def test_a_claim_with_one_of_defect_and_fix_is_a_load_error(tmp_path: Path) -> N
                     '"impact": "used", "fix": "x = 1"}\ndef control(): pass\ndef checks(): pass\n')
     with pytest.raises(ClaimLoadError, match="CLAIM has 'fix' but not 'defect'; give both"):
         read_claim(path)
+
+
+def test_how_deep_a_claim_may_nest_does_not_depend_on_the_recursion_limit(tmp_path: Path) -> None:
+    """A library that raises sys.setrecursionlimit (jedi sets 3000) must not turn a refused file into a claim."""
+    import sys
+
+    source = claim_source(functions=FUNCTIONS + f"\n\ndef reference_x():\n    return {NESTINGS['attribute chain'](5000)}\n")
+    path = write(tmp_path, source)
+    before = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(20_000)
+        raised = load_error(path)
+    finally:
+        sys.setrecursionlimit(before)
+    assert "is nested too deeply to be read (" in str(raised)

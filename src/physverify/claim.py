@@ -59,9 +59,37 @@ _PARSE_LOCK = threading.Lock()
 
 
 def parse_module(source: str | bytes, filename: str) -> ast.Module:
-    """Return ``ast.parse(source)``, one thread at a time."""
+    """Return ``ast.parse(source)``, one thread at a time; RecursionError past MAX_NESTING levels."""
     with _PARSE_LOCK:
-        return ast.parse(source, filename=filename)
+        return _parse_bounded(source, filename)
+
+
+# How deep ast.parse may nest depends on sys.getrecursionlimit(), which any imported library
+# may raise for the whole process (jedi, which IPython imports, sets 3000): an attribute chain
+# of 5,000 links is "nested too deeply" in one process and a claim in another, and the cache
+# of readings would keep whichever came first. Past this depth a file is refused whatever the
+# limit. At the default limit ast.parse itself takes about 2,980 levels from a shallow stack
+# (fewer the deeper its caller's stack is), so for any caller less than about 300 frames deep
+# this bound, not the limit, decides.
+MAX_NESTING = 2000
+
+
+def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
+    tree = ast.parse(source, filename=filename)
+    deepest = _depth(tree)
+    if deepest > MAX_NESTING:
+        raise RecursionError(f"more than {MAX_NESTING:,} levels of nesting")
+    return tree
+
+
+def _depth(tree: ast.AST) -> int:
+    """The deepest nesting of ``tree``, found without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 class ClaimLoadError(PhysverifyError):
@@ -381,7 +409,7 @@ def _parse(data: bytes) -> ast.Module:
             f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})"
         ) from None
     try:
-        return ast.parse(source, filename="<claim>")  # the caller holds _PARSE_LOCK
+        return _parse_bounded(source, "<claim>")  # the caller holds _PARSE_LOCK
     except SyntaxError as exc:
         raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
     except ValueError as exc:  # null bytes
