@@ -480,3 +480,12 @@ def test_a_correct_code_better_than_claimed_is_rejected_with_tol_high_none(tmp_p
     record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": AT_LEAST_CLAIM})
     assert record["verdict"] == "rejected", record["reason"]
     assert record["checks"][0]["status"] == PASS  # type: ignore[index]
+
+
+def test_an_error_passing_through_zero_at_one_level_is_not_taken_for_round_off() -> None:
+    """Hypothesis found it: e = h (1 - 10 h) is exactly 0 at n = 10; refining must go on past it and PASS."""
+    from physverify import PASS, convergence_study, refine
+
+    result = convergence_study(lambda n: abs((1.0 / n) * (1.0 - 10.0 / n)), refine(5, max_n=8192), 1)
+    assert result.status == PASS, result.message
+    assert "refined n = 5, 10, 20" in result.message

@@ -335,10 +335,15 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
 
 
 def _at_round_off(errors: list[float], floor: float) -> bool:
-    """The newest error is below the floor, or has stopped falling close to it: finer levels cannot help."""
+    """The newest error is below the floor, or has stopped falling close to it: finer levels cannot help.
+
+    An error that drops to the floor from far above it in one step is not round-off: an error
+    C h**p (1 + a h**q) with a < 0 passes through zero at one h and grows again beyond it, so
+    only an error that was already near the floor at the level before stops the refinement.
+    """
     last, before = errors[-1], errors[-2]
     if last <= floor:
-        return True
+        return before <= ROUNDOFF_FACTOR * floor
     return last <= ROUNDOFF_FACTOR * floor and before > 0 and last / before > 2.0 ** -STALL_ORDER
 
 
