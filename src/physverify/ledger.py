@@ -232,8 +232,13 @@ def _read_bytes(path: Path) -> bytes:
         raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
     except ValueError as exc:  # a NUL byte, or a name the file system cannot encode (a lone surrogate)
         raise PhysverifyError(f"{visible(str(path))}: cannot read the ledger: {exc}") from None
+    return _read_open(path, fd, "read")
+
+
+def _read_open(path: Path, fd: int, purpose: str) -> bytes:
+    """The bytes of the ledger open as ``fd``, after checking it is a regular file; ``fd`` is closed either way."""
     try:
-        _require_regular(path, fd, "read")
+        _require_regular(path, fd, purpose)
     except BaseException:  # close, then re-raise
         os.close(fd)
         raise
@@ -582,17 +587,7 @@ def _merge_input(path: Path) -> list[_Line]:
         raise PhysverifyError(f"{path}: no such ledger file") from None
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
-    try:
-        _require_regular(path, fd, "merge")
-    except BaseException:  # close, then re-raise
-        os.close(fd)
-        raise
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            data = handle.read()
-        except OSError as exc:
-            raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
-    lines = _split_lines(data)
+    lines = _split_lines(_read_open(path, fd, "merge"))
     if not any(line.record is not None and _is_ledger_record(line.record) for line in lines):
         raise PhysverifyError(f"{path}: no ledger record in it (no JSON line naming a claim and its verdict); "
                               "nothing merged")
