@@ -9,7 +9,7 @@ from pathlib import Path
 from support import hostile
 import pytest
 from support.childsupport import write_spec
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT
 
 from physverify import isolate, protocol
 
@@ -105,25 +105,12 @@ def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Pa
     assert "{raw bytes on fd 1" in outcome.stderr_tail
 
 
-def _claims_repo(tmp_path: Path, claims: dict[str, str]) -> Path:
-    """A committed repository with DECAY_DEFECT as decay.py and ``claims`` in claims/."""
-    root = tmp_path / "repo"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_DEFECT)
-    for name, text in claims.items():
-        (root / "claims" / name).write_text(text)
-    repo = init_repo(root)
-    repo.index.add(["decay.py", *[f"claims/{name}" for name in claims]])
-    repo.index.commit("claims")
-    return root / "claims"
-
-
 def test_a_claim_that_forges_its_siblings_results_changes_no_verdict(tmp_path: Path, isolation: str) -> None:
     """Issue 21, item 4: A writes a forged PASS into every pipe and socket of B's and C's processes."""
     from physverify import replay
 
     done = str(tmp_path / "attack.done")
-    claims = _claims_repo(tmp_path, {
+    claims = hostile.claims_repo(tmp_path, {
         "claim_a_forger.py": hostile.forger(done, siblings=2),
         "claim_b_victim.py": hostile.victim(done),
         "claim_c_victim.py": hostile.victim(done),

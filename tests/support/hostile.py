@@ -122,20 +122,7 @@ def _server():
 
 SIGNALLER = DECAY_CLAIM.replace("import decay\n", '''import decay
 import os, signal, time
-
-
-def _server():
-    """The topmost ancestor started as the fork server (what it forks carries its command line too)."""
-    found, pid = None, os.getppid()
-    while pid > 1:
-        try:
-            if b"physverify.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read():
-                found = pid
-            pid = int(open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[1])
-        except OSError:
-            break
-    return found
-
+''' + SIGNALLER_SERVER + '''
 
 def _signal():
     time.sleep(1.0)  # the siblings are running
