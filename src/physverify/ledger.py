@@ -11,6 +11,7 @@ not make the history unreadable.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import math
 import os
@@ -18,8 +19,8 @@ import posixpath
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
@@ -302,6 +303,7 @@ class Latest:
 
     latest: dict[str, dict[str, Any]]
     problems: list[str]
+    object_id: str | None = None  # git's blob id of the bytes read, when asked for (``read_latest``)
 
 
 def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest:
@@ -309,27 +311,39 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
 
     A committed ledger of a million lines costs its keys' memory, not its own. Most lines
     are older runs of a claim that a later line supersedes, so a line as physverify writes
-    it (``_key_hint``: its top-level ``claim_key`` readable without parsing) is kept raw,
-    and only each key's last such line is parsed. If that parse disagrees with the hint (a
-    hand-made or hostile line), the whole ledger is read again line by line, so the answer
-    is always the full reader's; only the problems of superseded lines go unreported.
+    it (``_KeyHints``: its top-level ``claim_key`` readable without parsing, and its last
+    field ``"stderr_tail": null`` closing the object) is kept raw, and only each key's last
+    such line is parsed. If that parse disagrees with the hint (a hand-made or hostile
+    line), the whole ledger is read again line by line, so the latest line per key is
+    always the full reader's. Every other line is parsed, so a line cut off mid-write
+    anywhere in the file (it cannot end with the closing field), a line that is not JSON,
+    one that is not UTF-8 and a CRLF line give the full reader's warning. The one
+    difference: a hand-made line that starts and ends as physverify's and is broken in
+    between gives no warning when a later line of its key supersedes it (parsing every
+    line to find those would cost more than the rest of a large replay, issue 19).
     """
     deferred: dict[str, tuple[int, bytes]] = {}  # key -> (line number, raw) of its last hinted line
     parsed: dict[str, tuple[int, dict[str, Any]]] = {}  # key -> (line number, record) of its last other line
     order: dict[str, None] = {}  # each key once, in the order of its first line (callers look keys up, never by order)
     problems: list[str] = []
-    for number, raw, torn in _raw_lines(chunks()):
-        hint = None if torn else _key_hint(raw)
-        if hint is not None:
-            deferred[hint] = (number, raw)
-            order.setdefault(hint)
-            continue
-        line = _parse_line(number, raw, torn=torn)
-        if line.problem is not None:
-            problems.append(f"{name}:{number}: {line.problem}")
-        if line.record is not None and (key := _record_key(line.record)) is not None:
-            parsed[key] = (number, line.record)
-            order.setdefault(key)
+    hints = _KeyHints()
+    for first, block, plain, torn in _line_blocks(chunks()):
+        hint_of = hints.plain if plain else hints
+        for number, raw in enumerate(block, first):
+            if not raw or raw.isspace():  # a blank line (raw.strip() is empty), as _split_lines skips it
+                continue
+            hint = None if torn else hint_of(raw)
+            if hint is not None:
+                deferred[hint] = (number, raw)
+                if hint not in order:
+                    order[hint] = None
+                continue
+            line = _parse_line(number, raw, torn=torn)
+            if line.problem is not None:
+                problems.append(f"{name}:{number}: {line.problem}")
+            if line.record is not None and (key := _record_key(line.record)) is not None:
+                parsed[key] = (number, line.record)
+                order.setdefault(key)
     for key, (number, raw) in deferred.items():
         if key in parsed and parsed[key][0] > number:
             continue  # a later line that needed parsing is the latest
@@ -346,22 +360,68 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
 # A line as _serialise writes it: a top-level "claim_key" whose value has no escape. Inside a
 # JSON string every quote is escaped, so an unescaped `"claim_key": "` with no `{` before it
 # and no backslash in front is the top-level key, unless the name occurs twice (JSON's last
-# one wins), which the count rules out. Anything else is parsed like any line.
-_KEY_HINT = re.compile(rb'"claim_key": "([^"\\\x00-\x1f]+)"')
+# one wins): spelled plainly, which finding it once rules out, or with a \u escape
+# (`claim\u005fkey`), which the absence of any `\u` rules out (no other escape gives a
+# letter). Anything else is parsed like any line.
+_KEY_AT = b'"claim_key": "'
+_KEY_NAME = b'"claim_key"'
+_PLAIN_VALUE = re.compile(rb'[^"\\\x00-\x1f]+')  # a string's content without an escape or a control character
+# The end of every line _serialise writes for a run with no stderr: the schema's last field,
+# then the object's close. A line cut off mid-write cannot end so: a prefix of a physverify
+# line ends with this text only at the line's own end (inside a string its quote would be
+# escaped, and no nested object of the schema has the field, unless a claim's author makes a
+# CLAIM value a dict holding it). Lines ending otherwise (a stderr tail, CRLF, a cut) are
+# parsed, so they get their own warnings.
+_CLOSING = b', "stderr_tail": null}'
 
 
-def _key_hint(raw: bytes) -> str | None:
-    """The claim key of a line physverify wrote, read without parsing it; None when unsure."""
-    match = _KEY_HINT.search(raw)
-    if match is None or not raw.startswith(b"{") or raw.count(b'"claim_key"') != 1:
-        return None
-    start = match.start()
-    if raw[start - 1:start] == b"\\" or b"{" in raw[1:start]:
-        return None
-    try:
-        return _normal(match.group(1).decode("utf-8"))
-    except UnicodeDecodeError:
-        return None
+class _KeyHints:
+    """The claim key of each line physverify wrote, read without parsing it; each distinct key normalised once."""
+
+    def __init__(self) -> None:
+        self._normal: dict[bytes, str] = {}
+
+    def __call__(self, raw: bytes) -> str | None:
+        """The line's top-level claim key; None when unsure (the line is then parsed)."""
+        if not raw.endswith(_CLOSING) or raw[:1] != b"{":
+            return None
+        start = raw.find(_KEY_AT)
+        if start == -1 or raw.find(b"{", 1, start) != -1 or raw.find(_KEY_NAME, 0, start + 1) != -1:
+            return None  # no plain claim_key, one inside a nested object, or the name before it
+        value_at = start + len(_KEY_AT)
+        end = raw.find(b'"', value_at)
+        if end == -1 or raw.find(_KEY_NAME, end) != -1 or _PLAIN_VALUE.fullmatch(raw, value_at, end) is None:
+            return None  # the name twice, or a value with an escape or a control character
+        if b"\\" in raw and (raw[start - 1] == 0x5C or b"\\u" in raw):
+            return None  # an escaped quote in front (the text is inside a string), or a \u escape anywhere
+        if not raw.isascii():
+            try:  # a line with a byte that is not UTF-8 is parsed: the full reader's note names it
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return self._key(raw[value_at:end])
+
+    def plain(self, raw: bytes) -> str | None:
+        """``self(raw)`` for a line known to be ASCII with no backslash (``_plain``).
+
+        A control character in the key's value is not looked for: it makes the line invalid
+        JSON, and an invalid line's hint never changes the answer (parsed as a key's latest,
+        it fails and the ledger is read line by line; superseded, it was skipped anyway).
+        """
+        if not raw.endswith(_CLOSING) or raw[:1] != b"{":
+            return None
+        start = raw.find(_KEY_AT)
+        if start == -1 or raw.find(b"{", 1, start) != -1 or raw.count(_KEY_NAME) != 1:
+            return None
+        value_at = start + len(_KEY_AT)
+        end = raw.find(b'"', value_at)
+        return None if end <= value_at else self._key(raw[value_at:end])  # an empty key: claim_file counts
+
+    def _key(self, value: bytes) -> str:
+        key = self._normal.get(value)
+        if key is None:  # a ledger has few keys and many lines: normpath once per key
+            key = self._normal[value] = _normal(value.decode("utf-8"))
+        return key
 
 
 def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
@@ -376,8 +436,14 @@ def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
     return Latest(latest, problems)
 
 
-def read_latest(path: Path) -> Latest:
-    """``latest_of_chunks`` of the ledger file at ``path`` (missing: empty); only a regular file is read."""
+def read_latest(path: Path, name: str | None = None, *, object_hash: str | None = None) -> Latest:
+    """``latest_of_chunks`` of the ledger file at ``path`` (missing: empty); only a regular file is read.
+
+    ``name`` starts each problem (default: the path). ``object_hash`` ("sha1" or "sha256"):
+    the result's ``object_id`` is git's blob id of the bytes this reading parsed, computed in
+    the same pass, so a caller can tell whether they are a commit's blob without reading the
+    file again (issue 19); None when the file changed size while it was read.
+    """
     try:
         fd = os.open(path, os.O_RDONLY | NO_WAIT)
     except FileNotFoundError:
@@ -391,15 +457,66 @@ def read_latest(path: Path) -> Latest:
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        ids: list[str | None] = []  # one per pass over the file
 
-        def chunks() -> Iterable[bytes]:  # from the start each time: a second pass reads the same file
+        def chunks() -> Iterator[bytes]:  # from the start each time: a second pass reads the same file
             handle.seek(0)
-            return iter(lambda: handle.read(1 << 20), b"")
+            digest = hashlib.new(object_hash, b"blob %d\0" % size) if object_hash is not None else None
+            seen = 0
+            while block := handle.read(1 << 20):
+                seen += len(block)
+                if digest is not None:
+                    digest.update(block)
+                yield block
+            ids.append(digest.hexdigest() if digest is not None and seen == size else None)
 
         try:
-            return latest_of_chunks(chunks, str(path))
+            read = latest_of_chunks(chunks, str(path) if name is None else name)
         except OSError as exc:
             raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
+    if ids and ids[0] is not None and all(found == ids[0] for found in ids):  # every pass read the same bytes
+        return replace(read, object_id=ids[0])
+    return read
+
+
+def _plain(data: bytes) -> bool:
+    """Whether ``data`` is ASCII with no backslash (one pass each, in C): no line of it needs those checks."""
+    return b"\\" not in data and data.isascii()
+
+
+def _line_blocks(chunks: Iterable[bytes]) -> Iterator[tuple[int, list[bytes], bool, bool]]:
+    """The lines of ``chunks`` cut as _split_lines cuts them (blank ones included), a block at a time.
+
+    Each block is (number of its first line, its lines, ``_plain`` of its bytes, whether it is
+    the unterminated last line alone). Whole blocks, so the checks that hold for every line
+    of one are made once for all of them.
+    """
+    pending = b""
+    number = 0
+    bom_checked = False
+    for chunk in chunks:
+        pending += chunk
+        if not bom_checked:  # the mark can only be at the very start, once three bytes are in
+            if len(pending) < len(codecs.BOM_UTF8):
+                continue
+            pending, bom_checked = pending.removeprefix(codecs.BOM_UTF8), True
+        cut = pending.rfind(b"\n")
+        if cut == -1:
+            continue
+        data, pending = pending[:cut], pending[cut + 1:]
+        block = data.split(b"\n")
+        yield number + 1, block, _plain(data), False
+        number += len(block)
+    if not bom_checked:  # fewer than three bytes in all
+        pending = pending.removeprefix(codecs.BOM_UTF8)
+        if (cut := pending.rfind(b"\n")) != -1:
+            data, pending = pending[:cut], pending[cut + 1:]
+            block = data.split(b"\n")
+            yield number + 1, block, _plain(data), False
+            number += len(block)
+    if pending.strip():
+        yield number + 1, [pending], False, True
 
 
 def _raw_lines(chunks: Iterable[bytes]) -> Iterable[tuple[int, bytes, bool]]:

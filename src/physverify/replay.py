@@ -70,6 +70,7 @@ class Baseline:
     source: repo.Committed | None = None  # the committed ledger it was read from
     path: Path | None = None  # where that ledger is in the tree (the baseline commit's own setting)
     followed: Mapping[str, str] = field(default_factory=dict)  # a renamed claim's key -> its key in the baseline
+    working: Mapping[str, Mapping[str, Any]] | None = None  # the working ledger's latest lines, when read already
 
 
 Progress = Callable[[ClaimRun, int, int], None]
@@ -160,7 +161,10 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
     ref: as committed at HEAD, or the working ledger outside git or before it was ever
     committed. ``committed_path`` is where the ledger is in the commit (default: where
     this run writes it); the committed blob is streamed, and only the latest line per
-    claim is kept (issue 21, item 11).
+    claim is kept (issue 21, item 11). When the ledger stays where it was committed, the
+    working file is read first, its blob id computed in the same pass: holding the
+    committed bytes (the usual case), it is the baseline, and git's copy is not read at all
+    (issue 19); otherwise it is what ``_recorded`` needs, and the blob is read as well.
     """
     at = committed_path or ledger_path
     if ref is not None:
@@ -173,8 +177,14 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
         read = ledger.read_latest(ledger_path)
         return Baseline(read.latest, None, tuple(read.problems))
     name = f"{at}@{used}"
+    working = None
+    if found is not None and at == ledger_path:
+        working = ledger.read_latest(ledger_path, name, object_hash=found.object_hash)
+        if working.object_id == found.hexsha:  # the same bytes: the same lines, the same problems, the same names
+            return Baseline(working.latest, used, tuple(working.problems), found, at, working=working.latest)
     read = ledger.latest_of_chunks(found.chunks if found is not None else tuple, name)  # the one tolerant reader
-    return Baseline(read.latest, used, tuple(read.problems), found, at)
+    return Baseline(read.latest, used, tuple(read.problems), found, at,
+                    working=working.latest if working is not None else None)
 
 
 def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
@@ -206,9 +216,11 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
 def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
     """The working ledger's latest line per claim: what a line is compared with before it is written.
 
-    Read once: when the working ledger holds the committed bytes (the usual case), it is
-    the baseline already read (issue 21, item 11).
+    Read once: ``load_baseline`` read it already when the ledger stays where it was
+    committed; else, when it holds the committed bytes, it is the baseline (issue 21, item 11).
     """
+    if baseline.working is not None:
+        return baseline.working
     if baseline.source is not None and baseline.path == ledger_path and baseline.source.same_as(ledger_path):
         return baseline.latest
     return ledger.read_latest(ledger_path).latest

@@ -252,6 +252,16 @@ class Committed:
     def size(self) -> int:
         return int(self.blob.size)
 
+    @property
+    def hexsha(self) -> str:
+        """git's object id of the blob (known from the tree: reading it costs nothing)."""
+        return str(self.blob.hexsha)
+
+    @property
+    def object_hash(self) -> str:
+        """The hash git names its objects with in this repository: "sha1", or "sha256"."""
+        return _hash_name(self.hexsha)
+
     def chunks(self) -> Iterator[bytes]:
         """The file's bytes, a block at a time: a large ledger is never one bytes object (issue 21, item 11)."""
         stream = self.blob.data_stream

@@ -1,0 +1,246 @@
+"""The latest line per claim, read fast (issue 19): the same baseline and warnings as the full reader.
+
+``ledger.latest_of_chunks`` skips the JSON parse of a line physverify wrote when a later
+line of the same claim supersedes it. These tests hold it to the line-by-line reader on
+hostile and corrupt ledgers, show the one documented difference, and check the single
+read of the working ledger that ``replay.load_baseline`` makes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.fixtures import init_repo
+
+from physverify import ledger, replay
+from physverify.ledger import latest_by_claim, latest_of_chunks, parse_ledger
+
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def written(key: str, verdict: str = "rejected", **fields: Any) -> bytes:
+    """A line exactly as confirm and replay write it (schema order, every field), without its newline."""
+    record = ledger.new_record(fields.pop("claim_file", key), "2026-01-01T00:00:00+00:00", "0.1.0", 60.0)
+    record.update(claim_key=key, verdict=verdict, reason="the control passed and the check failed")
+    record.update(fields)
+    return ledger._serialise(ledger.ordered(record)).rstrip(b"\n")
+
+
+def full(data: bytes) -> ledger.Latest:
+    """What the line-by-line reader gives: every line parsed."""
+    read = parse_ledger(data, "L")
+    return ledger.Latest(latest_by_claim(read.records), read.problems)
+
+
+def streamed(data: bytes, size: int = 1 << 20) -> ledger.Latest:
+    return latest_of_chunks(lambda: [data[i:i + size] for i in range(0, len(data), size)], "L")
+
+
+def test_a_line_as_physverify_writes_it_takes_the_fast_path() -> None:
+    """The shortcut is real: the lines replay writes end with the closing field and give their key unparsed."""
+    line = written("claims/a.py")
+    assert line.endswith(ledger._CLOSING) and line.startswith(b'{"ledger_version": 1')
+    hints = ledger._KeyHints()
+    assert hints.plain(line) == hints(line) == "claims/a.py"
+    assert hints(written("./claims/../claims/é.py")) == "claims/é.py"  # normalised as _record_key does
+
+
+def test_superseded_lines_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"\n".join(written(f"claims/c{i % 3}.py", verdict=("rejected", "confirmed")[i % 2]) for i in range(60)) + b"\n"
+    parsed: list[int] = []
+    real = ledger._parse_line
+
+    def counting(number: int, raw: bytes, *, torn: bool) -> Any:
+        parsed.append(number)
+        return real(number, raw, torn=torn)
+
+    monkeypatch.setattr(ledger, "_parse_line", counting)
+    read = streamed(data)
+    assert sorted(parsed) == [58, 59, 60]  # each claim's last line, nothing else
+    monkeypatch.setattr(ledger, "_parse_line", real)
+    assert read == full(data)
+
+
+KEYS = ["claims/a.py", "claims/b.py", "./claims/a.py", "claims/é.py"]
+HOSTILE = 'he wrote "claim_key": "claims/z.py" and {"claim_key": "claims/z.py"}'
+
+
+def _torn(line: bytes, cut: int) -> bytes:
+    return line[:max(1, cut % len(line))]
+
+
+# Lines the fast reader must read exactly as the full reader does, warnings included.
+exact_lines = st.one_of(
+    st.builds(lambda k, v: written(k, v), st.sampled_from(KEYS), st.sampled_from(["confirmed", "rejected"])),
+    # a JSON string value holding the claim_key text, before and after the real key
+    st.builds(lambda k: written(k, claim_file=HOSTILE), st.sampled_from(KEYS)),
+    st.builds(lambda k: written(k, text=HOSTILE, reason=HOSTILE), st.sampled_from(KEYS)),
+    # a writer killed mid-line, then the next append's newline: the cut line sits mid-file
+    st.builds(lambda k, cut: _torn(written(k), cut), st.sampled_from(KEYS), st.integers(0, 10_000)),
+    st.builds(lambda k: written(k) + b"\r", st.sampled_from(KEYS)),  # CRLF
+    st.builds(lambda k: written(k, text="bad").replace(b'"bad"', b'"b\xffd"'), st.sampled_from(KEYS)),  # not UTF-8
+    st.builds(lambda k: written(k, stderr_tail="Traceback: \"boom\"\n"), st.sampled_from(KEYS)),
+    st.builds(lambda k: written("", claim_file=k), st.sampled_from(KEYS)),  # an empty key: claim_file counts
+    # the key spelled a second time with an escape: JSON's last one wins
+    st.builds(lambda k: written(k).replace(ledger._CLOSING, b', "claim\\u005fkey": "claims/z.py"' + ledger._CLOSING),
+              st.sampled_from(KEYS)),
+    st.builds(lambda k: written(k).replace(b'"claim_key"', b'"claim_key" ', 1), st.sampled_from(KEYS)),
+    st.sampled_from([b"not json", b"[1, 2]", b"{broken", b"", b"   ", b"\t", b"null", b'{"verdict": "x"}',
+                     b'{"control": {"claim_key": "claims/y.py"}, "claim_file": "claims/d.py", "stderr_tail": null}']),
+)
+
+
+@FUZZ
+@given(st.lists(exact_lines, max_size=14), st.integers(1, 80), st.booleans(), st.booleans())
+def test_the_fast_reader_gives_the_full_readers_lines_and_warnings(lines: list[bytes], size: int, bom: bool,
+                                                                   newline: bool) -> None:
+    """Every line of a hostile ledger: the same latest line per key and the same warnings, line for line."""
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if newline else b"")
+    assert streamed(data, size) == full(data)
+
+
+def test_a_line_cut_off_mid_write_in_the_middle_still_warns_when_superseded() -> None:
+    line = written("claims/a.py")
+    for cut in range(1, len(line)):
+        data = line[:cut] + b"\n" + written("claims/a.py", "confirmed") + b"\n"
+        read = streamed(data)
+        assert read == full(data)
+        assert read.problems and read.problems[0].startswith("L:1: ")
+
+
+def test_a_key_spelled_again_with_an_escape_is_the_lines_key_even_when_superseded() -> None:
+    twice = written("claims/a.py").replace(ledger._CLOSING, b', "claim\\u005fkey": "claims/z.py"' + ledger._CLOSING)
+    data = twice + b"\n" + written("claims/a.py", "confirmed") + b"\n"
+    assert json.loads(twice)["claim_key"] == "claims/z.py"
+    read = streamed(data)
+    assert set(read.latest) == {"claims/a.py", "claims/z.py"} and read == full(data)
+
+
+def test_a_huge_line_reads_across_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "confirm_ledger.jsonl"
+    huge = written("claims/a.py", text="x" * (3 << 20))  # three blocks of 1 MiB
+    path.write_bytes(written("claims/a.py") + b"\n" + huge + b"\n" + written("claims/b.py") + b"\n{torn")
+    read = ledger.read_latest(path, "L")
+    assert read.latest["claims/a.py"]["text"] == "x" * (3 << 20)
+    assert (read.latest, read.problems) == (full(path.read_bytes()).latest, full(path.read_bytes()).problems)
+
+
+def test_the_one_difference_a_hand_made_line_broken_in_between_and_superseded() -> None:
+    """Documented in latest_of_chunks: it starts and ends as physverify's, so it is not parsed once superseded.
+
+    The baseline is the same either way (the full reader skips the line too); only its warning is missing.
+    """
+    broken = written("claims/a.py").replace(b'"verdict": "rejected"', b'"verdict": rejected')
+    superseded = broken + b"\n" + written("claims/a.py", "confirmed") + b"\n"
+    assert streamed(superseded).latest == full(superseded).latest
+    assert streamed(superseded).problems == [] and len(full(superseded).problems) == 1
+    alone = broken + b"\n" + written("claims/b.py") + b"\n"  # the key's latest line: parsed, so it warns
+    assert streamed(alone) == full(alone)
+
+
+# --- the working ledger, read once ------------------------------------------------------
+def hash_object(path: Path) -> str:
+    return subprocess.run(["git", "hash-object", "--no-filters", str(path)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_read_latest_gives_gits_blob_id_of_the_bytes_it_read(tmp_path: Path) -> None:
+    path = tmp_path / "confirm_ledger.jsonl"
+    path.write_bytes(written("claims/a.py") + b"\n" + b"{torn")
+    assert ledger.read_latest(path, object_hash="sha1").object_id == hash_object(path)
+    assert ledger.read_latest(path).object_id is None  # not asked for
+    assert ledger.read_latest(tmp_path / "missing.jsonl", object_hash="sha1").object_id is None
+
+
+def committed_repo(root: Path, lines: list[bytes]) -> tuple[git.Repo, Path]:
+    repo = init_repo(root)
+    (root / "claims").mkdir()
+    path = root / "claims" / "confirm_ledger.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("ledger")
+    return repo, path
+
+
+HOSTILE_LEDGER = [written("claims/a.py"), b"not json", written("claims/a.py", "confirmed")[:80],
+                  written("claims/b.py", claim_file=HOSTILE) + b"\r", written("claims/a.py", "confirmed"),
+                  written("claims/c.py", text="bad").replace(b'"bad"', b'"b\xffd"')]
+
+
+def test_a_working_ledger_holding_the_committed_bytes_is_the_baseline_read_once(tmp_path: Path) -> None:
+    repo, path = committed_repo(tmp_path, HOSTILE_LEDGER)
+    base = replay.load_baseline(path, None)
+    committed = repo.git.show("HEAD:claims/confirm_ledger.jsonl", stdout_as_string=False)
+    expected = parse_ledger(committed, f"{path}@HEAD")
+    assert base.ref == "HEAD" and base.latest == latest_by_claim(expected.records)
+    assert list(base.problems) == expected.problems and len(base.problems) == 3  # named as the committed copy
+    assert base.working is base.latest and replay._recorded(path, base) is base.latest
+
+
+@pytest.mark.parametrize("change", ["same size", "appended", "removed"])
+def test_a_working_ledger_that_differs_never_stands_in_for_the_committed_one(tmp_path: Path, change: str) -> None:
+    repo, path = committed_repo(tmp_path, HOSTILE_LEDGER)
+    committed = path.read_bytes()
+    if change == "same size":  # an edit that keeps the size and the line count: only the bytes tell
+        path.write_bytes(committed.replace(b'"verdict": "confirmed"', b'"verdict": "confirmex"'))
+    elif change == "appended":
+        path.write_bytes(committed + written("claims/d.py") + b"\n")
+    else:
+        path.unlink()
+    base = replay.load_baseline(path, None)
+    assert base.latest == latest_by_claim(parse_ledger(committed, "L").records)
+    assert base.latest["claims/a.py"]["verdict"] == "confirmed"
+    working = ledger.read_bytes(path) if path.exists() else b""
+    assert replay._recorded(path, base) == latest_by_claim(parse_ledger(working, "L").records)
+
+
+# --- the dirty flag where a line is written ---------------------------------------------
+CLAIM = '''"""A tiny claim about solver.double."""
+from physverify import FAIL, PASS, Check, Result
+import solver
+
+CLAIM = {"text": "double() is wrong for x != 0", "source": "a test", "file": "solver.py", "line": 2,
+         "reference": "arithmetic: double(x) = 2 x", "impact": "used"}
+
+
+def _doubles(x):
+    return lambda: Result(PASS if solver.double(x) == 2 * x else FAIL, f"double({x}) = {solver.double(x)}")
+
+
+def control():
+    return Check("exact", "double(0) is 0", _doubles(0))
+
+
+def checks():
+    return [Check("exact", "double(2) is 4", _doubles(2))]
+'''
+
+
+def test_a_line_written_from_a_dirty_tree_records_dirty_after_a_no_op_run(tmp_path: Path) -> None:
+    """The no-op run asks git nothing about dirt; the run that writes a line still records HEAD-dirty."""
+    repo = init_repo(tmp_path)
+    (tmp_path / "solver.py").write_text("def double(x):\n    return 3 * x\n")
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "claim_a.py").write_text(CLAIM)
+    repo.index.add(["solver.py", "claims/claim_a.py"])
+    repo.index.commit("claim")
+    first = replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1)
+    assert [run.verdict for run in first.claims] == ["confirmed"]
+    clean = repo.head.commit.hexsha  # the ledger itself is untracked yet, which is not dirt
+    assert json.loads(ledger.read_bytes(tmp_path / "claims" / "confirm_ledger.jsonl"))["repo_commit"] == clean
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("ledger")
+    head = repo.head.commit.hexsha
+    assert replay.replay([tmp_path / "claims"], trusted=True, changed_since="HEAD").written == 0
+    (tmp_path / "solver.py").write_text("def double(x):\n    return 2 * x\n")  # fixed, not committed
+    fixed = replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1)
+    assert fixed.written == 1
+    last = ledger.read_bytes(tmp_path / "claims" / "confirm_ledger.jsonl").splitlines()[-1]
+    assert json.loads(last)["verdict"] == "rejected" and json.loads(last)["repo_commit"] == head + "-dirty"
