@@ -298,13 +298,13 @@ class Readings:
         self._used: dict[Path, dict[str, tuple[str, StaticReading]]] = {}  # by checkout root: what this run used
         self._missed: set[Path] = set()  # roots where a reading did not come from the last run's pack
 
-    def read(self, path: Path) -> ClaimReading:
-        """The reading of ``path``: from the cache by the index's id (the file unopened), else claim.read."""
+    def read(self, path: Path, real: Path | None = None) -> ClaimReading:
+        """The reading of ``path`` (resolved: ``real``): from the cache by the index's id (the file unopened), else claim.read."""
         if self.cache is None:
             return claim.read(path)
-        checkout = self.checkouts.for_claim(path, None)
+        checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
-        blob = checkout.blob_id(path)
+        blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
         kept = self._packed(root, blob) if blob is not None else None
         if kept is None:
             with self._lock:
