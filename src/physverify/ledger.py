@@ -490,33 +490,37 @@ def _line_blocks(chunks: Iterable[bytes]) -> Iterator[tuple[int, list[bytes], bo
 
     Each block is (number of its first line, its lines, ``_plain`` of its bytes, whether it is
     the unterminated last line alone). Whole blocks, so the checks that hold for every line
-    of one are made once for all of them.
+    of one are made once for all of them. Each chunk is split where it lies, and the parts
+    of a line longer than a chunk are joined once, so no byte is copied twice.
     """
-    pending = b""
+    parts: list[bytes] = []  # the line in progress: what came after the last newline
     number = 0
-    bom_checked = False
+    head: bytes | None = b""  # the first bytes, until three are in: the byte order mark can only be there
     for chunk in chunks:
-        pending += chunk
-        if not bom_checked:  # the mark can only be at the very start, once three bytes are in
-            if len(pending) < len(codecs.BOM_UTF8):
+        if head is not None:
+            head += chunk
+            if len(head) < len(codecs.BOM_UTF8):
                 continue
-            pending, bom_checked = pending.removeprefix(codecs.BOM_UTF8), True
-        cut = pending.rfind(b"\n")
-        if cut == -1:
+            chunk, head = head.removeprefix(codecs.BOM_UTF8), None
+        if b"\n" not in chunk:
+            parts.append(chunk)
             continue
-        data, pending = pending[:cut], pending[cut + 1:]
-        block = data.split(b"\n")
-        yield number + 1, block, _plain(data), False
+        block = chunk.split(b"\n")
+        start = b"".join(parts) if parts else b""
+        plain = _plain(start) and _plain(chunk)
+        block[0] = start + block[0]
+        parts = [block.pop()]
+        yield number + 1, block, plain, False
         number += len(block)
-    if not bom_checked:  # fewer than three bytes in all
-        pending = pending.removeprefix(codecs.BOM_UTF8)
-        if (cut := pending.rfind(b"\n")) != -1:
-            data, pending = pending[:cut], pending[cut + 1:]
-            block = data.split(b"\n")
-            yield number + 1, block, _plain(data), False
+    if head is not None:  # fewer than three bytes in all
+        block = head.removeprefix(codecs.BOM_UTF8).split(b"\n")
+        parts = [block.pop()]
+        if block:
+            yield number + 1, block, False, False
             number += len(block)
-    if pending.strip():
-        yield number + 1, [pending], False, True
+    rest = b"".join(parts)
+    if rest.strip():
+        yield number + 1, [rest], False, True
 
 
 def _raw_lines(chunks: Iterable[bytes]) -> Iterable[tuple[int, bytes, bool]]:
