@@ -244,3 +244,109 @@ def test_a_line_written_from_a_dirty_tree_records_dirty_after_a_no_op_run(tmp_pa
     assert fixed.written == 1
     last = ledger.read_bytes(tmp_path / "claims" / "confirm_ledger.jsonl").splitlines()[-1]
     assert json.loads(last)["verdict"] == "rejected" and json.loads(last)["repo_commit"] == head + "-dirty"
+
+
+@pytest.mark.parametrize("margin", ["git's racy rule", "none"])
+def test_a_new_claim_from_a_clean_tree_records_head_without_dirty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  margin: str) -> None:
+    """The ledger read as HEAD's is left out of git's look at the working tree; an untracked claim is no dirt."""
+    from physverify import repo as repository
+
+    if margin == "none":  # the ledger was just written: without the margin the commit lookup trusts its stat
+        monkeypatch.setattr(repository, "_RACY_NS", 0)
+    repo = init_repo(tmp_path)
+    (tmp_path / "solver.py").write_text("def double(x):\n    return 3 * x\n")
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "claim_a.py").write_text(CLAIM)
+    repo.index.add(["solver.py", "claims/claim_a.py"])
+    repo.index.commit("claim")
+    replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1)
+    repo.index.add(["claims/confirm_ledger.jsonl"])  # GitPython's add: the index keeps no stat of the file
+    repo.index.commit("ledger")
+    head = repo.head.commit.hexsha
+    (tmp_path / "claims" / "claim_b.py").write_text(CLAIM)  # untracked: not dirt
+    assert replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1).written == 1
+    assert json.loads(ledger.read_bytes(tmp_path / "claims" / "confirm_ledger.jsonl").splitlines()[-1])[
+        "repo_commit"] == head
+    (tmp_path / "solver.py").write_text("def double(x):\n    return 2 * x\n")  # fixed, not committed: dirt
+    assert replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1).written == 2
+    assert {json.loads(line)["repo_commit"] for line in ledger.read_bytes(
+        tmp_path / "claims" / "confirm_ledger.jsonl").splitlines()[-2:]} == {head + "-dirty"}
+
+
+def head_copy(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[git.Repo, Path, Any]:
+    """A committed ledger, read by load_baseline, and the HeadCopy it gives (no racy margin: it was just written)."""
+    from physverify import repo as repository
+
+    monkeypatch.setattr(repository, "_RACY_NS", 0)
+    repo, path = committed_repo(root, [written("claims/a.py")])
+    (root / "solver.py").write_text("x = 1\n")
+    repo.index.add(["solver.py"])
+    repo.index.commit("solver")
+    base = replay.load_baseline(path, None)
+    assert base.head_copy is not None and base.head_copy.head == repo.head.commit.hexsha
+    return repo, path, base.head_copy
+
+
+def commit_with(root: Path, copy: Any) -> str | None:
+    from physverify import repo as repository
+
+    return repository.Checkouts([copy]).for_folder(root).commit
+
+
+def test_the_commit_lookup_leaves_out_only_a_ledger_still_as_read(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, path, copy = head_copy(tmp_path, monkeypatch)
+    head = repo.head.commit.hexsha
+    assert copy.relative_if_unchanged(repo, head) == "claims/confirm_ledger.jsonl"
+    assert commit_with(tmp_path, copy) == head
+    (tmp_path / "solver.py").write_text("x = 2\n")  # another tracked file changed: dirty all the same
+    assert commit_with(tmp_path, copy) == head + "-dirty"
+
+
+@pytest.mark.parametrize("change", ["appended", "staged", "a link", "new commit", "racy"])
+def test_a_ledger_changed_after_it_was_read_is_asked_of_git_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  change: str) -> None:
+    from physverify import repo as repository
+
+    repo, path, copy = head_copy(tmp_path, monkeypatch)
+    committed = path.read_bytes()
+    if change == "appended":
+        with path.open("ab") as handle:
+            handle.write(written("claims/b.py") + b"\n")
+    elif change == "staged":  # the index differs from HEAD, the file holds HEAD's bytes again
+        path.write_bytes(committed + written("claims/b.py") + b"\n")
+        repo.git.add("claims/confirm_ledger.jsonl")
+        path.write_bytes(committed)
+    elif change == "a link":  # the same bytes through a link: git sees a type change
+        (tmp_path / "copy.jsonl").write_bytes(committed)
+        path.unlink()
+        path.symlink_to(tmp_path / "copy.jsonl")
+    elif change == "new commit":
+        (tmp_path / "solver.py").write_text("x = 3\n")
+        repo.git.commit("-am", "moved on")
+        (tmp_path / "solver.py").write_text("x = 4\n")
+    else:  # the file's ctime within the clock's grain of the reading: not trusted
+        monkeypatch.setattr(repository, "_RACY_NS", 10**12)
+    head = repo.head.commit.hexsha
+    if change != "racy" and change != "staged":
+        assert copy.relative_if_unchanged(repo, head) is None
+    expected = head if change == "racy" else head + "-dirty"
+    assert commit_with(tmp_path, copy) == expected == repository.commit(tmp_path)
+
+
+def test_a_staged_ledger_is_dirt_though_the_file_holds_heads_bytes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcut leaves the file out of the working tree's diff only: the index against HEAD still counts."""
+    from physverify import repo as repository
+
+    monkeypatch.setattr(repository, "_RACY_NS", 0)
+    repo, path = committed_repo(tmp_path, [written("claims/a.py")])
+    committed = path.read_bytes()
+    path.write_bytes(committed + written("claims/b.py") + b"\n")
+    repo.git.add("claims/confirm_ledger.jsonl")
+    path.write_bytes(committed)  # the working file is HEAD's again, the index is not
+    base = replay.load_baseline(path, None)
+    assert base.head_copy is not None
+    assert base.head_copy.relative_if_unchanged(repo, repo.head.commit.hexsha) == "claims/confirm_ledger.jsonl"
+    assert commit_with(tmp_path, base.head_copy) == repo.head.commit.hexsha + "-dirty" == repository.commit(tmp_path)

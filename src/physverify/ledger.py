@@ -19,6 +19,7 @@ import posixpath
 import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -304,6 +305,10 @@ class Latest:
     latest: dict[str, dict[str, Any]]
     problems: list[str]
     object_id: str | None = None  # git's blob id of the bytes read, when asked for (``read_latest``)
+    # With object_id: (mtime_ns, ctime_ns, size, inode, device) of the file read, and the clock just before
+    # the reading began (repo.HeadCopy); None when the path was not the regular file itself (a link).
+    file_stat: tuple[int, int, int, int, int] | None = None
+    read_ns: int = 0
 
 
 def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest:
@@ -444,6 +449,7 @@ def read_latest(path: Path, name: str | None = None, *, object_hash: str | None 
     the same pass, so a caller can tell whether they are a commit's blob without reading the
     file again (issue 19); None when the file changed size while it was read.
     """
+    read_ns = time.time_ns()
     try:
         fd = os.open(path, os.O_RDONLY | NO_WAIT)
     except FileNotFoundError:
@@ -457,7 +463,9 @@ def read_latest(path: Path, name: str | None = None, *, object_hash: str | None 
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+        st = os.fstat(handle.fileno())
+        size = st.st_size
+        file_stat = _own_stat(path, st)
         ids: list[str | None] = []  # one per pass over the file
 
         def chunks() -> Iterator[bytes]:  # from the start each time: a second pass reads the same file
@@ -476,8 +484,19 @@ def read_latest(path: Path, name: str | None = None, *, object_hash: str | None 
         except OSError as exc:
             raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
     if ids and ids[0] is not None and all(found == ids[0] for found in ids):  # every pass read the same bytes
-        return replace(read, object_id=ids[0])
+        return replace(read, object_id=ids[0], file_stat=file_stat, read_ns=read_ns)
     return read
+
+
+def _own_stat(path: Path, st: os.stat_result) -> tuple[int, int, int, int, int] | None:
+    """The stat of the file open as ``st`` when ``path`` itself is that file (not a link to it); else None."""
+    try:
+        own = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(own.st_mode) or (own.st_ino, own.st_dev) != (st.st_ino, st.st_dev):
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 def _plain(data: bytes) -> bool:

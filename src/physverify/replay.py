@@ -72,6 +72,7 @@ class Baseline:
     path: Path | None = None  # where that ledger is in the tree (the baseline commit's own setting)
     followed: Mapping[str, str] = field(default_factory=dict)  # a renamed claim's key -> its key in the baseline
     working: Mapping[str, Mapping[str, Any]] | None = None  # the working ledger's latest lines, when read already
+    head_copy: repo.HeadCopy | None = None  # the working ledger, found to hold HEAD's bytes (for the dirty flag)
 
 
 Progress = Callable[[ClaimRun, int, int], None]
@@ -210,7 +211,11 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
     if found is not None and at == ledger_path:
         working = ledger.read_latest(ledger_path, name, object_hash=found.object_hash)
         if working.object_id == found.hexsha:  # the same bytes: the same lines, the same problems, the same names
-            return Baseline(working.latest, used, tuple(working.problems), found, at, working=working.latest)
+            copy = None
+            if ref is None and found.commit is not None and working.file_stat is not None:
+                copy = repo.HeadCopy(ledger_path.absolute(), working.file_stat, working.read_ns, found.commit)
+            return Baseline(working.latest, used, tuple(working.problems), found, at, working=working.latest,
+                            head_copy=copy)
     read = ledger.latest_of_chunks(found.chunks if found is not None else tuple, name)  # the one tolerant reader
     return Baseline(read.latest, used, tuple(read.problems), found, at,
                     working=working.latest if working is not None else None)
@@ -569,7 +574,7 @@ def replay(
         warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
                         f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
     recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
-    checkouts = repo.Checkouts()
+    checkouts = repo.Checkouts(() if before.head_copy is None else (before.head_copy,))
     readings = cache.Readings(cache.open_cache(), checkouts)
     changes = None
     if changed_since is not None or files is not None or pre_commit:

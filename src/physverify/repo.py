@@ -119,20 +119,78 @@ def commit(root: Path, *, untrusted: bool = False) -> str | None:
     return _commit_of(open_repo(root), untrusted=untrusted)
 
 
-def _commit_of(repo: Any, *, untrusted: bool = False) -> str | None:
+def _commit_of(repo: Any, *, untrusted: bool = False, known: Iterable[HeadCopy] = ()) -> str | None:
     if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
         return None
     import git
 
     try:
+        head = str(repo.head.commit.hexsha)
         # Untracked files do not count: a new scratch file does not change what HEAD's code does.
-        dirty = untrusted_dirty(repo) if untrusted else repo.is_dirty(index=True, working_tree=True,
-                                                                       untracked_files=False)
+        if untrusted:
+            dirty = untrusted_dirty(repo)
+        else:
+            dirty = _dirty(repo, [relative for copy in known if (relative := copy.relative_if_unchanged(repo, head))])
     except git.GitCommandError:  # e.g. git's "dubious ownership" refusal: the state is unknown, so null
         return None
     if dirty is None:
         return None
-    return str(repo.head.commit.hexsha) + ("-dirty" if dirty else "")
+    return head + ("-dirty" if dirty else "")
+
+
+def _dirty(repo: Any, same_as_head: Iterable[str]) -> bool:
+    """GitPython's ``is_dirty(index=True, working_tree=True, untracked_files=False)``, its two ``git diff``s as it
+    runs them, but the working tree's without the files ``same_as_head`` names (relative to the working tree).
+
+    Those hold HEAD's bytes, this run hashed them: git would hash them again whenever the
+    index's stat of one is stale (GitPython's own ``index.add`` leaves it so), 2.5 s for a
+    230 MB ledger (issue 19). The index against HEAD is compared for every file, so a
+    staged change to one of them is still dirt; in the working tree, holding HEAD's bytes,
+    it can differ from the index only where the index differs from HEAD.
+    """
+    args = ["--abbrev=40", "--full-index", "--raw"]
+    if os.path.isfile(repo.index.path) and len(repo.git.diff("--cached", *args)):
+        return True
+    skipped = [f":(top,exclude,literal){relative}" for relative in same_as_head]
+    return bool(len(repo.git.diff(*args, *(["--", *skipped] if skipped else []))))
+
+
+# A file whose ctime is this close to the moment a run began reading it may have changed again
+# within the file system's clock grain without its stat showing it (git's "racily clean" case).
+_RACY_NS = 2 * 10**9
+
+
+@dataclass(frozen=True)
+class HeadCopy:
+    """A tracked file this run read and found to hold HEAD's bytes (its git blob id is HEAD's), as it was then.
+
+    ``stat`` is (mtime_ns, ctime_ns, size, inode, device) of the file read, ``read_ns`` the
+    clock just before the reading began, ``head`` the commit whose blob it matched. Any
+    later change to the file sets its ctime to a later time than ``read_ns``, so while its
+    stat is still ``stat`` (and that ctime was older than the reading by more than the clock's
+    grain) the file still holds those bytes.
+    """
+
+    path: Path
+    stat: IndexStat
+    read_ns: int
+    head: str
+
+    def relative_if_unchanged(self, repo: Any, head: str) -> str | None:
+        """The file relative to ``repo``'s working tree when it still holds ``head``'s bytes; else None."""
+        if head != self.head or repo.working_tree_dir is None or self.stat[1] >= self.read_ns - _RACY_NS:
+            return None
+        try:
+            st = os.lstat(self.path)  # the path itself, not a link put in its place
+        except OSError:
+            return None
+        now = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+        if not stat.S_ISREG(st.st_mode) or now != self.stat:
+            return None
+        try:  # the file's own name, its folder resolved: a link in its place is not followed to another file
+            return (self.path.parent.resolve() / self.path.name).relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
+        except (OSError, ValueError):
+            return None
 
 
 # Settings of a received .git/config that make `git diff` run a command of the repository's
@@ -245,9 +303,10 @@ _CHUNK = 1 << 20
 class Committed:
     """A regular file as committed at a ref: its blob, read a block at a time."""
 
-    def __init__(self, blob: Any, ref: str) -> None:
+    def __init__(self, blob: Any, ref: str, commit: str | None = None) -> None:
         self.blob = blob
         self.ref = ref
+        self.commit = commit  # the sha of the commit ``ref`` named, when known
 
     @property
     def size(self) -> int:
@@ -326,7 +385,7 @@ def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
                 "tree": "a folder"}.get(entry.type, "a symbolic link")
         raise PhysverifyError(f"{relative}@{ref}: is {kind} in that commit, not a file; the committed ledger cannot "
                               "be read from it")
-    return Committed(entry, ref)
+    return Committed(entry, ref, str(commit.hexsha))
 
 
 def _tree_entry(commit: Any, relative: str) -> Any:
@@ -469,6 +528,7 @@ class Checkout:
     _commit: tuple[str | None] | None = field(default=None, repr=False, compare=False)
     _index: dict[str, tuple[IndexStat, str]] | None = field(default=None, repr=False, compare=False)
     _index_mtime_ns: int = field(default=0, repr=False, compare=False)
+    known: tuple[HeadCopy, ...] = field(default=(), repr=False, compare=False)  # files this run found as at HEAD
 
     @property
     def commit(self) -> str | None:
@@ -476,7 +536,7 @@ class Checkout:
         with self._lock:
             if self._commit is None:
                 sandbox = sandbox_commit()
-                self._commit = (sandbox if sandbox is not None else _commit_of(self.repo),)
+                self._commit = (sandbox if sandbox is not None else _commit_of(self.repo, known=self.known),)
             return self._commit[0]
 
     def __post_init__(self) -> None:
@@ -573,10 +633,12 @@ def _read_index(repo: Any, root: Path) -> tuple[dict[str, tuple[IndexStat, str]]
 class Checkouts:
     """The checkouts of one run, by folder: each repository is opened once, whatever the number of claims."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: Iterable[HeadCopy] = ()) -> None:
+        """``known``: files the run read and found to hold HEAD's bytes (the ledger), for the commit lookups."""
         self._lock = threading.Lock()
         self._by_folder: dict[Path, Checkout] = {}
         self._by_root: dict[Path, Checkout] = {}
+        self._known = tuple(known)
 
     def for_folder(self, folder: Path) -> Checkout:
         """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
@@ -600,7 +662,7 @@ class Checkouts:
         else:
             root = Path(repo.working_tree_dir)
         with self._lock:
-            checkout = self._by_root.setdefault(root, Checkout(root, repo))
+            checkout = self._by_root.setdefault(root, Checkout(root, repo, known=self._known))
             self._by_folder[folder] = self._by_folder[given] = checkout
         return checkout
 
