@@ -27,6 +27,7 @@ must not write what the host reads later).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -72,6 +73,7 @@ class Cache:
         self.written = 0
         self._lock = threading.Lock()
         self._broken = False  # after a write failed, no more writes are tried in this run
+        self._folders: set[Path] = set()  # the entry folders this run made or found
 
     # --- reading ------------------------------------------------------------------------
     def get(self, key: str) -> tuple[str, StaticReading] | None:
@@ -105,7 +107,9 @@ class Cache:
             return
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent not in self._folders:  # one mkdir per folder and run, not per entry
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._folders.add(path.parent)
             _write_atomically(path, data)
         except OSError as exc:
             self._broken = True
@@ -192,12 +196,27 @@ class Cache:
                                      f"(set {settings.CACHE_ENV}=off to turn it off)")
 
 
+_TEMPORARY = itertools.count()
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    The temporary name holds the process, the thread and a counter, and is created with
+    O_EXCL: unique among concurrent runs without mkstemp's random tries (10,000 entries).
+    """
+    temporary = os.path.join(path.parent, f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_TEMPORARY)}.json")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:  # left by a crashed process of the same number: a random name instead
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # a plain write loop: a file object per entry cost more than the write
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(temporary, path)
     except BaseException:  # clean up the temporary file, then re-raise
         try:

@@ -567,6 +567,7 @@ class Checkouts:
         self._lock = threading.Lock()
         self._by_folder: dict[Path, Checkout] = {}
         self._by_root: dict[Path, Checkout] = {}
+        self._by_text: dict[str, Checkout] = {}  # by a resolved folder's string (for_claim)
 
     def for_folder(self, folder: Path) -> Checkout:
         """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
@@ -604,6 +605,10 @@ class Checkouts:
             real = real_path if real_path is not None else claim_path.resolve()
             return self.for_folder((real.parent / given).resolve())
         if real_path is not None:  # the folder the file really is in: its own, or where a link leads
-            return self.for_folder(real_path.parent)
+            folder = os.path.dirname(str(real_path))  # a string key: hashing a new Path costs more than the rest
+            found = self._by_text.get(folder)
+            if found is None:
+                found = self._by_text[folder] = self.for_folder(real_path.parent)
+            return found
         # the folder of the file itself, unless the claim is a link into another folder
         return self.for_folder(claim_path.resolve().parent if claim_path.is_symlink() else claim_path.parent)
