@@ -146,19 +146,23 @@ class Closures:
         return self._reached(claim_path.parent, start, repo_root, tuple(found)) | {start}
 
     def inputs(self, claim_path: Path, repo_root: Path, target: str | None, config_file: Path | None,
-               imports: Sequence[claim.Import] | None = None, *, real_path: Path | None = None) -> frozenset[str]:
+               imports: Sequence[claim.Import] | None = None, *, real_path: Path | None = None,
+               own_key: str | None = None) -> frozenset[str]:
         """``claim_inputs``, with the lookups shared between the run's claims.
 
         Claims of one folder that import the same modules (the usual case) share everything
-        but their own file, so that part is found once for all of them.
+        but their own file, so that part is found once for all of them, under a key of
+        strings (hashing new Path objects cost more than the rest). ``own_key`` is the
+        claim's own key when the caller has it (replay's planning does).
         """
         start = real_path if real_path is not None else self._resolved(claim_path)
         self._real[start] = start
         found = tuple(imports) if imports is not None else tuple(claim.static_imports(start))
-        inside = self._inside(repo_root)(start)
-        shared_key = (claim_path.parent, start.parent, repo_root, inside, found, target, config_file)
+        shared_key = (os.path.dirname(claim_path), os.path.dirname(start), os.fspath(repo_root), found, target,
+                      None if config_file is None else os.fspath(config_file))
         shared = self._inputs.get(shared_key)
         if shared is None:
+            inside = self._inside(repo_root)(start)
             paths = set(self._reached(claim_path.parent, start, repo_root, found) if inside else ())
             if target:  # spec section 3: relative to the root, else next to the claim file
                 paths.update((repo_root / target, claim_path.parent / target))
@@ -166,7 +170,7 @@ class Closures:
                 paths.add(config_file)
             keys = (self._key(p, repo_root) for p in paths)
             shared = self._inputs[shared_key] = frozenset(k for k in keys if k is not None)
-        own = self._key(start, repo_root)
+        own = own_key if own_key is not None else self._key(start, repo_root)
         return shared | {own} if own is not None and own not in shared else shared
 
     def _reached(self, folder: Path, start: Path, repo_root: Path, imports: tuple[claim.Import, ...]) -> frozenset[Path]:

@@ -17,6 +17,7 @@ them from the environment a claim runs in.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -613,21 +614,60 @@ def _read_index(repo: Any, root: Path) -> tuple[dict[str, tuple[IndexStat, str]]
     index_path = Path(repo.git_dir) / "index"
     try:
         mtime_ns = os.stat(index_path).st_mtime_ns
-        entries = repo.index.entries
+        entries = _listed_entries(repo)
+        if entries is None:
+            entries = _gitpython_entries(repo)
     except Exception:  # noqa: BLE001 - recorded by its absence: no ids, every file is hashed itself
         return {}, 0
     base = Path(repo.working_tree_dir)
     inside = base.resolve() == root.resolve()
     found: dict[str, tuple[IndexStat, str]] = {}
-    for (name, stage), entry in entries.items():
-        if stage != 0 or not stat.S_ISREG(entry.mode):  # a conflict, a link or a submodule: the file is read itself
+    for name, stage, mode, hexsha, entry_stat in entries:
+        if stage != 0 or not stat.S_ISREG(mode):  # a conflict, a link or a submodule: the file is read itself
             continue
         key = name if inside else relative_key(base / name, root)
-        if key is None:
-            continue
-        (m_s, m_ns), (c_s, c_ns) = entry.mtime, entry.ctime
-        found[key] = ((m_s * 10**9 + m_ns, c_s * 10**9 + c_ns, entry.size, entry.inode, entry.dev), entry.hexsha)
+        if key is not None:
+            found[key] = (entry_stat, hexsha)
     return found, mtime_ns
+
+
+_Entry = tuple[str, int, int, str, IndexStat]  # (path, stage, mode, hex object id, stat)
+
+# One entry of `git ls-files --stage --debug -z`: "mode id stage<TAB>path<NUL>" and five lines of its stat.
+_LISTED = re.compile(
+    rb"([0-7]{6}) ([0-9a-f]{40}|[0-9a-f]{64}) ([0-3])\t([^\0]*)\0"
+    rb"  ctime: (\d+):(\d+)\n  mtime: (\d+):(\d+)\n  dev: (\d+)\tino: (\d+)\n"
+    rb"  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: [0-9a-f]+\n")
+
+
+def _listed_entries(repo: Any) -> list[_Entry] | None:
+    """The index's entries as ``git ls-files --debug`` lists them (git reads the index in C), or None.
+
+    git calls that listing's format one for people, free to change; so every byte of it
+    must match the expected form, else the caller reads the index with GitPython instead
+    (slower: 10,000 entries took most of a no-op hook's index time).
+    """
+    out = bytes(repo.git.execute(["git", "ls-files", "--stage", "--debug", "-z"], stdout_as_string=False,
+                                 strip_newline_in_stdout=False))
+    entries: list[_Entry] = []
+    covered = 0
+    for match in _LISTED.finditer(out):
+        if match.start() != covered:
+            return None
+        covered = match.end()
+        mode, sha, stage, name, c_s, c_ns, m_s, m_ns, dev, ino, size = match.groups()
+        entries.append((os.fsdecode(name), int(stage), int(mode, 8), sha.decode("ascii"),
+                        (int(m_s) * 10**9 + int(m_ns), int(c_s) * 10**9 + int(c_ns), int(size), int(ino), int(dev))))
+    return entries if covered == len(out) else None
+
+
+def _gitpython_entries(repo: Any) -> list[_Entry]:
+    found: list[_Entry] = []
+    for (name, stage), entry in repo.index.entries.items():
+        (m_s, m_ns), (c_s, c_ns) = entry.mtime, entry.ctime
+        found.append((name, stage, entry.mode, entry.hexsha,
+                      (m_s * 10**9 + m_ns, c_s * 10**9 + c_ns, entry.size, entry.inode, entry.dev)))
+    return found
 
 
 class Checkouts:
@@ -639,6 +679,7 @@ class Checkouts:
         self._by_folder: dict[Path, Checkout] = {}
         self._by_root: dict[Path, Checkout] = {}
         self._known = tuple(known)
+        self._by_text: dict[str, Checkout] = {}  # by a resolved folder's string (for_claim)
 
     def for_folder(self, folder: Path) -> Checkout:
         """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
@@ -676,6 +717,10 @@ class Checkouts:
             real = real_path if real_path is not None else claim_path.resolve()
             return self.for_folder((real.parent / given).resolve())
         if real_path is not None:  # the folder the file really is in: its own, or where a link leads
-            return self.for_folder(real_path.parent)
+            folder = os.path.dirname(str(real_path))  # a string key: hashing a new Path costs more than the rest
+            found = self._by_text.get(folder)
+            if found is None:
+                found = self._by_text[folder] = self.for_folder(real_path.parent)
+            return found
         # the folder of the file itself, unless the claim is a link into another folder
         return self.for_folder(claim_path.resolve().parent if claim_path.is_symlink() else claim_path.parent)
