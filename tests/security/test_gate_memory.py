@@ -23,6 +23,7 @@ from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo,
 from physverify import replay
 from physverify.errors import PhysverifyError
 from physverify.gate import REGRESSED
+from physverify.ledger import parse_ledger
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING
 
 LEDGER = "claims/confirm_ledger.jsonl"
@@ -179,13 +180,15 @@ def test_a_200000_line_committed_ledger_gives_the_latest_verdict_and_one_new_lin
     earlier[1000] = earlier[1000][:-1] + b', "note": broken}'  # a bad line, superseded by later ones
     real = real.rstrip(b"\n")[:-1] + b', "note": "\xff"}\n'  # and a stray byte in the line that counts
     ledger.write_bytes(b"\n".join(earlier) + b"\n" + real)
+    committed = ledger.read_bytes()
     repo.index.add([LEDGER])
     base = repo.index.commit("200,000 lines").hexsha
     _bring_back_the_defect(repo, root)
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base)
     run = _only(result)  # the gone_* claims never existed at the base commit: not reported as removed
     assert (run.transition, run.baseline_verdict, run.baseline["date"]) == (REGRESSED, "rejected", record["date"])
-    assert result.warnings == (f"claims/confirm_ledger.jsonl@{base}:200000: not UTF-8 text; read with each bad byte "
-                               "as U+FFFD",)
+    # the full reader's warnings, the superseded bad line's too (issue 19: it no longer goes unreported)
+    assert result.warnings == tuple(parse_ledger(committed, f"claims/confirm_ledger.jsonl@{base}").problems)
+    assert [warning.split(": ", 1)[0].rsplit(":", 1)[1] for warning in result.warnings] == ["1001", "200000"]
     assert len(ledger.read_bytes().splitlines()) == 200_001  # one line added, none lost
     assert json.loads(ledger.read_bytes().splitlines()[-1])["verdict"] == "confirmed"
