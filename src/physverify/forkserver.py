@@ -28,6 +28,7 @@ is a subreaper too: what a killed supervisor left comes back to it and is killed
 from __future__ import annotations
 
 import array
+import gc
 import hmac
 import importlib
 import json
@@ -83,6 +84,10 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
         except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
             continue
     _send_files(sock)
+    # The preloaded objects stay out of the server's own collections: a full collection writes
+    # to every object, and every page written is a copy of one the running claims share.
+    # Each claim's process puts them back (_fresh_state), as a fresh interpreter has them.
+    gc.freeze()
     set_prctl(PR_SET_CHILD_SUBREAPER, 1)  # without prctl the timeout's group kill still holds
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -226,24 +231,37 @@ def _fork_supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[
 
 
 def _supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
-    """In the forked process: become what a fresh start is, then supervise the claim's own process."""
+    """In the forked process: its own session and descriptors, then supervise the claim's own process.
+
+    What makes the claim's process a fresh start (cwd, environment, argv, module state) is
+    done in that process (``_claim_process``), not here: every page the supervisor writes is
+    a copy of the server's, and the claim's process would copy it once more.
+    """
     os.setsid()  # no death signal from the server: a claim that kills the server ends no other claim
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     variant = variant_channel.read(fds[REQUEST_FDS]) if len(fds) > REQUEST_FDS else None
     result_fd, watch = _child_descriptors(fds[:REQUEST_FDS], server_fds)
-    path = Path(request["path"])
-    os.chdir(path.parent)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    sys.argv = [_FRESH_MAIN, request["mode"], str(path)]  # as the fresh child has it
-    _fresh_state([str(path.parent), *request["extra"]])
     key = bytes.fromhex(request["key"])
-    mode, extra = request["mode"], request["extra"]
+    mode, path, extra, env = request["mode"], Path(request["path"]), request["extra"], request["env"]
     del request
-    status = supervise(watch, lambda: run_as_process(mode, path, extra, result_fd, key, variant), release=(result_fd,))
+
+    def claim_process() -> int:
+        return _claim_process(mode, path, extra, env, result_fd, key, variant)
+
+    status = supervise(watch, claim_process, release=(result_fd,))
     send_status(watch, status, key)
     return 0
+
+
+def _claim_process(mode: str, path: Path, extra: Sequence[str], env: dict[str, str], result_fd: int, key: bytes,
+                   variant: variant_channel.VariantSource | None) -> int:
+    """In the claim's own process: become what a fresh start is, then run the claim (child.run_as_process)."""
+    os.chdir(path.parent)
+    _set_environment(env)
+    sys.argv = [_FRESH_MAIN, mode, str(path)]  # as the fresh child has it
+    _fresh_state([str(path.parent), *extra])
+    return run_as_process(mode, path, extra, result_fd, key, variant)
 
 
 def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> tuple[int, socket.socket]:
@@ -269,8 +287,18 @@ def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> tuple[int
     return result_fd, socket.socket(fileno=watch)
 
 
+def _set_environment(env: dict[str, str]) -> None:
+    """``os.environ`` becomes ``env``: only what differs from the server's is set or removed (each is a putenv)."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def _fresh_state(entries: Sequence[str]) -> None:
     """What differs after a fork and not after an interpreter start: caches, random seeds, preloaded modules."""
+    gc.unfreeze()  # the server froze its objects (serve); a fresh interpreter's collector tracks them all
     importlib.invalidate_caches()  # a file added since the server started is found
     drop_shadowed(entries)
     numpy_random = sys.modules.get("numpy.random")
@@ -285,8 +313,8 @@ def drop_shadowed(entries: Sequence[str]) -> list[str]:
     on its path; so must the forked child. The modules loaded before the preload stay: a fresh
     child has them too. Returns the top-level names removed.
     """
-    provided = provided_top_levels(entries)
-    shadowed = sorted({name.partition(".")[0] for name in sys.modules} & provided - _before_preload)
+    preloaded = {name.partition(".")[0] for name in sys.modules} - _before_preload
+    shadowed = sorted(provided_top_levels(entries, among=preloaded))
     for name in list(sys.modules):
         if name.partition(".")[0] in shadowed:
             del sys.modules[name]
