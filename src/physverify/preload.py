@@ -9,6 +9,7 @@ context at import are left out unless named: a fork does not carry those over.
 from __future__ import annotations
 
 import os
+import pkgutil  # here, so the fork server has it: no claim's process imports it (provided_top_levels)
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -147,8 +148,6 @@ def provided_top_levels(entries: Iterable[str], among: Iterable[str]) -> set[str
     listing of each folder: one listing per folder, which is what a fresh interpreter pays
     (examining every entry cost each claim of a 1,000-file claims folder a few milliseconds).
     """
-    import pkgutil
-
     found: set[str] = set()
     for entry in entries:
         try:

@@ -381,7 +381,7 @@ def _wait_for(pid: int, watch: socket.socket, wake_r: int) -> int | None:
 
 def _status_line(status: int | None, key: bytes) -> bytes:
     body = json.dumps({"status": status})
-    tag = hmac.new(key, body.encode(), "sha256").hexdigest()
+    tag = hmac.digest(key, body.encode(), "sha256").hex()  # one-shot: no HMAC object in the supervisor
     return json.dumps({"status": status, "tag": tag}).encode() + b"\n"
 
 
