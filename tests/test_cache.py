@@ -214,3 +214,41 @@ def test_an_entry_of_the_checkouts_file_under_another_key_is_never_used(project:
     again = cache.Readings(cache.Cache(folder), repo.Checkouts())
     assert again.read(root / "claims" / "other.py") == bad
     assert again.read(root / "claims" / "decay_claim.py") == good
+
+
+def test_the_index_listed_by_git_matches_gitpythons_reading_also_for_hostile_names(tmp_path: Path) -> None:
+    """The index is read from `git ls-files --debug` (fast); every entry must equal GitPython's reading of it."""
+    root = tmp_path / "project"
+    root.mkdir()
+    repository = init_repo(root)
+    names = ["plain.py", "with space.py", "new\nline.py", "tab\there.py", "ünï cödé.py", "back\\slash.py",
+             "  ctime: 1:2\n.py", "sub/deeper/x.py"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"# {name!r}\n")
+        old = os.stat(root / name).st_mtime_ns - 10 * 10**9  # older than the index: not racily clean
+        os.utime(root / name, ns=(old, old))
+    os.symlink("plain.py", root / "link.py")
+    repository.git.add("--", *names, "link.py")
+    repository.index.commit("odd names")
+    opened = repo.open_repo(root)
+    listed = repo._listed_entries(opened)
+    assert listed is not None  # the listing was understood, not given up
+    assert sorted(listed) == sorted(repo._gitpython_entries(opened))
+    assert {name for name, *_ in listed} == {*names, "link.py"}
+    checkout = repo.Checkouts().for_folder(root)
+    assert checkout.blob_id(root / "new\nline.py") == claim.git_blob_id((root / "new\nline.py").read_bytes())
+    assert checkout.blob_id(root / "link.py") is None  # a link's entry holds the link, not a file
+
+
+def test_a_listing_of_the_index_in_a_form_not_expected_is_given_up(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    repository = init_repo(root)
+    (root / "a.py").write_text("x = 1\n")
+    repository.git.add("a.py")
+    out = subprocess.run(["git", "ls-files", "--stage", "--debug", "-z"], cwd=root, capture_output=True,
+                         check=True).stdout
+    assert repo._LISTED.fullmatch(out)
+    for changed in (out.replace(b"  size:", b"  bytes:"), out + b"extra", out[:-1]):
+        assert not repo._LISTED.fullmatch(changed)  # so _listed_entries returns None and GitPython reads it

@@ -13,6 +13,7 @@ Imports by string (``importlib.import_module(name)``) and files opened by path a
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,24 +98,7 @@ def import_closure(claim_path: Path, repo_root: Path, imports: Sequence[claim.Im
 
     ``imports`` are the claim's own (from its reading); read from the file when not given.
     """
-    roots = repo.import_roots(claim_path.parent, repo_root)
-    root = repo_root.resolve()
-    start = claim_path.resolve()
-    seen: set[Path] = set()
-    todo = [start]
-    while todo:
-        current = todo.pop()
-        if current in seen or not current.is_relative_to(root):
-            continue  # numpy, the standard library: outside the repository, never our change
-        seen.add(current)
-        # the claim's imports come from its reading (claim.py's one parse), which also bounds its size
-        if current == start:
-            found = list(imports) if imports is not None else claim.static_imports(current)
-        else:
-            found = _imports_of(current)
-        for level, module, names in found:
-            todo.extend(_resolve(current, level, module, names, roots))
-    return frozenset(seen)
+    return Closures().closure(claim_path, repo_root, imports)
 
 
 def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path],
@@ -132,6 +116,121 @@ def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path],
             if level == 0 and module and not _resolve(file, 0, module, names, roots):
                 found.append((module, names))
     return found
+
+
+class Closures:
+    """The import closures of one run's claims, each module lookup and each file's imports found once.
+
+    1,000 claims importing the same model would otherwise look the same modules up on disk
+    1,000 times (issue 19: the no-op pre-commit hook spent most of its time here). The file
+    system is taken as it is when first asked, so an instance lives for one run; the MCP
+    server, which outlives edits, makes one per call.
+    """
+
+    def __init__(self) -> None:
+        self._roots: dict[tuple[Path, Path], tuple[Path, ...]] = {}
+        self._edges: dict[tuple[Path, tuple[Path, ...]], tuple[Path, ...]] = {}
+        self._modules: dict[tuple[object, int, str, tuple[str, ...]], list[Path]] = {}
+        self._real: dict[Path, Path] = {}
+        self._keys: dict[tuple[Path, Path], str | None] = {}
+        self._inputs: dict[tuple[object, ...], frozenset[str]] = {}
+
+    def closure(self, claim_path: Path, repo_root: Path, imports: Sequence[claim.Import] | None = None, *,
+                real_path: Path | None = None) -> frozenset[Path]:
+        """``import_closure``; ``real_path`` is the claim's resolved path when the caller has it."""
+        start = real_path if real_path is not None else self._resolved(claim_path)
+        self._real[start] = start  # resolved already: its key needs no system call
+        found = list(imports) if imports is not None else claim.static_imports(start)
+        if not self._inside(repo_root)(start):
+            return frozenset()  # a claim outside the repository: nothing in it is the claim's input
+        return self._reached(claim_path.parent, start, repo_root, tuple(found)) | {start}
+
+    def inputs(self, claim_path: Path, repo_root: Path, target: str | None, config_file: Path | None,
+               imports: Sequence[claim.Import] | None = None, *, real_path: Path | None = None,
+               own_key: str | None = None) -> frozenset[str]:
+        """``claim_inputs``, with the lookups shared between the run's claims.
+
+        Claims of one folder that import the same modules (the usual case) share everything
+        but their own file, so that part is found once for all of them, under a key of
+        strings (hashing new Path objects cost more than the rest). ``own_key`` is the
+        claim's own key when the caller has it (replay's planning does).
+        """
+        start = real_path if real_path is not None else self._resolved(claim_path)
+        self._real[start] = start
+        found = tuple(imports) if imports is not None else tuple(claim.static_imports(start))
+        shared_key = (os.path.dirname(claim_path), os.path.dirname(start), os.fspath(repo_root), found, target,
+                      None if config_file is None else os.fspath(config_file))
+        shared = self._inputs.get(shared_key)
+        if shared is None:
+            inside = self._inside(repo_root)(start)
+            paths = set(self._reached(claim_path.parent, start, repo_root, found) if inside else ())
+            if target:  # spec section 3: relative to the root, else next to the claim file
+                paths.update((repo_root / target, claim_path.parent / target))
+            if config_file is not None:
+                paths.add(config_file)
+            keys = (self._key(p, repo_root) for p in paths)
+            shared = self._inputs[shared_key] = frozenset(k for k in keys if k is not None)
+        own = own_key if own_key is not None else self._key(start, repo_root)
+        return shared | {own} if own is not None and own not in shared else shared
+
+    def _reached(self, folder: Path, start: Path, repo_root: Path, imports: tuple[claim.Import, ...]) -> frozenset[Path]:
+        """The repository files that ``imports`` (those of the claim at ``start``, in ``folder``) reach."""
+        roots = self._roots.get((folder, repo_root))
+        if roots is None:
+            roots = self._roots[(folder, repo_root)] = repo.import_roots(folder, repo_root)
+        inside = self._inside(repo_root)
+        seen: set[Path] = set()
+        todo = [f for level, module, names in imports for f in self._lookup(start, level, module, names, roots)]
+        while todo:
+            current = todo.pop()
+            if current in seen or not inside(current):
+                continue  # numpy, the standard library: outside the repository, never our change
+            seen.add(current)
+            todo.extend(self._imported(current, roots))
+        return frozenset(seen)
+
+    def _inside(self, repo_root: Path) -> Callable[[Path], bool]:
+        """Whether a resolved path is in the repository: a string prefix, the root resolved once."""
+        root = str(self._resolved(repo_root))
+        prefix = root.rstrip(os.sep) + os.sep
+        return lambda path: str(path).startswith(prefix) or str(path) == root
+
+    def _imported(self, file: Path, roots: tuple[Path, ...]) -> tuple[Path, ...]:
+        """The files ``file``'s own imports resolve to under ``roots`` (a module's imports are read once per run)."""
+        found = self._edges.get((file, roots))
+        if found is None:
+            found = tuple(f for level, module, names in _imports_of(file)
+                          for f in self._lookup(file, level, module, names, roots))
+            self._edges[(file, roots)] = found
+        return found
+
+    def _lookup(self, file: Path, level: int, module: str, names: tuple[str, ...],
+                roots: tuple[Path, ...]) -> list[Path]:
+        """``_resolve``, once per run for each import: an absolute one depends on the roots only, a relative one
+        on the importing file's folder."""
+        where = roots if level == 0 else file.parent
+        key = (where, level, module, names)
+        found = self._modules.get(key)
+        if found is None:
+            found = self._modules[key] = _resolve(file, level, module, names, roots)
+        return found
+
+    def _resolved(self, path: Path) -> Path:
+        real = self._real.get(path)
+        if real is None:
+            real = self._real[path] = path.resolve()
+        return real
+
+    def _key(self, path: Path, repo_root: Path) -> str | None:
+        """``relative_key``, each path and root resolved once per run."""
+        found = self._keys.get((path, repo_root), ...)
+        if found is ...:
+            try:
+                found = self._resolved(path).relative_to(self._resolved(repo_root)).as_posix()
+            except ValueError:
+                found = None
+            self._keys[(path, repo_root)] = found
+        return found
 
 
 def _imports_of(path: Path) -> list[claim.Import]:
@@ -158,13 +257,7 @@ def claim_inputs(
     imports: Sequence[claim.Import] | None = None,
 ) -> frozenset[str]:
     """The repository keys whose change re-runs the claim: closure, target file, physverify.yaml."""
-    paths = set(import_closure(claim_path, repo_root, imports))
-    if target:  # spec section 3: relative to the root, else next to the claim file
-        paths.update((repo_root / target, claim_path.parent / target))
-    if config_file is not None:
-        paths.add(config_file)
-    keys = (relative_key(p, repo_root) for p in paths)
-    return frozenset(k for k in keys if k is not None)
+    return Closures().inputs(claim_path, repo_root, target, config_file, imports)
 
 
 def is_affected(inputs: frozenset[str], changed: frozenset[str]) -> bool:

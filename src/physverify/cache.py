@@ -27,6 +27,7 @@ must not write what the host reads later).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -40,6 +41,7 @@ from physverify import __version__, claim, repo, settings
 from physverify.claim import ClaimReading, StaticReading
 
 FORMAT = 1  # bump when StaticReading or what claim.py puts in it changes meaning
+PACK_FORMAT = 2  # the form of a checkout's file of readings (2: entries as lists)
 MAX_ENTRIES = 50_000  # five repositories of 10,000 claims
 MAX_BYTES = 64 << 20
 MAX_ENTRY_BYTES = 256 << 10  # a reading larger than this (thousands of imports) is read each time instead
@@ -72,6 +74,7 @@ class Cache:
         self.written = 0
         self._lock = threading.Lock()
         self._broken = False  # after a write failed, no more writes are tried in this run
+        self._folders: set[Path] = set()  # the entry folders this run made or found
 
     # --- reading ------------------------------------------------------------------------
     def get(self, key: str) -> tuple[str, StaticReading] | None:
@@ -105,7 +108,9 @@ class Cache:
             return
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent not in self._folders:  # one mkdir per folder and run, not per entry
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._folders.add(path.parent)
             _write_atomically(path, data)
         except OSError as exc:
             self._broken = True
@@ -128,8 +133,8 @@ class Cache:
         except (OSError, ValueError, RecursionError):
             self._warn("holds a file of readings that cannot be read; it is ignored and replaced")
             return {}
-        fits = isinstance(pack, dict) and (pack.get("format"), pack.get("physverify"), pack.get("root")) == (
-            FORMAT, __version__, str(root))
+        fits = isinstance(pack, dict) and (pack.get("format"), pack.get("pack"), pack.get("physverify"),
+                                           pack.get("root")) == (FORMAT, PACK_FORMAT, __version__, str(root))
         entries = pack.get("entries") if fits else None
         return entries if isinstance(entries, dict) else {}
 
@@ -137,8 +142,8 @@ class Cache:
         """Keep the readings this run used for the checkout at ``root``, for the next run; never raises."""
         if self._broken:
             return
-        pack = {"format": FORMAT, "physverify": __version__, "root": str(root),
-                "entries": {key: _fields(key, sha256, reading) for key, (sha256, reading) in readings.items()}}
+        pack = {"format": FORMAT, "pack": PACK_FORMAT, "physverify": __version__, "root": str(root),
+                "entries": {key: _packed_fields(key, sha256, reading) for key, (sha256, reading) in readings.items()}}
         path = self._pack_path(root)
         try:
             data = json.dumps(pack, allow_nan=True, separators=(",", ":")).encode("ascii")
@@ -192,12 +197,27 @@ class Cache:
                                      f"(set {settings.CACHE_ENV}=off to turn it off)")
 
 
+_TEMPORARY = itertools.count()
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    The temporary name holds the process, the thread and a counter, and is created with
+    O_EXCL: unique among concurrent runs without mkstemp's random tries (10,000 entries).
+    """
+    temporary = os.path.join(path.parent, f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_TEMPORARY)}.json")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:  # left by a crashed process of the same number: a random name instead
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # a plain write loop: a file object per entry cost more than the write
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(temporary, path)
     except BaseException:  # clean up the temporary file, then re-raise
         try:
@@ -246,6 +266,26 @@ def _valid(entry: object, key: str) -> tuple[str, StaticReading] | None:
 
 
 _FIELDS = frozenset({"format", "physverify", "key", "sha256", "binds", "claim", "problem", "imports", "notes"})
+
+
+def _packed_fields(key: str, sha256: str, reading: StaticReading) -> list[Any]:
+    """An entry of a checkout's file of readings: a list, its own key first (the file's header holds the version)."""
+    return [key, sha256, reading.binds, reading.claim, reading.problem,
+            [[level, module, list(names)] for level, module, names in reading.imports], list(reading.notes)]
+
+
+def _valid_packed(entry: object, key: str) -> tuple[str, StaticReading] | None:
+    """``_valid`` for an entry of a checkout's file of readings (``_packed_fields``)."""
+    if not (isinstance(entry, list) and len(entry) == 7 and entry[0] == key):
+        return None
+    _, sha256, binds, values, problem, listed, notes = entry
+    if not (_is_hex(sha256, 64) and isinstance(binds, bool) and _optional_str(problem) and _claim_values(values)
+            and _strings(notes)):
+        return None
+    imports = _imports(listed)
+    if imports is None:
+        return None
+    return sha256, StaticReading(binds, values, problem, imports, tuple(notes))
 
 
 _HEX = re.compile(r"[0-9a-f]*")
@@ -298,13 +338,13 @@ class Readings:
         self._used: dict[Path, dict[str, tuple[str, StaticReading]]] = {}  # by checkout root: what this run used
         self._missed: set[Path] = set()  # roots where a reading did not come from the last run's pack
 
-    def read(self, path: Path) -> ClaimReading:
-        """The reading of ``path``: from the cache by the index's id (the file unopened), else claim.read."""
+    def read(self, path: Path, real: Path | None = None) -> ClaimReading:
+        """The reading of ``path`` (resolved: ``real``): from the cache by the index's id (the file unopened), else claim.read."""
         if self.cache is None:
             return claim.read(path)
-        checkout = self.checkouts.for_claim(path, None)
+        checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
-        blob = checkout.blob_id(path)
+        blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
         kept = self._packed(root, blob) if blob is not None else None
         if kept is None:
             with self._lock:
@@ -321,7 +361,7 @@ class Readings:
             if root not in self._packs:
                 self._packs[root] = self.cache.load_pack(root)
             raw = self._packs[root].get(blob)
-        return _valid(raw, blob) if raw is not None else None
+        return _valid_packed(raw, blob) if raw is not None else None
 
     def _note(self, root: Path, reading: ClaimReading) -> None:
         static = claim.StaticReading(reading.binds, reading.claim, _own_problem(reading), reading.imports, reading.notes)

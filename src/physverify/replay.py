@@ -54,6 +54,7 @@ class _Planned:
     checkout: repo.Checkout
     config: Config
     reading: claim.ClaimReading
+    real: Path  # path resolved (once, in planning)
 
     @property
     def root(self) -> Path:
@@ -113,24 +114,62 @@ def read_claims(folder: Path, exclude: Sequence[str] = (),
 
     A generator, so the first claims can start while later ones are still being read.
     """
-    for path in _candidates(folder, exclude):
-        reading = read(path)
+    for reading, _ in _read_claims(folder, exclude, lambda path, real: read(path)):
+        yield reading
+
+
+Reader = Callable[[Path, Path], claim.ClaimReading]  # (path, its resolved path) -> its reading
+
+
+def _read_claims(folder: Path, exclude: Sequence[str], read: Reader) -> Iterator[tuple[claim.ClaimReading, Path]]:
+    """``read_claims``, each reading with the file's resolved path (found without resolving it part by part)."""
+    for path, real in _candidates(folder, exclude):
+        reading = read(path, real)
         if reading.binds:  # files without CLAIM are helpers
-            yield reading
+            yield reading, real
 
 
-def _candidates(folder: Path, exclude: Sequence[str]) -> list[Path]:
-    """Regular *.py files under ``folder`` that may hold a claim (not _private, not excluded), sorted."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = [d for d in dirnames if not is_skipped_dir(d)]  # pruned, so a trap in .venv is never read
-        for name in filenames:
-            path = Path(dirpath) / name
-            relative = path.relative_to(folder).as_posix()
-            if name.endswith(".py") and not name.startswith(("_", ".")) and not _excluded(relative, exclude):
-                if _regular(path):
-                    found.append(path)
-    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+def _candidates(folder: Path, exclude: Sequence[str]) -> list[tuple[Path, Path]]:
+    """Regular *.py files under ``folder`` that may hold a claim (not _private, not excluded), sorted; each resolved.
+
+    Linked folders are not entered (as os.walk does not), so a file that is no link
+    resolves to its folder's real path and its name: one resolve per folder, not per
+    claim. The folder listing gives each entry's type, so a file costs no system call
+    of its own unless it is a link; names are strings until a file is a candidate.
+    """
+    found: list[tuple[str, Path, Path]] = []
+    todo: list[tuple[str, str]] = [(os.fspath(folder), "")]
+    while todo:
+        where, prefix = todo.pop()
+        real_dir: Path | None = None
+        try:
+            entries = list(os.scandir(where))
+        except OSError:
+            continue  # a folder that cannot be listed holds no claim we can read
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not is_skipped_dir(name):  # pruned, so a trap in .venv is never read
+                        todo.append((entry.path, prefix + name + "/"))
+                    continue
+                if not name.endswith(".py") or name.startswith(("_", ".")) or _excluded(prefix + name, exclude):
+                    continue
+                link = entry.is_symlink()
+                if not (stat.S_ISREG(os.stat(entry.path).st_mode) if link else entry.is_file(follow_symlinks=False)):
+                    continue  # a FIFO, a device, a folder behind a link: no claim file
+            except OSError:
+                continue
+            path = Path(entry.path)
+            if link:
+                real = path.resolve()
+            else:
+                if real_dir is None:
+                    real_dir = Path(where).resolve()
+                real = real_dir / name
+            found.append((prefix + name, path, real))
+    found.sort(key=lambda item: item[0])
+    return [(path, real) for _, path, real in found]
 
 
 # --- settings ---------------------------------------------------------------------------
@@ -263,9 +302,9 @@ class _Renames:
 
 
 # --- planning ---------------------------------------------------------------------------
-def _affected(item: _Planned, changed: frozenset[str]) -> bool:
-    inputs = affected.claim_inputs(item.path, item.root, item.reading.target, item.config.path,
-                                   imports=item.reading.imports)
+def _affected(item: _Planned, changed: frozenset[str], closures: affected.Closures) -> bool:
+    inputs = closures.inputs(item.path, item.root, item.reading.target, item.config.path,
+                             imports=item.reading.imports, real_path=item.real, own_key=item.key)
     return affected.is_affected(inputs, changed)
 
 
@@ -276,6 +315,7 @@ class _Changes:
         self.ref, self.files = ref, tuple(files)
         self._by_root: dict[Path, frozenset[str]] = {}
         self._lock = threading.Lock()
+        self.closures = affected.Closures()  # the claims' import closures share their lookups
 
     def of(self, root: Path) -> frozenset[str]:
         with self._lock:
@@ -327,18 +367,18 @@ class _Plan:
 
 
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
-          read: Callable[[Path], claim.ClaimReading] = claim.read) -> Iterator[_Planned]:
+          read: Reader) -> Iterator[_Planned]:
     """Each claim to consider, as soon as it is read: discovery, reading, root and key, the shard."""
     planned: set[Path] = set()
     for cfg in configs:
-        for reading in read_claims(cfg.folder, cfg.exclude, read):
-            path, real = reading.path, reading.path.resolve()
+        for reading, real in _read_claims(cfg.folder, cfg.exclude, read):
+            path = reading.path
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
-            checkout = checkouts.for_claim(path, reading.claim)
+            checkout = checkouts.for_claim(path, reading.claim, real)
             key = checkout.key(real)
             if (shard is None or in_shard(key, *shard)) and real not in planned:
                 planned.add(real)
-                yield _Planned(path, key, checkout, cfg, reading)
+                yield _Planned(path, key, checkout, cfg, reading, real)
 
 
 def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Changes | None,
@@ -352,7 +392,7 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
             continue
         changed = changes.of(item.root)
         # with nothing changed, no import closure needs reading (the common no-change run)
-        if changed and _affected(item, changed):
+        if changed and _affected(item, changed, changes.closures):
             yield item
         else:
             seen.skipped.append(item.key)

@@ -17,11 +17,13 @@ them from the environment a claim runs in.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from types import SimpleNamespace
 from typing import Any
 
 from physverify.errors import PhysverifyError, UsageError
@@ -307,9 +309,8 @@ def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
     Anything else there is refused: read as a file, a gitlink or a link gave an empty or
     foreign ledger, so every claim was new and a regression passed (issue 21, item 9).
     """
-    try:
-        entry = commit.tree[relative]
-    except KeyError:
+    entry = _tree_entry(commit, relative)
+    if entry is None:
         return None
     if entry.type != "blob" or entry.mode not in _FILE_MODES:
         kind = {"submodule": "a gitlink", "commit": "a gitlink",
@@ -317,6 +318,30 @@ def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
         raise PhysverifyError(f"{relative}@{ref}: is {kind} in that commit, not a file; the committed ledger cannot "
                               "be read from it")
     return Committed(entry, ref)
+
+
+def _tree_entry(commit: Any, relative: str) -> Any:
+    """The entry at ``relative`` in ``commit``'s tree (a Blob, Tree or Submodule object), None when there is none.
+
+    One ``git ls-tree`` rather than GitPython's walk of each tree on the way, which parses
+    a folder of 10,000 claims in Python (issue 19).
+    """
+    import git
+
+    out = commit.repo.git.execute(["git", "--literal-pathspecs", "ls-tree", "-z", "--full-tree", commit.hexsha, "--",
+                                   relative], stdout_as_string=False, strip_newline_in_stdout=False)
+    for record in bytes(out).split(b"\0"):
+        head, tab, name = record.partition(b"\t")
+        fields = head.split()
+        if not tab or len(fields) != 3 or os.fsdecode(name) != relative:
+            continue  # another entry the pattern matched (never, with literal pathspecs), or the end
+        mode, kind, sha = int(fields[0], 8), fields[1].decode("ascii"), fields[2].decode("ascii")
+        if kind == "commit":  # a gitlink: the submodule's commit, not an object of this repository
+            return SimpleNamespace(type="commit", mode=mode)
+        binsha = bytes.fromhex(sha)
+        return git.Blob(commit.repo, binsha, mode, relative) if kind == "blob" else git.Tree(commit.repo, binsha, mode,
+                                                                                             relative)
+    return None
 
 
 def _blob(commit: Any, relative: str) -> bytes | None:
@@ -451,14 +476,22 @@ class Checkout:
 
     def key(self, real_path: Path) -> str:
         """``claim_key`` for a path that is already resolved: the ledger's key, relative to this root."""
-        return PurePath(os.path.relpath(real_path, self.real_root)).as_posix()
+        inside = self.relative_real(real_path)
+        return inside if inside is not None else PurePath(os.path.relpath(real_path, self.real_root)).as_posix()
 
     def relative(self, path: Path) -> str | None:
         """``relative_key(path, root)``, with the root resolved once for the run."""
-        try:
-            return path.resolve().relative_to(self.real_root).as_posix()
-        except ValueError:
+        return self.relative_real(path.resolve())
+
+    def relative_real(self, real_path: Path) -> str | None:
+        """``relative`` for a path that is already resolved: string work, no system call (10,000 claims)."""
+        text, root = str(real_path), str(self.real_root)
+        if text == root:
+            return "."
+        prefix = root if root.endswith(os.sep) else root + os.sep
+        if not text.startswith(prefix):
             return None
+        return PurePath(text[len(prefix):]).as_posix() if os.sep != "/" else text[len(prefix):]
 
     def blob_id(self, path: Path, key: str | None = None) -> str | None:
         """The object id git's index holds for ``path`` when the file is as the index saw it; else None.
@@ -511,21 +544,60 @@ def _read_index(repo: Any, root: Path) -> tuple[dict[str, tuple[IndexStat, str]]
     index_path = Path(repo.git_dir) / "index"
     try:
         mtime_ns = os.stat(index_path).st_mtime_ns
-        entries = repo.index.entries
+        entries = _listed_entries(repo)
+        if entries is None:
+            entries = _gitpython_entries(repo)
     except Exception:  # noqa: BLE001 - recorded by its absence: no ids, every file is hashed itself
         return {}, 0
     base = Path(repo.working_tree_dir)
     inside = base.resolve() == root.resolve()
     found: dict[str, tuple[IndexStat, str]] = {}
-    for (name, stage), entry in entries.items():
-        if stage != 0 or not stat.S_ISREG(entry.mode):  # a conflict, a link or a submodule: the file is read itself
+    for name, stage, mode, hexsha, entry_stat in entries:
+        if stage != 0 or not stat.S_ISREG(mode):  # a conflict, a link or a submodule: the file is read itself
             continue
         key = name if inside else relative_key(base / name, root)
-        if key is None:
-            continue
-        (m_s, m_ns), (c_s, c_ns) = entry.mtime, entry.ctime
-        found[key] = ((m_s * 10**9 + m_ns, c_s * 10**9 + c_ns, entry.size, entry.inode, entry.dev), entry.hexsha)
+        if key is not None:
+            found[key] = (entry_stat, hexsha)
     return found, mtime_ns
+
+
+_Entry = tuple[str, int, int, str, IndexStat]  # (path, stage, mode, hex object id, stat)
+
+# One entry of `git ls-files --stage --debug -z`: "mode id stage<TAB>path<NUL>" and five lines of its stat.
+_LISTED = re.compile(
+    rb"([0-7]{6}) ([0-9a-f]{40}|[0-9a-f]{64}) ([0-3])\t([^\0]*)\0"
+    rb"  ctime: (\d+):(\d+)\n  mtime: (\d+):(\d+)\n  dev: (\d+)\tino: (\d+)\n"
+    rb"  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: [0-9a-f]+\n")
+
+
+def _listed_entries(repo: Any) -> list[_Entry] | None:
+    """The index's entries as ``git ls-files --debug`` lists them (git reads the index in C), or None.
+
+    git calls that listing's format one for people, free to change; so every byte of it
+    must match the expected form, else the caller reads the index with GitPython instead
+    (slower: 10,000 entries took most of a no-op hook's index time).
+    """
+    out = bytes(repo.git.execute(["git", "ls-files", "--stage", "--debug", "-z"], stdout_as_string=False,
+                                 strip_newline_in_stdout=False))
+    entries: list[_Entry] = []
+    covered = 0
+    for match in _LISTED.finditer(out):
+        if match.start() != covered:
+            return None
+        covered = match.end()
+        mode, sha, stage, name, c_s, c_ns, m_s, m_ns, dev, ino, size = match.groups()
+        entries.append((os.fsdecode(name), int(stage), int(mode, 8), sha.decode("ascii"),
+                        (int(m_s) * 10**9 + int(m_ns), int(c_s) * 10**9 + int(c_ns), int(size), int(ino), int(dev))))
+    return entries if covered == len(out) else None
+
+
+def _gitpython_entries(repo: Any) -> list[_Entry]:
+    found: list[_Entry] = []
+    for (name, stage), entry in repo.index.entries.items():
+        (m_s, m_ns), (c_s, c_ns) = entry.mtime, entry.ctime
+        found.append((name, stage, entry.mode, entry.hexsha,
+                      (m_s * 10**9 + m_ns, c_s * 10**9 + c_ns, entry.size, entry.inode, entry.dev)))
+    return found
 
 
 class Checkouts:
@@ -535,6 +607,7 @@ class Checkouts:
         self._lock = threading.Lock()
         self._by_folder: dict[Path, Checkout] = {}
         self._by_root: dict[Path, Checkout] = {}
+        self._by_text: dict[str, Checkout] = {}  # by a resolved folder's string (for_claim)
 
     def for_folder(self, folder: Path) -> Checkout:
         """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
@@ -562,10 +635,20 @@ class Checkouts:
             self._by_folder[folder] = self._by_folder[given] = checkout
         return checkout
 
-    def for_claim(self, claim_path: Path, values: Mapping[str, Any] | None) -> Checkout:
-        """The checkout of spec section 3 for a claim: CLAIM["repo"] (relative to the claim file), else its folder's."""
+    def for_claim(self, claim_path: Path, values: Mapping[str, Any] | None, real_path: Path | None = None) -> Checkout:
+        """The checkout of spec section 3 for a claim: CLAIM["repo"] (relative to the claim file), else its folder's.
+
+        ``real_path`` is the claim file resolved, when the caller has it (no system call then).
+        """
         given = values.get("repo") if values else None
         if isinstance(given, str) and given and sandbox_repo() is None:
-            return self.for_folder((claim_path.resolve().parent / given).resolve())
+            real = real_path if real_path is not None else claim_path.resolve()
+            return self.for_folder((real.parent / given).resolve())
+        if real_path is not None:  # the folder the file really is in: its own, or where a link leads
+            folder = os.path.dirname(str(real_path))  # a string key: hashing a new Path costs more than the rest
+            found = self._by_text.get(folder)
+            if found is None:
+                found = self._by_text[folder] = self.for_folder(real_path.parent)
+            return found
         # the folder of the file itself, unless the claim is a link into another folder
         return self.for_folder(claim_path.resolve().parent if claim_path.is_symlink() else claim_path.parent)
