@@ -26,3 +26,24 @@ def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_noth
     chosen = preload.preload_for(claim_path, [str(tmp_path)], explicit=["json"])
     assert {"numpy", "physverify", "scipy.integrate", "scipy.linalg", "json"} <= chosen
     assert not {"numba", "torch", "local_solver"} & chosen  # a thread or GPU starter; repository code
+
+
+def test_names_imported_from_a_package_are_preloaded_only_when_they_are_its_submodules(tmp_path: Path) -> None:
+    """``from physverify import PASS`` is an attribute: asking for ``physverify.PASS`` replaced the warm-up server."""
+    claim_path = tmp_path / "claim_y.py"
+    claim_path.write_text("from physverify import PASS, Check, checks\nfrom numpy import pi, linalg\n")
+    chosen = preload.preload_for(claim_path, [str(tmp_path)])
+    assert {"physverify.checks", "numpy.linalg"} <= chosen
+    assert not {"physverify.PASS", "physverify.Check", "numpy.pi"} & chosen
+
+
+def test_a_folder_provides_a_module_a_package_or_an_extension_never_a_namespace_portion(tmp_path: Path) -> None:
+    (tmp_path / "yaml.py").write_text("")
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text("")
+    (tmp_path / "scipy").mkdir()  # no __init__: a namespace portion, which an installed scipy wins over
+    (tmp_path / "fastmod.abi3.so").write_text("")
+    (tmp_path / "notes.yaml.txt").write_text("")
+    asked = ["yaml", "numpy", "scipy", "fastmod", "notes", "absent"]
+    assert preload.provided_top_levels([str(tmp_path), str(tmp_path / "missing")], among=asked) == {
+        "yaml", "numpy", "fastmod"}

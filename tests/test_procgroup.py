@@ -136,3 +136,27 @@ def test_a_setsid_grandchild_of_a_claim_that_kills_the_fork_server_is_ended(tmp_
         forkclient.shutdown()
     assert result.claims[0].record is not None and result.claims[0].record["checks"][0]["message"] == "beating"
     assert hostile.stops_beating(beat, hostile.beating_pid(beat))
+
+
+def test_children_of_lists_this_process_children_with_their_groups_from_the_task_files_and_from_the_scan() -> None:
+    """The children file of /proc/PID/task (issue 19's fast path) and the scan of /proc give the same answer."""
+    import os
+    import subprocess
+
+    from physverify import procgroup
+
+    own = subprocess.Popen(["sleep", "30"])
+    leader = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        listed = procgroup._listed_children(os.getpid())
+        if listed is None:
+            pytest.skip("this kernel has no /proc/PID/task/TID/children")
+        expected = {(own.pid, os.getpgrp()), (leader.pid, leader.pid)}
+        assert expected <= set(procgroup.children_of(os.getpid()))
+        assert expected <= set(procgroup._scanned_children(os.getpid()))
+        assert not {pid for pid, _ in procgroup.children_of(own.pid)}  # sleep has no children
+    finally:
+        for proc in (own, leader):
+            proc.kill()
+            proc.wait()
+    assert own.pid not in {pid for pid, _ in procgroup.children_of(os.getpid())}

@@ -69,6 +69,7 @@ class ForkServer:
         self.retired = False
         self.users = 0
         self._send_lock = threading.Lock()
+        self._environ: dict[str, str] = {}  # the server's own, as it reported it when ready
         self._secret = secrets.token_hex(32)  # every request carries it (issue 21, item 13)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = child_environment(None)
@@ -104,6 +105,8 @@ class ForkServer:
                 self.close()
                 raise ForkUnavailable("the fork server did not start")
             if "ready" in message:
+                environ = message.get("environ")
+                self._environ = environ if isinstance(environ, dict) else {}
                 return files
             files.extend(message["files"])
 
@@ -124,7 +127,11 @@ class ForkServer:
         watch, watch_child = socket.socketpair()
         reply, reply_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         start = time.monotonic()
-        message = json.dumps({**request, "key": key.hex(), "secret": self._secret}).encode()
+        env = request["env"]  # only what differs from the server's own environment travels (forkserver._set_environment)
+        changed = {name: value for name, value in env.items() if self._environ.get(name) != value}
+        unset = [name for name in self._environ if name not in env]
+        message = json.dumps({**request, "env": changed, "unset": unset, "key": key.hex(),
+                              "secret": self._secret}).encode()
         try:
             with self._send_lock:
                 fds = [s.fileno() for s in (reply_child, out_child, err_child, watch_child)]

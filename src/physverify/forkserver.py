@@ -28,6 +28,7 @@ is a subreaper too: what a killed supervisor left comes back to it and is killed
 from __future__ import annotations
 
 import array
+import gc
 import hmac
 import importlib
 import json
@@ -63,6 +64,7 @@ _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # claim starts (the standard library's start-up, physverify's child layer). A module loaded by
 # the preload and not in this set is one a fresh child would import from the claim's path.
 _before_preload: frozenset[str] = frozenset()
+_preloaded: tuple[int, frozenset[str]] = (0, frozenset())  # (len(sys.modules), its top-level names): _preloaded_tops
 
 
 def serve(sock: socket.socket, preload: Sequence[str]) -> None:
@@ -83,6 +85,10 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
         except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
             continue
     _send_files(sock)
+    # The preloaded objects stay out of the server's own collections: a full collection writes
+    # to every object, and every page written is a copy of one the running claims share.
+    # Each claim's process puts them back (_fresh_state), as a fresh interpreter has them.
+    gc.freeze()
     set_prctl(PR_SET_CHILD_SUBREAPER, 1)  # without prctl the timeout's group kill still holds
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -173,7 +179,8 @@ def _send_files(sock: socket.socket) -> None:
     files = sorted({f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)})
     for i in range(0, len(files), 200):  # each message well under the socket's buffer
         sock.send(json.dumps({"files": files[i : i + 200]}).encode())
-    sock.send(json.dumps({"ready": True}).encode())
+    # its environment, so each request carries only what differs from it (_set_environment)
+    sock.send(json.dumps({"ready": True, "environ": dict(os.environ)}).encode())
 
 
 def _send(reply: socket.socket, message: dict[str, Any]) -> None:
@@ -212,6 +219,7 @@ def _kill_orphans(live: set[int]) -> None:
 
 
 def _fork_supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
+    _preloaded_tops()  # made here, once, so no claim's process makes it (drop_shadowed)
     pid = os.fork()
     if pid:
         for fd in fds[1:]:
@@ -226,24 +234,38 @@ def _fork_supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[
 
 
 def _supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
-    """In the forked process: become what a fresh start is, then supervise the claim's own process."""
+    """In the forked process: its own session and descriptors, then supervise the claim's own process.
+
+    What makes the claim's process a fresh start (cwd, environment, argv, module state) is
+    done in that process (``_claim_process``), not here: every page the supervisor writes is
+    a copy of the server's, and the claim's process would copy it once more.
+    """
     os.setsid()  # no death signal from the server: a claim that kills the server ends no other claim
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     variant = variant_channel.read(fds[REQUEST_FDS]) if len(fds) > REQUEST_FDS else None
     result_fd, watch = _child_descriptors(fds[:REQUEST_FDS], server_fds)
-    path = Path(request["path"])
-    os.chdir(path.parent)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    sys.argv = [_FRESH_MAIN, request["mode"], str(path)]  # as the fresh child has it
-    _fresh_state([str(path.parent), *request["extra"]])
     key = bytes.fromhex(request["key"])
-    mode, extra = request["mode"], request["extra"]
+    mode, path, extra = request["mode"], Path(request["path"]), request["extra"]
+    env, unset = request["env"], request.get("unset", [])
     del request
-    status = supervise(watch, lambda: run_as_process(mode, path, extra, result_fd, key, variant), release=(result_fd,))
+
+    def claim_process() -> int:
+        return _claim_process(mode, path, extra, (env, unset), result_fd, key, variant)
+
+    status = supervise(watch, claim_process, release=(result_fd,))
     send_status(watch, status, key)
     return 0
+
+
+def _claim_process(mode: str, path: Path, extra: Sequence[str], env: tuple[dict[str, str], list[str]],
+                   result_fd: int, key: bytes, variant: variant_channel.VariantSource | None) -> int:
+    """In the claim's own process: become what a fresh start is, then run the claim (child.run_as_process)."""
+    os.chdir(path.parent)
+    _set_environment(*env)
+    sys.argv = [_FRESH_MAIN, mode, str(path)]  # as the fresh child has it
+    _fresh_state([str(path.parent), *extra])
+    return run_as_process(mode, path, extra, result_fd, key, variant)
 
 
 def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> tuple[int, socket.socket]:
@@ -269,13 +291,40 @@ def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> tuple[int
     return result_fd, socket.socket(fileno=watch)
 
 
+def _set_environment(changed: dict[str, str], unset: Sequence[str]) -> None:
+    """``os.environ`` becomes the claim's: the client sends what differs from the server's own (``changed``, ``unset``).
+
+    Clearing and refilling it cost every claim 80 putenv calls and the pages they write.
+    """
+    for name in unset:
+        os.environ.pop(name, None)
+    for name, value in changed.items():
+        os.environ[name] = value
+
+
 def _fresh_state(entries: Sequence[str]) -> None:
     """What differs after a fork and not after an interpreter start: caches, random seeds, preloaded modules."""
+    gc.unfreeze()  # the server froze its objects (serve); a fresh interpreter's collector tracks them all
     importlib.invalidate_caches()  # a file added since the server started is found
     drop_shadowed(entries)
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # the global generator, from fresh entropy as a fresh child's (Python's reseeds itself)
+
+
+def _preloaded_tops() -> frozenset[str]:
+    """The top-level names of the modules loaded since the preload began, worked out again only when sys.modules grew.
+
+    The server asks before every fork, so its children find the answer made: walking
+    sys.modules in every claim's process wrote to (and so copied) the pages of every
+    module's name, 0.8 ms a claim.
+    """
+    global _preloaded
+    count, tops = _preloaded
+    if count != len(sys.modules):
+        tops = frozenset(name.partition(".")[0] for name in list(sys.modules)) - _before_preload
+        _preloaded = (len(sys.modules), tops)
+    return tops
 
 
 def drop_shadowed(entries: Sequence[str]) -> list[str]:
@@ -285,8 +334,7 @@ def drop_shadowed(entries: Sequence[str]) -> list[str]:
     on its path; so must the forked child. The modules loaded before the preload stay: a fresh
     child has them too. Returns the top-level names removed.
     """
-    provided = provided_top_levels(entries)
-    shadowed = sorted({name.partition(".")[0] for name in sys.modules} & provided - _before_preload)
+    shadowed = sorted(provided_top_levels(entries, among=_preloaded_tops()))
     for name in list(sys.modules):
         if name.partition(".")[0] in shadowed:
             del sys.modules[name]

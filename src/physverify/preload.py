@@ -9,7 +9,9 @@ context at import are left out unless named: a fork does not carry those over.
 from __future__ import annotations
 
 import os
+import pkgutil  # here, so the fork server has it: no claim's process imports it (provided_top_levels)
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -30,8 +32,34 @@ def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
                 imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None) -> frozenset[str]:
     """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``.
 
-    ``imports`` are the file's own (its reading), so the claim file is not read again.
+    ``imports`` are the file's own (its reading), so the claim file is not read again. With
+    them, the answer is remembered for the claim's folder, sys.path and imports: the claims
+    of one folder mostly import alike, and the closure and the module lookups cost each
+    claim 3-5 ms. An answer gone stale (a module installed or removed meanwhile, a helper's
+    imports edited) costs speed, never correctness: a module the server lacks is imported by
+    the claim's own process, and what a folder provides is dropped from every forked child
+    whatever was preloaded (forkserver.drop_shadowed).
     """
+    if imports is None:
+        return _preload_for(path, extra, explicit, None)
+    key = (str(path.parent), tuple(extra), tuple(explicit), tuple((i[0], i[1], tuple(i[2])) for i in imports))
+    found = _remembered.get(key)
+    if found is None:
+        found = _preload_for(path, extra, explicit, imports)
+        with _remembered_lock:
+            if len(_remembered) >= _REMEMBERED_MAX:
+                _remembered.clear()
+            _remembered[key] = found
+    return found
+
+
+_REMEMBERED_MAX = 4096
+_remembered: dict[tuple[object, ...], frozenset[str]] = {}
+_remembered_lock = threading.Lock()
+
+
+def _preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str],
+                 imports: Sequence[tuple[int, str, tuple[str, ...]]] | None) -> frozenset[str]:
     from physverify import affected, repo
 
     root = Path(extra[0]) if extra else path.parent
@@ -45,11 +73,47 @@ def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
 
 
 def _candidates(module: str, names: tuple[str, ...]) -> set[str]:
-    """``from scipy import integrate`` may name a submodule: try both (a failed preload is skipped)."""
-    found = {module} | {f"{module}.{name}" for name in names if name != "*"}
+    """``from scipy import integrate`` may name a submodule: try it when a file of that name is there.
+
+    ``from physverify import PASS`` names an attribute: asking the server to preload
+    ``physverify.PASS`` would fail there, and yet count as a module the running server lacks,
+    so the first such claim replaced the server started while the claims were read.
+    """
+    found = {module} | {f"{module}.{name}" for name in names if name != "*" and _may_be_submodule(module, name)}
     if module.split(".")[0] == "physverify":
         found |= {_LAZY_NEEDS[name] for name in names if name in _LAZY_NEEDS}
     return found
+
+
+def _may_be_submodule(package: str, name: str) -> bool:
+    """False when ``package`` is found on disk and holds no module ``name``; True when it does or cannot be told.
+
+    Looks at the folders only (importlib.util.find_spec of a dotted name would import the package).
+    """
+    import importlib.machinery
+    import importlib.util
+
+    parts = [*package.split("."), name]
+    if not all(part.isidentifier() for part in parts):
+        return False
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        return True
+    if spec is None or spec.submodule_search_locations is None:
+        return spec is None  # not found here: let the server try; a plain module has no submodules
+    suffixes = tuple(importlib.machinery.all_suffixes())
+    folders = list(spec.submodule_search_locations)
+    for depth, part in enumerate(parts[1:], start=2):
+        last = depth == len(parts)
+        deeper = [os.path.join(folder, part) for folder in folders if os.path.isdir(os.path.join(folder, part))]
+        if deeper:
+            folders = deeper
+            continue
+        if not last:
+            return False
+        return any(os.path.isfile(os.path.join(folder, part + suffix)) for folder in folders for suffix in suffixes)
+    return True
 
 
 def _preloadable(module: str, root: Path, *, allow_any: bool = False) -> bool:
@@ -73,28 +137,30 @@ def _preloadable(module: str, root: Path, *, allow_any: bool = False) -> bool:
     return not any(p and (p == repo or p.startswith(repo + os.sep)) for p in places)
 
 
-def provided_top_levels(entries: Iterable[str]) -> set[str]:
-    """The top-level module names the folders ``entries`` provide: ``name.py``, an extension, a package.
+def provided_top_levels(entries: Iterable[str], among: Iterable[str]) -> set[str]:
+    """Those of the top-level module names ``among`` that the folders ``entries`` provide.
 
-    A folder without ``__init__.py`` is left out: a namespace portion never stands in for an
-    installed package of that name, so it shadows nothing.
+    Asked of the import system itself (each folder's finder, as ``sys.path`` would use it): a
+    module or a package there counts; a folder without ``__init__`` does not, because a
+    namespace portion never stands in for an installed package of that name. The finders
+    stay in ``sys.path_importer_cache``, so in a claim's process (the fork server's
+    ``drop_shadowed``, whose folders are the claim's sys.path) its own imports use the same
+    listing of each folder: one listing per folder, which is what a fresh interpreter pays
+    (examining every entry cost each claim of a 1,000-file claims folder a few milliseconds).
     """
-    import importlib.machinery
-
-    suffixes = tuple(importlib.machinery.all_suffixes())
-    names: set[str] = set()
+    found: set[str] = set()
     for entry in entries:
         try:
-            children = list(os.scandir(entry))
-        except OSError:
+            finder = pkgutil.get_importer(entry)
+        except (OSError, ValueError):
             continue
-        for child in children:
+        if finder is None:
+            continue
+        for name in among:
             try:
-                if child.is_dir():
-                    if any(os.path.isfile(os.path.join(child.path, "__init__" + s)) for s in suffixes):
-                        names.add(child.name)
-                elif child.name.endswith(suffixes):
-                    names.add(next(child.name[: -len(s)] for s in suffixes if child.name.endswith(s)).split(".")[0])
-            except OSError:
+                spec = finder.find_spec(name)
+            except (ImportError, OSError, ValueError):
                 continue
-    return {name for name in names if name.isidentifier()}
+            if spec is not None and spec.loader is not None:
+                found.add(name)
+    return found
