@@ -223,14 +223,20 @@ def checks():
 '''
 
 
-def test_a_line_written_from_a_dirty_tree_records_dirty_after_a_no_op_run(tmp_path: Path) -> None:
-    """The no-op run asks git nothing about dirt; the run that writes a line still records HEAD-dirty."""
-    repo = init_repo(tmp_path)
-    (tmp_path / "solver.py").write_text("def double(x):\n    return 3 * x\n")
-    (tmp_path / "claims").mkdir()
-    (tmp_path / "claims" / "claim_a.py").write_text(CLAIM)
+def _committed_claim(root: Path) -> git.Repo:
+    """A repository at ``root`` with solver.py (double is wrong) and claims/claim_a.py, committed."""
+    repo = init_repo(root)
+    (root / "solver.py").write_text("def double(x):\n    return 3 * x\n")
+    (root / "claims").mkdir()
+    (root / "claims" / "claim_a.py").write_text(CLAIM)
     repo.index.add(["solver.py", "claims/claim_a.py"])
     repo.index.commit("claim")
+    return repo
+
+
+def test_a_line_written_from_a_dirty_tree_records_dirty_after_a_no_op_run(tmp_path: Path) -> None:
+    """The no-op run asks git nothing about dirt; the run that writes a line still records HEAD-dirty."""
+    repo = _committed_claim(tmp_path)
     first = replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1)
     assert [run.verdict for run in first.claims] == ["confirmed"]
     clean = repo.head.commit.hexsha  # the ledger itself is untracked yet, which is not dirt
@@ -254,12 +260,7 @@ def test_a_new_claim_from_a_clean_tree_records_head_without_dirty(tmp_path: Path
 
     if margin == "none":  # the ledger was just written: without the margin the commit lookup trusts its stat
         monkeypatch.setattr(repository, "_RACY_NS", 0)
-    repo = init_repo(tmp_path)
-    (tmp_path / "solver.py").write_text("def double(x):\n    return 3 * x\n")
-    (tmp_path / "claims").mkdir()
-    (tmp_path / "claims" / "claim_a.py").write_text(CLAIM)
-    repo.index.add(["solver.py", "claims/claim_a.py"])
-    repo.index.commit("claim")
+    repo = _committed_claim(tmp_path)
     replay.replay([tmp_path / "claims"], trusted=True, timeout_s=60, jobs=1)
     repo.index.add(["claims/confirm_ledger.jsonl"])  # GitPython's add: the index keeps no stat of the file
     repo.index.commit("ledger")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from physverify import specscan
 from physverify.claim import reference_notes
 
 CLAIM = {"file": "oscillator.py", "line": 10}
@@ -131,3 +132,15 @@ def test_any_file_value_and_any_source_give_a_list_of_notes(tmp_path: Path, file
     path.write_text("import oscillator\n" + source, encoding="utf-8")
     notes = reference_notes(path, {"file": file})
     assert isinstance(notes, list) and all(isinstance(n, str) for n in notes)
+
+
+def test_the_fast_walk_visits_every_node_in_ast_walks_order() -> None:
+    """specscan.nodes replaced ast.walk (issue 19); rule 1 and the imports depend on the same order."""
+    import ast as syntax
+
+    import physverify
+
+    folder = Path(physverify.__file__).parent
+    for file in sorted(folder.glob("*.py")):
+        tree = syntax.parse(file.read_text(encoding="utf-8"))
+        assert [id(node) for node in specscan.nodes(tree)] == [id(node) for node in syntax.walk(tree)], file.name

@@ -85,9 +85,8 @@ def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
 def _depth(tree: ast.AST) -> int:
     """The deepest nesting of ``tree`` (counted in levels, the module being 1), found without recursion.
 
-    One level at a time, each node's fields read directly: ``ast.iter_child_nodes`` made
-    this walk cost more than the parse itself (issue 19). The walk stops once the bound is
-    passed.
+    One level at a time (``specscan.below``): ``ast.iter_child_nodes`` made this walk cost
+    more than the parse itself (issue 19). The walk stops once the bound is passed.
     """
     level: list[ast.AST] = [tree]
     depth = 0
@@ -95,18 +94,7 @@ def _depth(tree: ast.AST) -> int:
         depth += 1
         if depth > MAX_NESTING:
             return depth
-        below: list[ast.AST] = []
-        append = below.append
-        for node in level:
-            for name in node._fields:
-                value = getattr(node, name, None)
-                if isinstance(value, list):
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            append(item)
-                elif isinstance(value, ast.AST):
-                    append(value)
-        level = below
+        level = specscan.below(level)
     return depth
 
 
