@@ -566,8 +566,8 @@ class Checkout:
     def blob_id(self, path: Path, key: str | None = None) -> str | None:
         """The object id git's index holds for ``path`` when the file is as the index saw it; else None.
 
-        The index is read once per run (GitPython's ``index.entries``), not one hash per
-        file. A file whose stat differs from its entry (mtime, ctime, size, inode, device),
+        The index is read once per run (``git ls-files --debug``, else GitPython's
+        ``index.entries``), not one hash per file. A file whose stat differs from its entry (mtime, ctime, size, inode, device),
         or whose mtime is not older than the index itself (git's "racily clean" case: an
         edit to the same size in the same second as ``git add``), gets no id, so the
         caller hashes its bytes instead.
