@@ -26,6 +26,7 @@ from physverify.errors import PhysverifyError
 from physverify.ledger import (
     LogResult,
     append_record,
+    append_records,
     latest_by_claim,
     log,
     log_rows,
@@ -559,3 +560,20 @@ def test_the_variant_field_is_optional_and_old_lines_read_and_show_as_before(tmp
     new = cli("ledger", "show", "claims/b.py", cwd=tmp_path)
     assert "  the file holds the defect at line 9; the second run is with the fix" in new.stdout.splitlines()
     assert "  with the fix: check PASS k: order 1" in new.stdout.splitlines()
+
+
+def test_records_appended_together_land_in_order_after_a_torn_line_or_not_at_all(tmp_path: Path) -> None:
+    """replay appends its lines in one locked write and one fsync (issue 19); all of them, or none."""
+    path = tmp_path / "confirm_ledger.jsonl"
+    path.write_bytes(b'{"claim_key": "a.py", "verdict": "confirmed"}\n{"claim_key": "b.py", "verd')  # torn
+    records = [{"claim_key": f"c{i}.py", "verdict": "rejected"} for i in range(3)]
+    append_records(path, records)
+    lines = path.read_bytes().split(b"\n")
+    assert lines[1] == b'{"claim_key": "b.py", "verd'  # the torn line kept, on its own line
+    assert [json.loads(line) for line in lines[2:5]] == records and lines[5] == b""
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        append_records(path, [{"claim_key": "d.py"}, {"claim_key": "e.py", "bad": object()}])
+    assert path.read_bytes() == before  # the first record was not written without the second
+    append_records(tmp_path / "never.jsonl", [])
+    assert not (tmp_path / "never.jsonl").exists()

@@ -85,7 +85,19 @@ def check_writable(path: Path, what: str = "the ledger") -> None:
 # --- writing --------------------------------------------------------------------------
 def append_record(path: Path, record: Mapping[str, Any]) -> None:
     """Append ``record`` as one JSON line to the ledger at ``path``, creating the file if needed."""
-    line = _serialise(record)
+    append_records(path, [record])
+
+
+def append_records(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    """Append each of ``records`` as one JSON line to the ledger at ``path``, in order, in one write.
+
+    One open, lock and fsync for all of them: a replay of 10,000 new claims wrote its lines
+    one fsync at a time. Every line is serialised before the file is touched, so a record
+    that cannot be written leaves the ledger as it was.
+    """
+    if not records:
+        return
+    line = b"".join(_serialise(record) for record in records)
     try:
         # O_APPEND: every write lands at the end of the file as it is at that moment, so no
         # writer can overwrite another's line through a stale offset. O_CREAT without

@@ -524,9 +524,7 @@ def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[Claim
     """Append the line of each claim the gate said to write, in discovery order (none with --dry-run)."""
     if dry_run:
         return [replace(run, recorded=False) for run in runs]
-    for run in runs:
-        if run.recorded and run.record is not None:
-            ledger.append_record(ledger_path, dict(run.record))
+    ledger.append_records(ledger_path, [dict(run.record) for run in runs if run.recorded and run.record is not None])
     return runs
 
 
