@@ -106,7 +106,10 @@ class Cache:
             return
         if len(data) > MAX_ENTRY_BYTES:
             return
-        path = self._path(key)
+        self._store(self._path(key), data)
+
+    def _store(self, path: Path, data: bytes) -> None:
+        """Write one file of the cache atomically and count it; a failure stops this run's writes, with one warning."""
         try:
             if path.parent not in self._folders:  # one mkdir per folder and run, not per entry
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,19 +147,11 @@ class Cache:
             return
         pack = {"format": FORMAT, "pack": PACK_FORMAT, "physverify": __version__, "root": str(root),
                 "entries": {key: _packed_fields(key, sha256, reading) for key, (sha256, reading) in readings.items()}}
-        path = self._pack_path(root)
         try:
             data = json.dumps(pack, allow_nan=True, separators=(",", ":")).encode("ascii")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(path, data)
         except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
             return
-        except OSError as exc:
-            self._broken = True
-            self._warn(f"cannot be written ({exc.strerror or exc})")
-            return
-        with self._lock:
-            self.written += 1
+        self._store(self._pack_path(root), data)
 
     def _pack_path(self, root: Path) -> Path:
         name = hashlib.sha256(f"{FORMAT}\0{__version__}\0pack\0{root}".encode("utf-8", "surrogateescape")).hexdigest()
