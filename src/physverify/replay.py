@@ -260,13 +260,12 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
 def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
     """The working ledger's latest line per claim: what a line is compared with before it is written.
 
-    Read once: ``load_baseline`` read it already when the ledger stays where it was
-    committed; else, when it holds the committed bytes, it is the baseline (issue 21, item 11).
+    Read once: ``load_baseline`` read it already whenever a committed ledger is where this
+    run writes (and when it holds the committed bytes, it is the baseline itself, issue 21,
+    item 11); only a ledger never committed there is read here.
     """
     if baseline.working is not None:
         return baseline.working
-    if baseline.source is not None and baseline.path == ledger_path and baseline.source.same_as(ledger_path):
-        return baseline.latest
     return ledger.read_latest(ledger_path).latest
 
 

@@ -329,24 +329,6 @@ class Committed:
         while chunk := stream.read(_CHUNK):
             yield bytes(chunk)
 
-    def same_as(self, path: Path) -> bool:
-        """True when the file at ``path`` holds these bytes: git's blob id of it is this one's."""
-        import hashlib
-
-        from physverify.claim import open_regular
-
-        try:
-            with open_regular(path) as handle:
-                if os.fstat(handle.fileno()).st_size != self.size:
-                    return False
-                digest = hashlib.new(_hash_name(self.blob.hexsha))
-                digest.update(b"blob %d\0" % self.size)
-                for block in iter(lambda: handle.read(_CHUNK), b""):
-                    digest.update(block)
-        except (OSError, ValueError):
-            return False
-        return bool(digest.hexdigest() == self.blob.hexsha)
-
 
 def _hash_name(hexsha: str) -> str:
     return "sha256" if len(hexsha) == 64 else "sha1"
