@@ -144,3 +144,23 @@ def test_the_fast_walk_visits_every_node_in_ast_walks_order() -> None:
     for file in sorted(folder.glob("*.py")):
         tree = syntax.parse(file.read_text(encoding="utf-8"))
         assert [id(node) for node in specscan.nodes(tree)] == [id(node) for node in syntax.walk(tree)], file.name
+
+
+def test_the_scan_finds_what_isinstance_over_ast_walk_finds() -> None:
+    """The scan skips nodes by exact type (specscan._PLAIN, issue 19); the imports and functions must not change."""
+    import ast as syntax
+
+    import physverify
+
+    wanted = (syntax.Import, syntax.ImportFrom, syntax.FunctionDef, syntax.AsyncFunctionDef, syntax.Assign,
+              syntax.AnnAssign)
+    assert not any(isinstance(kind, type) and issubclass(kind, wanted) for kind in specscan._PLAIN)
+    folder = Path(physverify.__file__).parent
+    for file in sorted([*folder.glob("*.py"), *Path(__file__).parent.glob("*.py")]):
+        tree = syntax.parse(file.read_text(encoding="utf-8"))
+        found = specscan._Module(tree)
+        imports = [n for n in syntax.walk(tree) if isinstance(n, (syntax.Import, syntax.ImportFrom))]
+        functions = [pair for n in syntax.walk(tree) if not isinstance(n, (syntax.Import, syntax.ImportFrom))
+                     for pair in specscan._named(n)]
+        assert found.import_nodes == imports and found.functions == functions, file.name
+        assert specscan.scan(tree, "x.py", specscan.nodes(tree)) == specscan.scan(tree, "x.py"), file.name

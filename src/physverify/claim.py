@@ -75,27 +75,21 @@ MAX_NESTING = 2000
 
 
 def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
-    tree = ast.parse(source, filename=filename)
-    deepest = _depth(tree)
-    if deepest > MAX_NESTING:
-        raise RecursionError(f"more than {MAX_NESTING:,} levels of nesting")
-    return tree
+    return _parse_walked(source, filename)[0]
 
 
-def _depth(tree: ast.AST) -> int:
-    """The deepest nesting of ``tree`` (counted in levels, the module being 1), found without recursion.
+def _parse_walked(source: str | bytes, filename: str) -> tuple[ast.Module, list[ast.AST]]:
+    """The tree and its nodes in ``ast.walk``'s order (``specscan.walk``); RecursionError past MAX_NESTING levels.
 
-    One level at a time (``specscan.below``): ``ast.iter_child_nodes`` made this walk cost
-    more than the parse itself (issue 19). The walk stops once the bound is passed.
+    The depth is counted by the walk the reference scan needs anyway, one level at a time
+    (``ast.iter_child_nodes`` made a walk cost more than the parse itself, issue 19); it stops
+    once the bound is passed.
     """
-    level: list[ast.AST] = [tree]
-    depth = 0
-    while level:
-        depth += 1
-        if depth > MAX_NESTING:
-            return depth
-        level = specscan.below(level)
-    return depth
+    tree = ast.parse(source, filename=filename)
+    walked = specscan.walk(tree, MAX_NESTING)
+    if walked is None:
+        raise RecursionError(f"more than {MAX_NESTING:,} levels of nesting")
+    return tree, walked
 
 
 class ClaimLoadError(PhysverifyError):
@@ -378,7 +372,7 @@ def remembered(digest: str) -> StaticReading | None:
 def _read_source(data: bytes) -> StaticReading:
     """Parse ``data`` once and take from the tree what every static reader needs (call with _PARSE_LOCK held)."""
     try:
-        tree = _parse(data)
+        tree, walked = _parse(data)
     except _Problem as exc:
         return StaticReading(_CLAIM_LINE.search(data) is not None, None, str(exc), (), ())
     bindings = _top_level_bindings(tree)
@@ -386,10 +380,10 @@ def _read_source(data: bytes) -> StaticReading:
     try:
         claim = _claim_literal(bindings)
     except _Problem as exc:
-        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree)), ())
+        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree, walked)), ())
     problem = _claim_problem(claim) or _missing_function(bindings)
     try:
-        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None)
+        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None, walked)
     except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard
         return StaticReading(binds, claim, f"cannot be scanned for its reference: {clip(str(exc))}", (), ())
     return StaticReading(binds, claim, problem, tuple(imports), tuple(notes))
@@ -403,8 +397,8 @@ class _Problem(Exception):
         self.claim = claim
 
 
-def _parse(data: bytes) -> ast.Module:
-    """Return the module's syntax tree; decoding honours a PEP 263 coding line, else UTF-8."""
+def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
+    """Return the module's syntax tree and its walk; decoding honours a PEP 263 coding line, else UTF-8."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         source = data.decode(encoding)
@@ -415,7 +409,7 @@ def _parse(data: bytes) -> ast.Module:
             f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})"
         ) from None
     try:
-        return _parse_bounded(source, "<claim>")  # the caller holds _PARSE_LOCK
+        return _parse_walked(source, "<claim>")  # the caller holds _PARSE_LOCK
     except SyntaxError as exc:
         raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
     except ValueError as exc:  # null bytes

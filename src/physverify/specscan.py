@@ -29,19 +29,21 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 Import = tuple[int, str, tuple[str, ...]]  # (level, module, names); level > 0 is a relative import
 
 
-def scan(tree: ast.Module, file: object) -> tuple[list[Import], list[str]]:
+def scan(tree: ast.Module, file: object, walked: list[ast.AST] | None = None) -> tuple[list[Import], list[str]]:
     """The file's imports and rule 1's notes for a claim whose CLAIM["file"] is ``file``, from one pass over ``tree``.
 
     Only the reference functions (and the helpers they call) are walked again, each once:
     walking the whole tree once per question cost 2.5 million nodes for 1,000 claims.
+    ``walked`` is ``nodes(tree)`` when the caller has it already (claim.py's depth check walks
+    the tree once and hands the walk on).
     """
-    found = _Module(tree)
+    found = _Module(tree, walked)
     return found.imports, found.notes(file)
 
 
-def imports_in(tree: ast.AST) -> list[Import]:
+def imports_in(tree: ast.AST, walked: list[ast.AST] | None = None) -> list[Import]:
     """Every import statement in ``tree``, also inside functions and blocks, as (level, module, names)."""
-    return _imports(nodes(tree))
+    return _imports(nodes(tree) if walked is None else walked)
 
 
 def nodes(tree: ast.AST) -> list[ast.AST]:
@@ -50,9 +52,24 @@ def nodes(tree: ast.AST) -> list[ast.AST]:
     ``ast.walk`` goes through two generators per node, which cost more than parsing the file
     (issue 19: 10,000 claims read with an empty cache); ``below`` reads the fields directly.
     """
+    found = walk(tree, None)
+    assert found is not None  # no limit: the walk is never cut
+    return found
+
+
+def walk(tree: ast.AST, limit: int | None) -> list[ast.AST] | None:
+    """``nodes(tree)``, or None as soon as the tree has more than ``limit`` levels (the module being 1).
+
+    The depth check of a parse and the scan share this one walk (issue 19: with an empty cache
+    the two walks of 10,000 claims cost as much as their parses).
+    """
     found: list[ast.AST] = []
     level: list[ast.AST] = [tree]
+    depth = 0
     while level:
+        depth += 1
+        if limit is not None and depth > limit:
+            return None
         found.extend(level)
         level = below(level)
     return found
@@ -92,10 +109,13 @@ def _imports(nodes: Iterable[ast.AST]) -> list[Import]:
 class _Module:
     """One pass over a module: its import statements and its functions, in ast.walk order."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, walked: list[ast.AST] | None = None) -> None:
         self.import_nodes: list[ast.Import | ast.ImportFrom] = []
         self.functions: list[tuple[str, FunctionNode]] = []
-        for node in nodes(tree):
+        for node in nodes(tree) if walked is None else walked:
+            kind = type(node)
+            if kind in _PLAIN:  # most nodes: one set lookup instead of five isinstance calls
+                continue
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.import_nodes.append(node)
             else:
@@ -118,6 +138,17 @@ class _Module:
                 through = f" (through {via}())" if via else ""
                 notes.append(f"{name}() (line {node.lineno}) {verb} {clip(target, 120)}, the code under test{through}")
         return notes
+
+
+# Node classes that are neither an import nor a binding ``_named`` looks at: a class is listed
+# only when it is no class of interest, derives from none and none derives from it, so
+# skipping a node of exactly that type skips nothing the isinstance checks would take.
+_WANTED = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign)
+_PLAIN = frozenset(
+    kind for kind in vars(ast).values()
+    if isinstance(kind, type) and issubclass(kind, ast.AST)
+    and not any(issubclass(wanted, kind) or issubclass(kind, wanted) for wanted in _WANTED)
+)
 
 
 def _named(node: ast.AST) -> list[tuple[str, FunctionNode]]:
