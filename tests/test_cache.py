@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,12 +42,19 @@ def project(tmp_path: Path) -> Path:
 
 
 def _read(path: Path, folder: Path) -> claim.ClaimReading:
-    """One run's reading of ``path`` through a cache in ``folder`` (fresh checkouts, as a new run has)."""
-    return cache.Readings(cache.Cache(folder), repo.Checkouts()).read(path)
+    """One run's reading of ``path`` through a cache in ``folder`` (fresh checkouts, as a new run has), kept at its end."""
+    readings = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    reading = readings.read(path)
+    readings.close()
+    return reading
 
 
 def _entry_files(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.json"))
+
+
+def _shard_files(folder: Path) -> list[Path]:
+    return sorted((folder / "shards").glob("*.json"))
 
 
 def _verdicts(root: Path) -> dict[str, str | None]:
@@ -58,7 +66,9 @@ def test_a_reading_is_kept_by_content_and_found_through_the_index(project: Path,
     path = project / "claims" / "decay_claim.py"
     first = _read(path, tmp_path / "c")
     assert first.problem is None and first.sha256 == claim.read(path).sha256
-    assert len(_entry_files(tmp_path / "c")) == 1
+    (shard,) = _shard_files(tmp_path / "c")  # the content's entry, in the file of its key's first two digits
+    assert list(json.loads(shard.read_text())["entries"]) == [first.blob]
+    shutil.rmtree(tmp_path / "c" / "packs")  # found by its content alone, as another checkout of it would
     checkout = repo.Checkouts().for_folder(path.parent)
     assert checkout.blob_id(path) == first.blob  # git's id of the bytes, from the one index read
     again = _read(path, tmp_path / "c")
@@ -96,13 +106,14 @@ def test_an_entry_planted_for_another_content_is_never_used(project: Path, tmp_p
     path = project / "claims" / "decay_claim.py"
     folder = tmp_path / "c"
     store = cache.Cache(folder)
-    # the loadable claim's entry, renamed to the broken content's name: its own key gives it away
+    # the loadable claim's entry, moved under the broken content's key in its shard: its own key gives it away
     _read(path, folder)
-    (planted_from,) = _entry_files(folder)
+    (planted_from,) = _shard_files(folder)
+    shard = json.loads(planted_from.read_text())
+    (entry,) = shard["entries"].values()
     broken_blob = claim.git_blob_id(BROKEN.encode())
-    target = store._path(broken_blob)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    planted_from.replace(target)
+    target = store._shard_path(broken_blob[:2])
+    target.write_text(json.dumps({**shard, "prefix": broken_blob[:2], "entries": {broken_blob: entry}}))
     assert store.get(broken_blob) is None
     # an entry that names the broken content but holds another file's hash and reading
     loadable = claim.read(path)
@@ -111,34 +122,80 @@ def test_an_entry_planted_for_another_content_is_never_used(project: Path, tmp_p
     path.write_text(BROKEN)  # modified against the index: read and hashed, so the hash must match
     reading = cache.Readings(store, repo.Checkouts()).read(path)
     assert reading.problem is not None and "uzed" in reading.problem
+    forger = cache.Cache(folder)  # the same forged entry, written to its shard and read back by another run
+    forger.put(broken_blob, str(loadable.sha256), forged)
+    forger.flush()
+    assert cache.Cache(folder).get(broken_blob) == (loadable.sha256, forged)
+    reading = cache.Readings(cache.Cache(folder), repo.Checkouts()).read(path)
+    assert reading.problem is not None and "uzed" in reading.problem
 
 
 def test_an_entry_from_another_version_or_cut_short_is_ignored_and_replaced(project: Path, tmp_path: Path) -> None:
     path = project / "claims" / "decay_claim.py"
     folder = tmp_path / "c"
     _read(path, folder)
-    (entry,) = _entry_files(folder)
-    data = json.loads(entry.read_text())
-    for bad in (json.dumps({**data, "physverify": "0.0.1"}), json.dumps({**data, "claim": {"line": True}}),
-                entry.read_text()[:40], "[]", '{"format": 1}'):
-        entry.write_text(bad)
+    shutil.rmtree(folder / "packs")  # only the shard to go on
+    (shard_file,) = _shard_files(folder)
+    data = json.loads(shard_file.read_text())
+    ((key, entry),) = data["entries"].items()
+    spoilt = [*entry[:4], {"line": True}, *entry[5:]]  # CLAIM holding a value it never can
+    for bad in (json.dumps({**data, "physverify": "0.0.1"}), json.dumps({**data, "entries": {key: spoilt}}),
+                json.dumps({**data, "entries": {key: entry[1:]}}), json.dumps({**data, "prefix": "zz"}),
+                shard_file.read_text()[:40], "[]", '{"format": 1}'):
+        shard_file.write_text(bad)
         store = cache.Cache(folder)
-        assert store.get(data["key"]) is None
+        assert store.get(key) is None
         assert len(store.problems) == 1 and "not valid" in store.problems[0]
-    reading = cache.Readings(cache.Cache(folder), repo.Checkouts()).read(path)
+    reading = _read(path, folder)
     assert reading == claim.read(path)
-    assert json.loads(entry.read_text()) == data  # replaced by a good one
+    again = json.loads(shard_file.read_text())
+    assert again["entries"][key][1:] == entry[1:] and again == {**data, "entries": again["entries"]}  # a good one
+
+
+def test_a_runs_entries_are_written_together_one_file_per_shard(tmp_path: Path) -> None:
+    """10,000 claims read with an empty cache wrote 10,000 files (issue 19); now at most one per shard."""
+    folder = tmp_path / "c"
+    store = cache.Cache(folder)
+    reading = StaticReading(True, {"file": "x.py", "line": 1}, None, ((0, "x", ()),), ("a note",))
+    keys = [claim.git_blob_id(str(i).encode()) for i in range(600)]
+    for key in keys:
+        store.put(key, "1" * 64, reading)
+        assert store.get(key) == ("1" * 64, reading)  # kept at once for this run
+    assert not _entry_files(folder)  # nothing written before the run's end
+    store.flush()
+    assert len(_shard_files(folder)) == len({key[:2] for key in keys}) <= cache.SHARDS
+    assert store.written == len(_shard_files(folder))
+    other = cache.Cache(folder)
+    assert all(other.get(key) == ("1" * 64, reading) for key in keys)
+    assert not list(folder.rglob(".tmp-*"))
 
 
 def test_the_cache_is_bounded_oldest_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3 * cache.SHARDS)  # three entries a shard
+    reading = StaticReading(True, None, "x", (), ())
+    keys = [f"ab{i:038x}" for i in range(5)]  # one shard's
+    for start, stop in ((0, 2), (2, 5)):  # two runs: the second merges with what the first wrote
+        store = cache.Cache(tmp_path / "c")
+        for i in range(start, stop):
+            monkeypatch.setattr(cache, "_clock", lambda i=i: i * 10**9)
+            store.put(keys[i], "0" * 64, reading)
+        store.flush()
+    store = cache.Cache(tmp_path / "c")
+    assert [store.get(k) is not None for k in keys] == [False, False, True, True, True]
+
+
+def test_the_folder_is_bounded_oldest_file_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)  # files here
     store = cache.Cache(tmp_path / "c")
     reading = StaticReading(True, None, "x", (), ())
-    keys = [claim.git_blob_id(str(i).encode()) for i in range(5)]
-    for i, key in enumerate(keys):
+    keys = [f"{i:02x}{i:038x}" for i in range(5)]  # one shard each
+    for key in keys:
         store.put(key, "0" * 64, reading)
-        os.utime(store._path(key), ns=(i * 10**9, i * 10**9))
+    store.flush()
+    for i, key in enumerate(keys):
+        os.utime(store._shard_path(key[:2]), ns=(i * 10**9, i * 10**9))
     store.prune()
+    store = cache.Cache(tmp_path / "c")
     assert [store.get(k) is not None for k in keys] == [False, False, True, True, True]
 
 

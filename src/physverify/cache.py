@@ -3,9 +3,16 @@
 A replay of 10,000 claims must not parse 10,000 files when none of them changed. What
 claim.py takes from one parse (``StaticReading``: whether the file binds CLAIM, the CLAIM
 values, the imports, rule 1's notes) depends on the file's bytes alone, so it is kept here
-between runs, one small JSON file per content, in the user's cache folder (platformdirs;
-``$PHYSVERIFY_CACHE_DIR`` overrides it, ``off`` disables it). Verdicts are never kept:
-a verdict depends on running the code, and the gate re-runs what changed.
+between runs in the user's cache folder (platformdirs; ``$PHYSVERIFY_CACHE_DIR`` overrides
+it, ``off`` disables it). Verdicts are never kept: a verdict depends on running the code,
+and the gate re-runs what changed.
+
+Entries live in ``SHARDS`` files, an entry in the file named by the first two hex digits of
+its key, so that any checkout or clone of the same content finds it with one file read per
+shard and run. A run's new entries are written together when it ends (``flush``), one file per
+shard they fall in, not one file per content: with an empty cache, writing 10,000 files cost a
+third of a 10,000-claim no-op (issue 19). Each checkout also keeps one file of the readings its
+last run used (``save_pack``), so a run with nothing new reads one file, not 256.
 
 The key is git's object id of the bytes (the SHA-1 ``git hash-object`` gives), so that in
 a git checkout the ids come from ONE read of the index (``repo.Checkout.blob_id``) and a
@@ -15,9 +22,14 @@ SHA-256 it stores is the one just computed. An entry holds its own key, the phys
 version and the format, and is checked field by field: an entry planted under another
 content's name, written by another version, or cut short by a crash is never used, only
 replaced. Writes go to a temporary file renamed into place, so a concurrent run reads the
-old entry or the new one, never half of one. The folder is bounded (``MAX_ENTRIES``,
-``MAX_BYTES``; the oldest entries go first). A cache that cannot be read or written is
-ignored with one warning line (``problems``): the run reads every file itself.
+old file or the new one, never half of one; a run merges its entries into a shard's file as
+it is on disk at that moment, under a lock file, so concurrent runs keep each other's
+entries (without the lock, as on a file system that refuses it, a lost entry is one more
+parse, never a wrong reading). The folder is bounded: a shard keeps at most its share of
+``MAX_ENTRIES`` and ``MAX_BYTES`` (the oldest entries go first, by the time they were
+written), and ``prune`` drops the oldest files while the folder holds more than
+``MAX_BYTES``. A cache that cannot be read or written is ignored with one warning line
+(``problems``): the run reads every file itself.
 
 Limit: an entry found through the index is trusted as git trusts its object ids; the
 folder is the user's own, and inside the sandbox there is none (a repository under test
@@ -26,14 +38,17 @@ must not write what the host reads later).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 from pathlib import Path
 
@@ -42,9 +57,12 @@ from physverify.claim import ClaimReading, StaticReading
 
 FORMAT = 1  # bump when StaticReading or what claim.py puts in it changes meaning
 PACK_FORMAT = 2  # the form of a checkout's file of readings (2: entries as lists)
+SHARD_FORMAT = 1  # the form of a shard's file (entries as [written_ns, key, ...], by key)
+SHARDS = 256  # an entry's file: the first two hex digits of its key
 MAX_ENTRIES = 50_000  # five repositories of 10,000 claims
 MAX_BYTES = 64 << 20
-MAX_ENTRY_BYTES = 256 << 10  # a reading larger than this (thousands of imports) is read each time instead
+MAX_ENTRY_BYTES = 64 << 10  # a reading larger than this (thousands of imports) is read each time instead
+LOCK_WAIT_S = 2.0  # how long a run waits for another's lock on the shards before writing without it
 OFF = "off"
 
 
@@ -75,38 +93,99 @@ class Cache:
         self._lock = threading.Lock()
         self._broken = False  # after a write failed, no more writes are tried in this run
         self._folders: set[Path] = set()  # the entry folders this run made or found
+        self._shards: dict[str, dict[str, Any]] = {}  # by shard: its file's entries as this run first read them
+        self._pending: dict[str, tuple[int, list[Any]]] = {}  # by key: (written_ns, entry) for ``flush``
 
     # --- reading ------------------------------------------------------------------------
     def get(self, key: str) -> tuple[str, StaticReading] | None:
         """(SHA-256, reading) kept for the content whose git object id is ``key``; None when absent or not valid."""
         if not _is_hex(key, 40):
             return None
-        path = self._path(key)
+        with self._lock:
+            pending = self._pending.get(key)
+        if pending is not None:
+            return _valid_packed(pending[1], key)
+        raw = self._shard(key[:2]).get(key)
+        if raw is None:
+            return None
+        found = _valid_kept(raw, key)
+        if found is None:
+            self._warn(f"holds an entry that is not valid ({self._shard_path(key[:2]).name}); it is ignored and "
+                       "replaced")
+        return found
+
+    def _shard(self, prefix: str) -> dict[str, Any]:
+        """The entries of shard ``prefix`` as its file held them when this run first asked (one read per shard)."""
+        with self._lock:
+            found = self._shards.get(prefix)
+        if found is None:  # read outside the lock (a warning takes it); two threads reading it at once agree
+            found = self._read_shard(prefix)
+            with self._lock:
+                found = self._shards.setdefault(prefix, found)
+        return found
+
+    def _read_shard(self, prefix: str) -> dict[str, Any]:
+        """The entries in shard ``prefix``'s file now, each still to be checked (``_valid_kept``); {} when none."""
+        path = self._shard_path(prefix)
         try:
             with open(path, "rb") as handle:
-                data = handle.read(MAX_ENTRY_BYTES + 1)
+                data = handle.read(_SHARD_READ_LIMIT + 1)
         except FileNotFoundError:
-            return None
+            return {}
         except OSError as exc:
             self._warn(f"cannot be read ({exc.strerror or exc})")
-            return None
-        found = _entry(data, key)
-        if found is None:
-            self._warn(f"holds an entry that is not valid ({path.name}); it is ignored and replaced")
-        return found
+            return {}
+        try:
+            shard = json.loads(data) if len(data) <= _SHARD_READ_LIMIT else None
+        except (ValueError, RecursionError):  # not JSON, cut short, or absurdly nested
+            shard = None
+        fits = isinstance(shard, dict) and (shard.get("format"), shard.get("shard"), shard.get("physverify"),
+                                            shard.get("prefix")) == (FORMAT, SHARD_FORMAT, __version__, prefix)
+        entries = shard.get("entries") if fits else None  # type: ignore[union-attr]
+        if not isinstance(entries, dict):
+            self._warn(f"holds a file that is not valid ({path.name}); it is ignored and replaced")
+            return {}
+        return entries
 
     # --- writing ------------------------------------------------------------------------
     def put(self, key: str, sha256: str, reading: StaticReading) -> None:
-        """Keep ``reading`` for the content whose git object id is ``key`` (SHA-256 ``sha256``); never raises."""
+        """Keep ``reading`` for the content whose git object id is ``key`` (SHA-256 ``sha256``); never raises.
+
+        Kept in memory (``get`` finds it at once) and written by ``flush``, with the run's other entries.
+        """
         if self._broken or not _is_hex(key, 40):
             return
+        entry = _packed_fields(key, sha256, reading)
+        with self._lock:
+            self._pending[key] = (_clock(), entry)
+
+    def flush(self) -> None:
+        """Write the entries ``put`` kept, one file per shard they fall in, merged with what it holds; never raises."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if self._broken or not pending:
+            return
+        by_shard: dict[str, dict[str, list[Any]]] = {}
+        for key, (written, entry) in pending.items():
+            by_shard.setdefault(key[:2], {})[key] = [written, *entry]
+        folder = self.folder / "shards"
         try:
-            data = _encode(key, sha256, reading)
-        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is: read it each time
+            folder.mkdir(parents=True, exist_ok=True)
+            self._folders.add(folder)
+        except OSError as exc:
+            self._broken = True
+            self._warn(f"cannot be written ({exc.strerror or exc})")
             return
-        if len(data) > MAX_ENTRY_BYTES:
-            return
-        self._store(self._path(key), data)
+        with _locked(folder / ".lock"):  # the shards as they are now, merged: a concurrent run's entries stay
+            for prefix, new in sorted(by_shard.items()):
+                entries = {key: raw for key, raw in self._read_shard(prefix).items()
+                           if _is_hex(key, 40) and key[:2] == prefix and _valid_kept(raw, key)}
+                entries.update(new)
+                data = _shard_bytes(prefix, _bounded(entries))
+                if data is not None:
+                    self._store(self._shard_path(prefix), data)
+                if self._broken:
+                    return
 
     def _store(self, path: Path, data: bytes) -> None:
         """Write one file of the cache atomically and count it; a failure stops this run's writes, with one warning."""
@@ -158,7 +237,11 @@ class Cache:
         return self.folder / "packs" / f"{name}.json"
 
     def prune(self) -> None:
-        """Drop the oldest entries until at most MAX_ENTRIES of at most MAX_BYTES in all are left."""
+        """Drop the oldest files (shards, checkouts' files) until at most MAX_ENTRIES files of MAX_BYTES in all are left.
+
+        A shard bounds its own entries when it is written (``_bounded``); this bounds the folder,
+        also files an earlier layout left (one file per entry).
+        """
         entries = []
         try:
             for sub in os.scandir(self.folder):
@@ -180,10 +263,10 @@ class Cache:
                 continue  # another run pruned it first
             count, total = count - 1, total - size
 
-    def _path(self, key: str) -> Path:
-        # The name depends on the format and the version too, so another version's entry is never opened.
-        name = hashlib.sha256(f"{FORMAT}\0{__version__}\0{key}".encode()).hexdigest()
-        return self.folder / name[:2] / f"{name}.json"
+    def _shard_path(self, prefix: str) -> Path:
+        # The name depends on the format and the version too, so another version's file is never opened.
+        name = hashlib.sha256(f"{FORMAT}\0{SHARD_FORMAT}\0{__version__}\0shard\0{prefix}".encode()).hexdigest()
+        return self.folder / "shards" / f"{name}.json"
 
     def _warn(self, what: str) -> None:
         with self._lock:
@@ -222,45 +305,83 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def _encode(key: str, sha256: str, reading: StaticReading) -> bytes:
-    return json.dumps(_fields(key, sha256, reading), allow_nan=True, separators=(",", ":")).encode("ascii")
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (made if missing) for the block, when it can be had within LOCK_WAIT_S.
 
-
-def _fields(key: str, sha256: str, reading: StaticReading) -> dict[str, Any]:
-    return {
-        "format": FORMAT, "physverify": __version__, "key": key, "sha256": sha256,
-        "binds": reading.binds, "claim": reading.claim, "problem": reading.problem,
-        "imports": [[level, module, list(names)] for level, module, names in reading.imports],
-        "notes": list(reading.notes),
-    }  # written with ensure_ascii: a lone surrogate in a CLAIM value travels as its \u escape
-
-
-def _entry(data: bytes, key: str) -> tuple[str, StaticReading] | None:
-    """The entry in ``data`` when it is one, for ``key``, from this version and format; else None."""
+    Without it (no fcntl, a file system that refuses locks, a run holding it too long) the
+    block runs anyway: every write is still atomic, and a lost update only costs a parse.
+    """
     try:
-        entry = json.loads(data)
-    except (ValueError, RecursionError):  # not JSON, cut short, or absurdly nested
-        return None
-    return _valid(entry, key)
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.01)
+            except OSError:  # locks not supported here
+                break
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
-def _valid(entry: object, key: str) -> tuple[str, StaticReading] | None:
-    """(SHA-256, reading) of a decoded entry when it is one, for ``key``, from this version and format; else None."""
-    if not isinstance(entry, dict) or set(entry) != _FIELDS:
-        return None
-    if (entry["format"], entry["physverify"], entry["key"]) != (FORMAT, __version__, key):
-        return None
-    if not (_is_hex(entry["sha256"], 64) and isinstance(entry["binds"], bool) and _optional_str(entry["problem"])
-            and _claim_values(entry["claim"]) and _strings(entry["notes"])):
-        return None
-    imports = _imports(entry["imports"])
-    if imports is None:
-        return None
-    reading = StaticReading(entry["binds"], entry["claim"], entry["problem"], imports, tuple(entry["notes"]))
-    return entry["sha256"], reading
+_clock = time.time_ns  # when an entry is written: its age for ``_bounded``
 
 
-_FIELDS = frozenset({"format", "physverify", "key", "sha256", "binds", "claim", "problem", "imports", "notes"})
+_SHARD_READ_LIMIT = 4 * MAX_BYTES // SHARDS + MAX_ENTRY_BYTES  # a shard's file larger than this was not written here
+_ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"))  # ensure_ascii: a lone surrogate travels escaped
+
+
+def _bounded(entries: dict[str, list[Any]]) -> dict[str, str]:
+    """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, each encoded, by key.
+
+    The oldest go first (by the time they were written; the key breaks a tie). An entry JSON
+    cannot hold, or larger than MAX_ENTRY_BYTES, is left out: its file is read each time instead.
+    """
+    most, room = max(1, math.ceil(MAX_ENTRIES / SHARDS)), max(MAX_BYTES // SHARDS, MAX_ENTRY_BYTES)
+    kept: dict[str, str] = {}
+    for key, raw in sorted(entries.items(), key=lambda item: (-item[1][0], item[0])):
+        if len(kept) >= most:
+            break
+        try:
+            text = _ENCODER.encode(raw)
+        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is
+            continue
+        if len(text) > MAX_ENTRY_BYTES or len(text) + len(key) + 4 > room:
+            continue
+        kept[key] = text
+        room -= len(text) + len(key) + 4
+    return kept
+
+
+def _shard_bytes(prefix: str, entries: Mapping[str, str]) -> bytes | None:
+    """A shard's file: its header (format, version, prefix) and its encoded entries; None when there are none."""
+    if not entries:
+        return None
+    header = _ENCODER.encode({"format": FORMAT, "shard": SHARD_FORMAT, "physverify": __version__, "prefix": prefix})
+    body = ",".join(f'"{key}":{text}' for key, text in entries.items())  # keys are hex: nothing to escape
+    return f'{header[:-1]},"entries":{{{body}}}}}'.encode("ascii")
+
+
+def _valid_kept(raw: object, key: str) -> tuple[str, StaticReading] | None:
+    """``_valid_packed`` for an entry of a shard: [written_ns, key, sha256, ...]."""
+    if not (isinstance(raw, list) and len(raw) == 8 and isinstance(raw[0], int) and not isinstance(raw[0], bool)):
+        return None
+    return _valid_packed(raw[1:], key)
 
 
 def _packed_fields(key: str, sha256: str, reading: StaticReading) -> list[Any]:
@@ -371,6 +492,7 @@ class Readings:
         """Keep each checkout's readings for its next run (when they changed), and bound the cache's size."""
         if self.cache is None:
             return
+        self.cache.flush()
         for root, used in self._used.items():
             if root in self._missed or set(used) != set(self._packs.get(root, {})):
                 self.cache.save_pack(root, used)
