@@ -48,11 +48,13 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
-from physverify import __version__, claim, repo, settings
+from physverify import __version__, claim, parsepool, repo, settings
 from physverify.claim import ClaimReading, StaticReading
 
 FORMAT = 1  # bump when StaticReading or what claim.py puts in it changes meaning
@@ -386,8 +388,7 @@ def _valid_kept(raw: object, key: str) -> tuple[str, StaticReading] | None:
 
 def _packed_fields(key: str, sha256: str, reading: StaticReading) -> list[Any]:
     """An entry of a checkout's file of readings: a list, its own key first (the file's header holds the version)."""
-    return [key, sha256, reading.binds, reading.claim, reading.problem,
-            [[level, module, list(names)] for level, module, names in reading.imports], list(reading.notes)]
+    return [key, sha256, *claim.static_fields(reading)]
 
 
 def _valid_packed(entry: object, key: str) -> tuple[str, StaticReading] | None:
@@ -446,9 +447,10 @@ def _imports(value: object) -> tuple[claim.Import, ...] | None:
 class Readings:
     """How one run reads its claim files: through the index's object ids and the cache when there is one."""
 
-    def __init__(self, cache: Cache | None, checkouts: repo.Checkouts) -> None:
+    def __init__(self, cache: Cache | None, checkouts: repo.Checkouts, pool: parsepool.Pool | None = None) -> None:
         self.cache = cache
         self.checkouts = checkouts
+        self.pool = parsepool.Pool() if pool is None else pool  # its workers start only for many files to parse
         self._lock = threading.Lock()
         self._packs: dict[Path, dict[str, object]] = {}  # by checkout root: what its last run used
         self._used: dict[Path, dict[str, tuple[str, StaticReading]]] = {}  # by checkout root: what this run used
@@ -458,6 +460,32 @@ class Readings:
         """The reading of ``path`` (resolved: ``real``): from the cache by the index's id (the file unopened), else claim.read."""
         if self.cache is None:
             return claim.read(path)
+        root, kept = self._kept(path, real)
+        reading = kept if kept is not None else claim.read(path, self.cache)
+        return self._noted(root, reading)
+
+    def read_each(self, candidates: Sequence[tuple[Path, Path]]) -> Iterator[ClaimReading]:
+        """``read(path, real)`` of each candidate, in order, a window at a time.
+
+        A generator, so the first claims can start while later ones are still being read.
+        When a window has at least ``parsepool.MIN_BATCH`` files that neither the cache nor
+        this process's memory holds, they are parsed in the pool's workers, the next window
+        being read meanwhile; the readings are those ``read`` gives (each answer is checked
+        as a cache entry is, and a file a worker did not answer is parsed here).
+        """
+        waiting: _Window | None = None
+        for start in range(0, len(candidates), _WINDOW):
+            window = self._begin(candidates[start:start + _WINDOW])
+            if waiting is not None:
+                yield from self._end(waiting)
+            waiting = window
+        if waiting is not None:
+            yield from self._end(waiting)
+
+    def _kept(self, path: Path, real: Path | None) -> tuple[Path | None, ClaimReading | None]:
+        """The checkout's root, and the reading kept for ``path``'s index id (the file unopened) when there is one."""
+        if self.cache is None:
+            return None, None
         checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
         blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
@@ -466,10 +494,65 @@ class Readings:
             with self._lock:
                 self._missed.add(root)
             kept = self.cache.get(blob) if blob is not None else None
-        reading = claim.with_path(path, kept[0], kept[1], blob) if kept is not None else claim.read(path, self.cache)
-        if reading.blob is not None and reading.sha256 is not None:  # read from its bytes (not too large, not unreadable)
+        return root, (claim.with_path(path, kept[0], kept[1], blob) if kept is not None else None)
+
+    def _noted(self, root: Path | None, reading: ClaimReading) -> ClaimReading:
+        if root is not None and reading.blob is not None and reading.sha256 is not None:  # read from its bytes
             self._note(root, reading)
         return reading
+
+    def _begin(self, window: Sequence[tuple[Path, Path]]) -> _Window:
+        """Read what the window can give without a parse, and start the parses (in the pool when they are many)."""
+        done: list[ClaimReading | None] = []
+        roots: list[Path | None] = []
+        parse: list[tuple[int, Path, claim.Contents]] = []
+        for i, (path, real) in enumerate(window):
+            root, reading = self._kept(path, real)
+            if reading is None:
+                found = claim.contents(path)
+                if isinstance(found, claim.Contents):
+                    reading = self._known(path, found)
+                    if reading is None and len(found.data) <= parsepool.MAX_CONTENT:
+                        parse.append((i, path, found))
+                else:
+                    reading = found
+                if reading is None and isinstance(found, claim.Contents) and len(found.data) > parsepool.MAX_CONTENT:
+                    reading = claim.read(path, self.cache)  # large: parsed here, one at a time
+            done.append(reading)
+            roots.append(root)
+        futures = self.pool.submit([(c.sha256, c.data) for _, _, c in parse]) \
+            if len(parse) >= parsepool.MIN_BATCH and self.pool.usable else []
+        return _Window(done, roots, parse, futures)
+
+    def _known(self, path: Path, found: claim.Contents) -> ClaimReading | None:
+        """The reading of ``found`` from the cache by its own id, or from this process's memory; None: to parse."""
+        kept = self.cache.get(found.blob) if self.cache is not None else None
+        if kept is not None and kept[0] == found.sha256:  # an entry holding another content's hash is never used
+            return claim.with_path(path, found.sha256, kept[1], found.blob)
+        static = claim.remembered(found.sha256)
+        if static is None:
+            return None
+        if self.cache is not None:
+            self.cache.put(found.blob, found.sha256, static)
+        return claim.with_path(path, found.sha256, static, found.blob)
+
+    def _end(self, window: _Window) -> Iterator[ClaimReading]:
+        answers: list[object] = [answer for future in window.futures for answer in future.result()]
+        for j, (i, path, found) in enumerate(window.parse):
+            static = None
+            if j < len(answers) and isinstance(answers[j], list):
+                checked = _valid_packed([found.blob, found.sha256, *answers[j]], found.blob)  # type: ignore[misc]
+                static = checked[1] if checked is not None else None
+            if static is None:
+                static = claim.static_reading(found.data, found.sha256)  # not answered: parsed here
+            else:
+                claim.keep(found.sha256, static)
+            if self.cache is not None:
+                self.cache.put(found.blob, found.sha256, static)
+            window.done[i] = claim.with_path(path, found.sha256, static, found.blob)
+        for root, reading in zip(window.roots, window.done):
+            assert reading is not None
+            yield self._noted(root, reading)
 
     def _packed(self, root: Path, blob: str) -> tuple[str, StaticReading] | None:
         assert self.cache is not None
@@ -489,7 +572,8 @@ class Readings:
         return [] if self.cache is None else list(self.cache.problems)
 
     def close(self) -> None:
-        """Keep each checkout's readings for its next run (when they changed), and bound the cache's size."""
+        """End the pool's workers; keep each checkout's readings for its next run (when they changed), bound the cache."""
+        self.pool.close()
         if self.cache is None:
             return
         self.cache.flush()
@@ -498,6 +582,19 @@ class Readings:
                 self.cache.save_pack(root, used)
         if self.cache.written:
             self.cache.prune()
+
+
+_WINDOW = 256  # candidates read together: the first claims start after one window's reading
+
+
+@dataclass
+class _Window:
+    """A window of candidates being read: the readings so far, and the parses under way."""
+
+    done: list[ClaimReading | None]
+    roots: list[Path | None]
+    parse: list[tuple[int, Path, claim.Contents]]  # (index in the window, path, contents) still to parse
+    futures: list[Future[list[object]]]
 
 
 def _own_problem(reading: ClaimReading) -> str | None:

@@ -177,6 +177,36 @@ def read(path: Path, store: Store | None = None) -> ClaimReading:
     disk under the bytes' git object id: the file is always read and hashed here, only the
     parse is saved, and a kept reading counts only when it holds the SHA-256 just computed.
     """
+    found = contents(path)
+    if isinstance(found, ClaimReading):
+        return found
+    data, digest, blob = found.data, found.sha256, found.blob
+    if store is None:
+        return with_path(path, digest, static_reading(data, digest), blob)
+    kept = store.get(blob)
+    if kept is not None and kept[0] == digest:  # an entry holding another content's hash is never used
+        return with_path(path, digest, kept[1], blob)
+    static = static_reading(data, digest)  # parsed, or from memory when this process parsed it before
+    store.put(blob, digest, static)
+    return with_path(path, digest, static, blob)
+
+
+@dataclass(frozen=True)
+class Contents:
+    """The bytes of a claim file that is read to be parsed, with their SHA-256 and git object id."""
+
+    data: bytes
+    sha256: str
+    blob: str
+
+
+def contents(path: Path) -> ClaimReading | Contents:
+    """The first half of ``read``: the file's bytes and hashes, or its whole reading when it has none to parse.
+
+    A file that is not *.py, not a regular file, unreadable or larger than MAX_CLAIM_BYTES
+    is read to its end here (the reading says why it does not load); any other gives its
+    bytes, for ``static_reading`` here or in a worker (parsepool.py).
+    """
     if path.suffix != ".py":
         return ClaimReading(path, sha256_or_none(path), False, None, f"{path}: a claim file must end in .py")
     try:
@@ -188,15 +218,13 @@ def read(path: Path, store: Store | None = None) -> ClaimReading:
         return ClaimReading(path, None, False, None, f"{path}: cannot be read: {exc.strerror or exc}")
     except OSError as exc:  # unreadable: a claim to report, not a helper to skip
         return ClaimReading(path, None, True, None, f"{path}: cannot be read: {exc.strerror or exc}")
-    digest, blob = hashlib.sha256(data).hexdigest(), git_blob_id(data)
-    if store is None:
-        return with_path(path, digest, static_reading(data, digest), blob)
-    kept = store.get(blob)
-    if kept is not None and kept[0] == digest:  # an entry holding another content's hash is never used
-        return with_path(path, digest, kept[1], blob)
-    static = static_reading(data, digest)  # parsed, or from memory when this process parsed it before
-    store.put(blob, digest, static)
-    return with_path(path, digest, static, blob)
+    return Contents(data, hashlib.sha256(data).hexdigest(), git_blob_id(data))
+
+
+def static_fields(reading: StaticReading) -> list[Any]:
+    """``reading`` as a JSON-ready list, [binds, claim, problem, imports, notes]: how cache.py and parsepool.py carry it."""
+    return [reading.binds, reading.claim, reading.problem,
+            [[level, module, list(names)] for level, module, names in reading.imports], list(reading.notes)]
 
 
 def git_blob_id(data: bytes) -> str:
@@ -358,6 +386,12 @@ def remember(digest: str, reading: StaticReading) -> None:
     _READINGS[digest] = reading
     while len(_READINGS) > _READINGS_KEPT:
         _READINGS.popitem(last=False)
+
+
+def keep(digest: str, reading: StaticReading) -> None:
+    """``remember``, taking the lock itself: for a reading parsed elsewhere (a worker of parsepool.py)."""
+    with _PARSE_LOCK:
+        remember(digest, reading)
 
 
 def remembered(digest: str) -> StaticReading | None:

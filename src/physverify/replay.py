@@ -116,17 +116,18 @@ def read_claims(folder: Path, exclude: Sequence[str] = (),
 
     A generator, so the first claims can start while later ones are still being read.
     """
-    for reading, _ in _read_claims(folder, exclude, lambda path, real: read(path)):
+    for reading, _ in _read_claims(folder, exclude, lambda candidates: (read(path) for path, _ in candidates)):
         yield reading
 
 
-Reader = Callable[[Path, Path], claim.ClaimReading]  # (path, its resolved path) -> its reading
+# (path, its resolved path) of each candidate -> their readings, in order (cache.Readings.read_each)
+Reader = Callable[[Sequence[tuple[Path, Path]]], Iterable[claim.ClaimReading]]
 
 
 def _read_claims(folder: Path, exclude: Sequence[str], read: Reader) -> Iterator[tuple[claim.ClaimReading, Path]]:
     """``read_claims``, each reading with the file's resolved path (found without resolving it part by part)."""
-    for path, real in _candidates(folder, exclude):
-        reading = read(path, real)
+    candidates = _candidates(folder, exclude)
+    for (_, real), reading in zip(candidates, read(candidates)):
         if reading.binds:  # files without CLAIM are helpers
             yield reading, real
 
@@ -594,7 +595,7 @@ def replay(
     before = renames.baseline
     seen = _Plan(progress)
     run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
-    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read))
+    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read_each))
     stream = _selected(planned, before.latest, changes, seen)
     runs = _write(_run_all(run_one, stream, workers), target, dry_run)
     readings.close()
