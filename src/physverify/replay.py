@@ -29,13 +29,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from physverify import affected, cache, claim, confirm, gate, isolate, ledger, noop, repo, settings
+from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
 from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import REMOVED, TRANSITIONS
 from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
+
+if TYPE_CHECKING:
+    from physverify import confirm
 
 DEFAULT_CLAIMS_DIR = "claims"
 # Folders that hold installed or generated code, never claims (one set, used only here).
@@ -489,6 +492,8 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned
     worker has returned the exception goes on to cli.main. With one job the interrupted
     wait kills its own claim.
     """
+    from physverify import isolate  # imported once a claim may run: a no-op hook never needs it
+
     if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live
         return [run_one(item) for item in list(planned)]
     pool = ThreadPoolExecutor(max_workers=jobs)  # threads start as claims come, at most ``jobs``
@@ -531,6 +536,8 @@ def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, An
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
             record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
             run: settings.RunSettings) -> Callable[[_Planned], ClaimRun]:
+    from physverify import confirm, isolate  # imported once a claim may run: a no-op hook never needs them
+
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
     def run_one(item: _Planned) -> ClaimRun:
@@ -546,6 +553,13 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
         return judged
 
     return run_one
+
+
+def _forks(configs: Sequence[Config], run: settings.RunSettings) -> bool:
+    """Whether any claims folder runs its claims in fork mode."""
+    from physverify import isolate
+
+    return any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs)
 
 
 def _warm_up() -> None:
@@ -629,7 +643,7 @@ def replay(
 ) -> ReplayResult:
     """Replay the claims folders against their baseline, append the changed lines, return the gate's result."""
     recorder = noop.Recorder()  # its clock starts before anything is read
-    confirm.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
+    settings.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
     configs = [load_config(folder) for folder in _folders(claims_dirs)]
     first = configs[0]
     run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,
@@ -666,7 +680,7 @@ def replay(
     if before.head_copy is not None:
         checkouts.know((before.head_copy,))
     readings = cache.Readings(store, checkouts)
-    if changes is None and any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs):
+    if changes is None and _forks(configs, run):
         _warm_up()  # every claim runs: the fork server starts while discovery reads them
     renames = _Renames(before)
     before = renames.baseline
