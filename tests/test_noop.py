@@ -20,6 +20,7 @@ import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
 
 from physverify import noop
+from physverify.errors import PhysverifyError
 from physverify import replay as replay_module
 from physverify.replay import replay
 from physverify.results import ReplayResult
@@ -131,6 +132,17 @@ def test_the_memo_never_answers_for_a_tree_that_changed(project: Path, tmp_path:
     assert after.claims, "a claim the edit reaches was skipped"
     monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
     assert _outcome(after) == _outcome(_hook("other.py"))
+
+
+def test_a_working_ledger_that_a_full_plan_cannot_read_is_not_answered_for(project: Path, tmp_path: Path) -> None:
+    _settle()
+    assert _hook("README.md").claims == () and len(_memos(tmp_path / "cache")) == 1
+    ledger = project / "claims" / "confirm_ledger.jsonl"
+    ledger.unlink()
+    os.mkfifo(ledger)  # planning in full refuses to read it (it would block), so the memo must not answer
+    # (the folder's listing changed too; a ledger whose mode is changed in place is seen by its own ctime)
+    with pytest.raises(PhysverifyError, match="confirm_ledger.jsonl"):
+        _hook("README.md")
 
 
 def test_a_plan_younger_than_the_margin_is_not_kept(project: Path, tmp_path: Path,

@@ -609,7 +609,7 @@ def _material(configs: Sequence[Config], folders: Sequence[repo.Checkout], targe
 
 def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, configs: Sequence[Config],
               before: Baseline, planned: Sequence[str], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
-              changes: _Changes) -> None:
+              changes: _Changes, target: Path) -> None:
     """Keep this run's plan (it ran nothing and warned of nothing) for the next identical replay (noop.py).
 
     Not kept when the baseline has a claim under the folders that was not planned (an
@@ -621,6 +621,8 @@ def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, co
                               for cfg in configs):
         return
     recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
+    # the working ledger: a full plan reads it, so one it cannot read (its mode changed) is an error there
+    recorder.paths.add(os.fspath(target))
     noop.remember(store, key_material, recorder, changes.closures.probed)
 
 
@@ -700,7 +702,7 @@ def replay(
     skipped = seen.skipped
     runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
     if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
-        _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes)
+        _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
     if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
         store.warn(memo_problem)
         warnings += [line for line in store.problems if line not in warnings]
