@@ -204,3 +204,32 @@ def test_the_hook_on_the_command_line_answers_from_the_memo_with_the_real_margin
     second = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert (second.returncode, second.stdout, second.stderr) == (first.returncode, first.stdout, first.stderr)
     assert json.loads(second.stdout)["skipped"] == ["claims/decay_claim.py"]
+
+
+def test_a_new_file_in_the_root_leaves_the_memo_in_use(project: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _settle()
+    first = _hook("notes.txt")
+    assert first.claims == () and len(_memos(tmp_path / "cache")) == 1
+    (project / "notes.txt").write_text("a file no claim reads, next to the modules the claim imports\n")
+    _no_planning(monkeypatch)  # each lookup is kept by its own path: the root's listing is no part of the memo
+    assert _outcome(_hook("notes.txt")) == _outcome(first)
+
+
+def test_a_module_appearing_where_a_lookup_found_nothing_is_seen(project: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    repository = init_repo(project)
+    text = DECAY_CLAIM + "\n\ndef _later():\n    import helper  # not there yet: the lookup finds nothing\n"
+    (project / "claims" / "decay_claim.py").write_text(text)
+    repository.git.add("claims/decay_claim.py")
+    repository.index.commit("the claim imports a helper, some day")
+    replay(["claims"], trusted=True, jobs=1, timeout_s=60)
+    repository.git.add("claims/confirm_ledger.jsonl")
+    repository.index.commit("its line")
+    _settle()
+    assert _hook("helper.py").claims == () and len(_memos(tmp_path / "cache")) == 1
+    (project / "helper.py").write_text('"""Now there is one."""\n')
+    after = _hook("helper.py")
+    assert [run.key for run in after.claims] == ["claims/decay_claim.py"]  # its closure reaches the new module
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
+    assert _outcome(after) == _outcome(_hook("helper.py"))

@@ -52,10 +52,10 @@ def imported_names(source: str) -> list[claim.Import]:
     return claim.imports_in(tree)
 
 
-def _module_files(base: Path, dotted: Sequence[str], probed: set[Path] | None = None) -> list[Path]:
+def _module_files(base: Path, dotted: Sequence[str], probed: dict[Path, bool | None] | None = None) -> list[Path]:
     """The files Python runs to import ``dotted`` under ``base``: each package's __init__ and the module.
 
-    Each path looked at is added to ``probed`` when given (noop.py keeps what planning consulted).
+    Each path looked at is kept in ``probed`` when given, with what was found (noop.py).
     """
     files: list[Path] = []
     for depth in range(1, len(dotted) + 1):
@@ -70,18 +70,23 @@ def _module_files(base: Path, dotted: Sequence[str], probed: set[Path] | None = 
     return files
 
 
-def _exists(path: Path, kind: Callable[[Path], bool], probed: set[Path] | None = None) -> bool:
-    """``kind(path)``, False for a name no file system allows (`import` of a 300-letter name, issue 13)."""
-    if probed is not None:
-        probed.add(path)
+def _exists(path: Path, kind: Callable[[Path], bool], probed: dict[Path, bool | None] | None = None) -> bool:
+    """``kind(path)``, False for a name no file system allows (`import` of a 300-letter name, issue 13).
+
+    ``probed`` keeps each path's answer; None when two answers in one run differed (the
+    file system changed while planning looked: noop.py keeps nothing then).
+    """
     try:
-        return kind(path)
+        found = kind(path)
     except (OSError, ValueError):
-        return False
+        found = False
+    if probed is not None:
+        probed[path] = found if probed.get(path, found) == found else None
+    return found
 
 
 def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...], roots: Sequence[Path],
-             probed: set[Path] | None = None) -> list[Path]:
+             probed: dict[Path, bool | None] | None = None) -> list[Path]:
     parts = [p for p in module.split(".") if p]
     if level > 0:  # relative: from the importing file's package, one folder up per extra dot
         folders = [module_file.parent, *module_file.parent.parents]
@@ -140,7 +145,7 @@ class Closures:
         self._real: dict[Path, Path] = {}
         self._keys: dict[tuple[Path, Path], str | None] = {}
         self._inputs: dict[tuple[object, ...], frozenset[str]] = {}
-        self.probed: set[Path] = set()  # every path a lookup looked at (noop.py keeps their stats)
+        self.probed: dict[Path, bool | None] = {}  # every path a lookup looked at, and what it found (noop.py)
 
     def closure(self, claim_path: Path, repo_root: Path, imports: Sequence[claim.Import] | None = None, *,
                 real_path: Path | None = None) -> frozenset[Path]:
@@ -184,8 +189,8 @@ class Closures:
         """The repository files that ``imports`` (those of the claim at ``start``, in ``folder``) reach."""
         roots = self._roots.get((folder, repo_root))
         if roots is None:
+            _exists(repo_root / "src", Path.is_dir, self.probed)  # whether it is a folder decides the roots
             roots = self._roots[(folder, repo_root)] = repo.import_roots(folder, repo_root)
-            self.probed.add(repo_root / "src")  # whether it is a folder decided the roots
         inside = self._inside(repo_root)
         seen: set[Path] = set()
         todo = [f for level, module, names in imports for f in self._lookup(start, level, module, names, roots)]

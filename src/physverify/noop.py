@@ -18,8 +18,10 @@ be affected does it answer from the memo. Anything else is a miss: planning runs
 
 Why a stat is enough: a file's (mtime, ctime, size, inode, device) change when its bytes
 do, and a folder's (mtime, ctime, inode, device) when an entry is added, removed or
-renamed in it; a lookup that found nothing is kept as the listing of the nearest folder
-that exists. ctime cannot be set by a user's tools. The gap is an edit within the same
+renamed in it. A module lookup depends on the paths it tried alone, so those are kept
+one by one: a file found by its stat, a folder found by its identity, a path where
+nothing was found as a path where nothing may be (a new file next to them, in the
+repository's root say, changes nothing kept). ctime cannot be set by a user's tools. The gap is an edit within the same
 tick of the file system's clock as the stat planning saw, so a memo is not kept when any
 stat it would hold is less than ``RACY_NS`` older than the run's start (git's "racily
 clean" rule; two seconds covers file systems that keep whole seconds). A path that
@@ -41,7 +43,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,24 +93,27 @@ class Recorder:
         self.claims.append((str(real), str(root), own))
 
 
-def remember(cache: Cache, key_material: str, recorder: Recorder, probed: Iterable[Path] = ()) -> bool:
+def remember(cache: Cache, key_material: str, recorder: Recorder,
+             probed: Mapping[Path, bool | None] | None = None) -> bool:
     """Keep ``recorder``'s plan as the memo of ``key_material``, when every stat it holds can be trusted.
 
-    ``probed`` are the paths the import closures looked at. Returns whether the memo was
-    written (a stat too young, a link inside the checkout, a path that vanished: not kept).
+    ``probed`` are the paths the import closures' module lookups looked at, with what each
+    found (``affected.Closures.probed``). Returns whether the memo was written (a stat too
+    young, a link, a path that changed while planning looked: not kept).
     """
     if recorder.refused:
         return False
     limit = recorder.start_ns - RACY_NS
-    files: dict[str, FileStat] = {}
-    dirs: dict[str, DirStat] = {}
+    kept = _Kept()
     try:
         for folder in recorder.listed:
-            dirs[folder] = _dir_stat(folder, limit)
+            kept.dirs[folder] = _dir_stat(folder, limit)
         for real, _, _ in recorder.claims:
-            files[real] = _file_stat(real, limit)
-        for path in {*recorder.paths, *map(os.fspath, probed)}:
-            _consulted(path, limit, files, dirs)
+            kept.files[real] = _file_stat(real, limit)
+        for tried, found in (probed or {}).items():
+            _looked_up(os.fspath(tried), found, limit, kept)
+        for path in recorder.paths:
+            _consulted(path, limit, kept)
     except _NotKept:
         return False
     roots = {root: i for i, root in enumerate(sorted({root for _, root, _ in recorder.claims}))}
@@ -119,7 +124,9 @@ def remember(cache: Cache, key_material: str, recorder: Recorder, probed: Iterab
     memo = {
         "format": FORMAT, "physverify": __version__, "material": key_material, "keys": recorder.keys,
         "roots": list(roots), "claims": claims, "groups": [sorted(group) for group in groups],
-        "files": [[path, *st] for path, st in files.items()], "dirs": [[path, *st] for path, st in dirs.items()],
+        "files": [[path, *st] for path, st in kept.files.items()],
+        "dirs": [[path, *st] for path, st in kept.dirs.items()],
+        "folders": [[path, *st] for path, st in kept.folders.items()], "absent": sorted(kept.absent),
     }
     try:
         data = json.dumps(memo, separators=(",", ":"), ensure_ascii=True).encode("ascii")
@@ -129,6 +136,16 @@ def remember(cache: Cache, key_material: str, recorder: Recorder, probed: Iterab
         return False
     cache.write_file(_name(key_material), data)
     return True
+
+
+@dataclass
+class _Kept:
+    """What a memo checks: regular files by stat, folders by listing, folders by identity, paths that must not exist."""
+
+    files: dict[str, FileStat] = field(default_factory=dict)
+    dirs: dict[str, DirStat] = field(default_factory=dict)  # their listing mattered (mtime, ctime)
+    folders: dict[str, tuple[int, int]] = field(default_factory=dict)  # only that they are these folders (inode, device)
+    absent: set[str] = field(default_factory=set)
 
 
 class _NotKept(Exception):
@@ -155,10 +172,51 @@ def _dir_stat(path: str, limit: int) -> DirStat:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
-def _consulted(path: str, limit: int, files: dict[str, FileStat], dirs: dict[str, DirStat]) -> None:
-    """Keep what decides how ``path`` was found: its own stat when it exists, else its nearest folder's listing.
+def _gone(path: str) -> bool:
+    """Whether nothing is at ``path`` (no entry, or a file where a folder on the way would be)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        raise _NotKept from None
+    return False
 
-    Nothing is kept when the path resolves through a link (a retargeted link changes no folder).
+
+def _looked_up(path: str, found: bool | None, limit: int, kept: _Kept) -> None:
+    """Keep what a module lookup found at ``path``: the file by its stat, a folder by identity, nothing as absent.
+
+    Only the path itself matters to the lookup, so a file added next to it changes nothing
+    kept. A path whose answer changed while planning looked, or that resolves through a
+    link (its key could change with the same stats), is not kept.
+    """
+    absolute = os.path.abspath(path)
+    if found is None:
+        raise _NotKept
+    if not found:
+        if not _gone(absolute):
+            raise _NotKept  # something is there now (made during the run), or a folder where a file was looked for
+        kept.absent.add(absolute)
+        return
+    if os.path.realpath(absolute) != absolute:
+        raise _NotKept
+    try:
+        st = os.lstat(absolute)
+    except OSError:
+        raise _NotKept from None
+    if stat.S_ISDIR(st.st_mode):
+        if st.st_ctime_ns >= limit:
+            raise _NotKept
+        kept.folders[absolute] = (st.st_ino, st.st_dev)
+    else:
+        kept.files[absolute] = _file_stat(absolute, limit)  # a link, a FIFO: _file_stat refuses it
+
+
+def _consulted(path: str, limit: int, kept: _Kept) -> None:
+    """Keep what decides how ``path`` resolves: its own stat when it exists, else its nearest folder's listing.
+
+    For paths whose key planning computed whether or not they exist (a claim's target, the
+    settings, the ledger). Nothing is kept when the path resolves through a link.
     """
     absolute = os.path.abspath(path)
     try:
@@ -171,13 +229,13 @@ def _consulted(path: str, limit: int, files: dict[str, FileStat], dirs: dict[str
         if os.path.realpath(absolute) != absolute:
             raise _NotKept
         if stat.S_ISDIR(st.st_mode):
-            dirs.setdefault(absolute, _dir_stat(absolute, limit))
+            kept.dirs.setdefault(absolute, _dir_stat(absolute, limit))
         else:
-            files.setdefault(absolute, _file_stat(absolute, limit))  # a link, a FIFO: _file_stat refuses it
+            kept.files.setdefault(absolute, _file_stat(absolute, limit))  # a link, a FIFO: _file_stat refuses it
         return
     folder = os.path.dirname(absolute)
     while True:
-        if folder in dirs:
+        if folder in kept.dirs:
             return
         try:
             found = os.lstat(folder)
@@ -190,8 +248,8 @@ def _consulted(path: str, limit: int, files: dict[str, FileStat], dirs: dict[str
         except OSError:
             raise _NotKept from None
         if not stat.S_ISDIR(found.st_mode) or os.path.realpath(folder) != folder:
-            raise _NotKept  # a file where a folder would be (ENOTDIR next time too, but not worth the doubt), a link
-        dirs[folder] = _dir_stat(folder, limit)
+            raise _NotKept  # a file where a folder would be, or a link
+        kept.dirs[folder] = _dir_stat(folder, limit)
         return
 
 
@@ -249,37 +307,38 @@ def recall(cache: Cache, key_material: str) -> tuple[Memo | None, str | None]:
     except (ValueError, RecursionError):
         decoded = None
     found = _valid(decoded, key_material)
-    same = _unchanged(found[1], found[2]) if found is not None else None
+    same = _unchanged(*found[1]) if found is not None else None
     if found is None or same is None:
         return None, INVALID
     return (found[0] if same else None), None
 
 
-def _valid(memo: Any, key_material: str) -> tuple[Memo, list[Any], list[Any]] | None:
+def _valid(memo: Any, key_material: str) -> tuple[Memo, list[list[Any]]] | None:
     """The memo in a decoded file when it is one for ``key_material`` (its stats are checked by ``_unchanged``)."""
     if not isinstance(memo, dict) or set(memo) != _FIELDS:
         return None
     if (memo["format"], memo["physverify"], memo["material"]) != (FORMAT, __version__, key_material):
         return None
-    keys, roots, claims, groups, files, dirs = (memo[name] for name in ("keys", "roots", "claims", "groups", "files",
-                                                                         "dirs"))
+    keys, roots, claims, groups, files, dirs, folders, absent = (
+        memo[name] for name in ("keys", "roots", "claims", "groups", "files", "dirs", "folders", "absent"))
     if not (_strings(keys) and _strings(roots) and isinstance(groups, list) and all(_strings(g) for g in groups)
             and isinstance(claims, list) and len(claims) == 2 * len(keys) and set(map(type, claims)) <= {int}
-            and isinstance(files, list) and isinstance(dirs, list)):
+            and isinstance(files, list) and isinstance(dirs, list) and isinstance(folders, list) and _strings(absent)):
         return None
     claim_roots, claim_groups = tuple(claims[0::2]), tuple(claims[1::2])
     if keys and not (0 <= min(claim_roots) and max(claim_roots) < len(roots)
                      and -1 <= min(claim_groups) and max(claim_groups) < len(groups)):
         return None
     memo_ = Memo(tuple(keys), tuple(roots), claim_roots, claim_groups, tuple(frozenset(g) for g in groups))
-    return memo_, files, dirs
+    return memo_, [files, dirs, folders, absent]
 
 
-_FIELDS = frozenset({"format", "physverify", "material", "keys", "roots", "claims", "groups", "files", "dirs"})
+_FIELDS = frozenset({"format", "physverify", "material", "keys", "roots", "claims", "groups", "files", "dirs",
+                     "folders", "absent"})
 
 
-def _unchanged(files: list[Any], dirs: list[Any]) -> bool | None:
-    """Whether every kept file and folder still has its stat (a regular file, a folder); None: not a memo's list."""
+def _unchanged(files: list[Any], dirs: list[Any], folders: list[Any], absent: list[str]) -> bool | None:
+    """Whether every kept file and folder still has its stat, and nothing is where nothing was; None: not a memo's."""
     lstat, is_reg, is_dir = os.lstat, stat.S_ISREG, stat.S_ISDIR
     try:
         for path, mtime, ctime, size, ino, dev in files:
@@ -296,6 +355,18 @@ def _unchanged(files: list[Any], dirs: list[Any]) -> bool | None:
             if (st.st_mtime_ns != mtime or st.st_ctime_ns != ctime or st.st_ino != ino or st.st_dev != dev
                     or not is_dir(st.st_mode)):
                 return False
+        for path, ino, dev in folders:
+            if type(path) is not str:
+                return None
+            st = lstat(path)
+            if st.st_ino != ino or st.st_dev != dev or not is_dir(st.st_mode):
+                return False
+        for path in absent:
+            try:
+                lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            return False
     except (TypeError, ValueError):  # not a list of stats, a NUL in a name: not a memo physverify wrote
         return None
     except OSError:  # gone, or no longer reachable: changed
