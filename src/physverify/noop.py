@@ -51,7 +51,7 @@ from typing import Any
 from physverify import __version__
 from physverify.cache import Cache
 
-FORMAT = 1  # bump when what a memo holds or how it is checked changes meaning
+FORMAT = 2  # bump when what a memo holds or how it is checked changes meaning
 RACY_NS = 2 * 10**9  # stats younger than this at the run's start are not kept
 MAX_BYTES = 64 << 20  # a memo larger than this is not read (10,000 claims take about 1.5 MB)
 FOLDER = "noop"  # inside the cache folder
