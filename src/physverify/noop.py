@@ -43,7 +43,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,23 +152,24 @@ class _NotKept(Exception):
     """A stat that cannot be trusted, or a path that resolves through a link: the plan is not kept."""
 
 
-def _file_stat(path: str, limit: int) -> FileStat:
+def _settled(path: str, limit: int, kind: Callable[[int], bool]) -> os.stat_result:
+    """``path``'s own stat when it is of ``kind`` (no link) and both its times are before ``limit``."""
     try:
         st = os.lstat(path)
     except OSError:
         raise _NotKept from None
-    if not stat.S_ISREG(st.st_mode) or st.st_mtime_ns >= limit or st.st_ctime_ns >= limit:
+    if not kind(st.st_mode) or st.st_mtime_ns >= limit or st.st_ctime_ns >= limit:
         raise _NotKept
+    return st
+
+
+def _file_stat(path: str, limit: int) -> FileStat:
+    st = _settled(path, limit, stat.S_ISREG)
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
 def _dir_stat(path: str, limit: int) -> DirStat:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        raise _NotKept from None
-    if not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns >= limit or st.st_ctime_ns >= limit:
-        raise _NotKept
+    st = _settled(path, limit, stat.S_ISDIR)
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
