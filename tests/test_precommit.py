@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,6 +170,28 @@ def test_a_commit_touching_nothing_the_claim_imports_does_not_run_it(project: gi
     assert committed, output
     assert "0 claims" in output and "1 skipped as unaffected" in output, output
     assert _verdicts(repo) == ["confirmed"]
+
+
+@pytest.mark.slow
+def test_a_second_unrelated_commit_is_answered_from_the_memo_and_a_fix_still_stops_the_commit(
+        project: git.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: the hook's no-op is remembered (noop.py); a change the claim reaches is never answered by it."""
+    repo = project
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", str(tmp_path / "cache"))  # the hook inherits it through git
+    _start(repo, DEFECT)
+    time.sleep(2.1)  # a memo keeps only stats older than two seconds (noop.RACY_NS)
+    _write(repo, "plot.py", "# draws figures, now in colour\n")
+    committed, output = _commit(repo, "plot.py")
+    assert committed and "1 skipped as unaffected" in output, output
+    (memo,) = (tmp_path / "cache" / "noop").glob("*.json")
+    kept = os.stat(memo).st_ino
+    _write(repo, "plot.py", "# draws figures, in black and white again\n")
+    committed, output = _commit(repo, "plot.py")
+    assert committed and "1 skipped as unaffected" in output, output
+    assert os.stat(memo).st_ino == kept  # answered from it: a planned no-op would have written it anew
+    _write(repo, "decay.py", SOLVER)  # the fix, which the claim imports
+    committed, output = _commit(repo, "decay.py")
+    assert not committed and re.search(r"rejected +fixed +claims/claim_decay\.py", output), output
 
 
 def test_the_configurations_in_the_docs_are_valid_for_pre_commit(tmp_path: Path) -> None:

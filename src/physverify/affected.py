@@ -52,30 +52,41 @@ def imported_names(source: str) -> list[claim.Import]:
     return claim.imports_in(tree)
 
 
-def _module_files(base: Path, dotted: Sequence[str]) -> list[Path]:
-    """The files Python runs to import ``dotted`` under ``base``: each package's __init__ and the module."""
+def _module_files(base: Path, dotted: Sequence[str], probed: dict[Path, bool | None] | None = None) -> list[Path]:
+    """The files Python runs to import ``dotted`` under ``base``: each package's __init__ and the module.
+
+    Each path looked at is kept in ``probed`` when given, with what was found (noop.py).
+    """
     files: list[Path] = []
     for depth in range(1, len(dotted) + 1):
         stem = base.joinpath(*dotted[:depth])
         last = depth == len(dotted)
-        if _exists(stem / "__init__.py", Path.is_file):
+        if _exists(stem / "__init__.py", Path.is_file, probed):
             files.append(stem / "__init__.py")
-        elif last and _exists(stem.with_suffix(".py"), Path.is_file):
+        elif last and _exists(stem.with_suffix(".py"), Path.is_file, probed):
             files.append(stem.with_suffix(".py"))
-        elif last or not _exists(stem, Path.is_dir):  # a folder without __init__.py is a namespace package (PEP 420)
+        elif last or not _exists(stem, Path.is_dir, probed):  # a folder without __init__.py is a namespace package
             break
     return files
 
 
-def _exists(path: Path, kind: Callable[[Path], bool]) -> bool:
-    """``kind(path)``, False for a name no file system allows (`import` of a 300-letter name, issue 13)."""
+def _exists(path: Path, kind: Callable[[Path], bool], probed: dict[Path, bool | None] | None = None) -> bool:
+    """``kind(path)``, False for a name no file system allows (`import` of a 300-letter name, issue 13).
+
+    ``probed`` keeps each path's answer; None when two answers in one run differed (the
+    file system changed while planning looked: noop.py keeps nothing then).
+    """
     try:
-        return kind(path)
+        found = kind(path)
     except (OSError, ValueError):
-        return False
+        found = False
+    if probed is not None:
+        probed[path] = found if probed.get(path, found) == found else None
+    return found
 
 
-def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...], roots: Sequence[Path]) -> list[Path]:
+def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...], roots: Sequence[Path],
+             probed: dict[Path, bool | None] | None = None) -> list[Path]:
     parts = [p for p in module.split(".") if p]
     if level > 0:  # relative: from the importing file's package, one folder up per extra dot
         folders = [module_file.parent, *module_file.parent.parents]
@@ -85,9 +96,9 @@ def _resolve(module_file: Path, level: int, module: str, names: tuple[str, ...],
     else:
         bases = list(roots)
     for base in bases:
-        files = _module_files(base, parts) if parts else []
+        files = _module_files(base, parts, probed) if parts else []
         # "from pkg import mod" may name a submodule rather than an attribute
-        subs = [f for name in names for f in _module_files(base, [*parts, name])]
+        subs = [f for name in names for f in _module_files(base, [*parts, name], probed)]
         if files or subs:
             return files + subs
     return []
@@ -134,6 +145,7 @@ class Closures:
         self._real: dict[Path, Path] = {}
         self._keys: dict[tuple[Path, Path], str | None] = {}
         self._inputs: dict[tuple[object, ...], frozenset[str]] = {}
+        self.probed: dict[Path, bool | None] = {}  # every path a lookup looked at, and what it found (noop.py)
 
     def closure(self, claim_path: Path, repo_root: Path, imports: Sequence[claim.Import] | None = None, *,
                 real_path: Path | None = None) -> frozenset[Path]:
@@ -177,6 +189,7 @@ class Closures:
         """The repository files that ``imports`` (those of the claim at ``start``, in ``folder``) reach."""
         roots = self._roots.get((folder, repo_root))
         if roots is None:
+            _exists(repo_root / "src", Path.is_dir, self.probed)  # whether it is a folder decides the roots
             roots = self._roots[(folder, repo_root)] = repo.import_roots(folder, repo_root)
         inside = self._inside(repo_root)
         seen: set[Path] = set()
@@ -212,7 +225,7 @@ class Closures:
         key = (where, level, module, names)
         found = self._modules.get(key)
         if found is None:
-            found = self._modules[key] = _resolve(file, level, module, names, roots)
+            found = self._modules[key] = _resolve(file, level, module, names, roots, self.probed)
         return found
 
     def _resolved(self, path: Path) -> Path:
@@ -239,13 +252,14 @@ def _imports_of(path: Path) -> list[claim.Import]:
         stat = path.stat()
     except OSError:
         return []
-    return _parsed_imports(path, stat.st_mtime_ns, stat.st_size)
+    return _parsed_imports(path, (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino))
 
 
 @functools.lru_cache(maxsize=4096)
-def _parsed_imports(path: Path, mtime_ns: int, size: int) -> list[claim.Import]:
-    # Keyed by mtime and size too, so a long-lived process (the MCP server) sees edits;
-    # 40 claims importing one package would otherwise parse its modules 40 times.
+def _parsed_imports(path: Path, version: tuple[int, int, int, int]) -> list[claim.Import]:
+    # Keyed by the file's (mtime, ctime, size, inode) too, so a long-lived process (the MCP
+    # server) sees edits, also one to the same size with its mtime set back; 40 claims
+    # importing one package would otherwise parse its modules 40 times.
     try:
         return imported_names(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):

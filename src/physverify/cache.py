@@ -234,6 +234,32 @@ class Cache:
             return
         self._store(self._pack_path(root), data)
 
+    # --- other files of the cache, by name (noop.py's memo) ---------------------------------
+    def read_file(self, name: str, limit: int) -> bytes | None:
+        """The bytes of the cache's file ``name`` (a path inside the folder); None when absent, unreadable or
+        larger than ``limit`` bytes (those two also give the warning line)."""
+        try:
+            with open(self.folder / name, "rb") as handle:
+                data = handle.read(limit + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._warn(f"cannot be read ({exc.strerror or exc})")
+            return None
+        if len(data) > limit:
+            self._warn(f"holds a file larger than expected ({name}); it is ignored and replaced")
+            return None
+        return data
+
+    def write_file(self, name: str, data: bytes) -> None:
+        """Write the cache's file ``name`` atomically; never raises (a failure is the one warning line)."""
+        if not self._broken:
+            self._store(self.folder / name, data)
+
+    def warn(self, what: str) -> None:
+        """Note that something in the cache folder ``what`` (the one warning line of a run)."""
+        self._warn(what)
+
     def _pack_path(self, root: Path) -> Path:
         name = hashlib.sha256(f"{FORMAT}\0{__version__}\0pack\0{root}".encode("utf-8", "surrogateescape")).hexdigest()
         return self.folder / "packs" / f"{name}.json"

@@ -17,12 +17,11 @@ from physverify import __version__, claim, isolate, repo, settings, variant_load
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
-from physverify.errors import RefusedError
 from physverify.text import clean
 from physverify.verdict import Run, Verdict, decide, decide_fixed, settled
 
 DEFAULT_TIMEOUT_S = settings.DEFAULT_TIMEOUT_S
-SANDBOX_HINT = "sandbox/README.md"
+SANDBOX_HINT = settings.SANDBOX_HINT
 
 
 @dataclass(frozen=True)
@@ -37,14 +36,7 @@ class Evaluation:
 parse_timeout = settings.parse_timeout  # its home is settings.py, with the other options
 
 
-def require_trust(trusted: bool) -> None:
-    """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5)."""
-    if trusted or settings.sandbox_repo() is not None:
-        return
-    raise RefusedError(
-        "refusing to run the code under test: pass --trusted if the code is yours or reviewed, "
-        f"or run it inside the sandbox ('physverify sandbox -- confirm ...', see {SANDBOX_HINT})"
-    )
+require_trust = settings.require_trust  # its home is settings.py (replay asks it before importing this module)
 
 
 def confirm(

@@ -29,13 +29,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from physverify import affected, cache, claim, confirm, gate, isolate, ledger, repo, settings
+from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
 from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import REMOVED, TRANSITIONS
 from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
+
+if TYPE_CHECKING:
+    from physverify import confirm
 
 DEFAULT_CLAIMS_DIR = "claims"
 # Folders that hold installed or generated code, never claims (one set, used only here).
@@ -124,37 +127,47 @@ def read_claims(folder: Path, exclude: Sequence[str] = (),
 Reader = Callable[[Sequence[tuple[Path, Path]]], Iterable[claim.ClaimReading]]
 
 
-def _read_claims(folder: Path, exclude: Sequence[str], read: Reader) -> Iterator[tuple[claim.ClaimReading, Path]]:
+def _read_claims(folder: Path, exclude: Sequence[str], read: Reader,
+                 recorder: noop.Recorder | None = None) -> Iterator[tuple[claim.ClaimReading, Path]]:
     """``read_claims``, each reading with the file's resolved path (found without resolving it part by part)."""
-    candidates = _candidates(folder, exclude)
+    candidates = _candidates(folder, exclude, recorder)
     for (_, real), reading in zip(candidates, read(candidates)):
         if reading.binds:  # files without CLAIM are helpers
             yield reading, real
 
 
-def _candidates(folder: Path, exclude: Sequence[str]) -> list[tuple[Path, Path]]:
+def _candidates(folder: Path, exclude: Sequence[str], recorder: noop.Recorder | None = None) -> list[tuple[Path, Path]]:
     """Regular *.py files under ``folder`` that may hold a claim (not _private, not excluded), sorted; each resolved.
 
     Linked folders are not entered (as os.walk does not), so a file that is no link
     resolves to its folder's real path and its name: one resolve per folder, not per
     claim. The folder listing gives each entry's type, so a file costs no system call
     of its own unless it is a link; names are strings until a file is a candidate.
+    ``recorder`` is told each folder listed (resolved) and whether a link was met.
     """
     found: list[tuple[str, Path, Path]] = []
-    todo: list[tuple[str, str]] = [(os.fspath(folder), "")]
+    todo: list[tuple[str, str, Path | None]] = [(os.fspath(folder), "", None)]
     while todo:
-        where, prefix = todo.pop()
-        real_dir: Path | None = None
+        where, prefix, real_dir = todo.pop()
         try:
             entries = list(os.scandir(where))
         except OSError:
+            if recorder is not None:
+                recorder.refused = True  # a folder that cannot be listed: nothing a stat could vouch for
             continue  # a folder that cannot be listed holds no claim we can read
+        if recorder is not None:
+            if real_dir is None:
+                real_dir = Path(where).resolve()
+            recorder.listed.append(str(real_dir))
         for entry in entries:
             name = entry.name
             try:
+                if recorder is not None and entry.is_symlink():
+                    recorder.refused = True  # its target can change without this folder changing
                 if entry.is_dir(follow_symlinks=False):
                     if not is_skipped_dir(name):  # pruned, so a trap in .venv is never read
-                        todo.append((entry.path, prefix + name + "/"))
+                        # not a link, so its real path is this folder's and its name
+                        todo.append((entry.path, prefix + name + "/", None if real_dir is None else real_dir / name))
                     continue
                 if not name.endswith(".py") or name.startswith(("_", ".")) or _excluded(prefix + name, exclude):
                     continue
@@ -195,7 +208,21 @@ def default_ledger(first: Config) -> Path:
 
 
 # --- baseline ---------------------------------------------------------------------------
-def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | None = None) -> Baseline:
+def committed_blob(at: Path, ref: str | None) -> tuple[repo.Committed | None, str | None]:
+    """The ledger file ``at`` as committed at ``ref`` (default HEAD), and the ref it was read at.
+
+    ``ref`` given: a UsageError when it names no commit; the blob is None when that commit
+    has no file there. No ref: (None, None) outside git, before the first commit, or when
+    HEAD has no ledger there (the baseline is then the working ledger).
+    """
+    if ref is not None:
+        return repo.blob_at(at, ref), ref
+    found = repo.blob_at_head(at)
+    return found, ("HEAD" if found is not None else None)
+
+
+def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | None = None, *,
+                  blob: tuple[repo.Committed | None, str | None] | None = None) -> Baseline:
     """The ledger the run is judged against, read once before anything runs.
 
     ``ref`` given: the ledger as committed there (none there: every claim is new). No
@@ -206,14 +233,10 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
     working file is read first, its blob id computed in the same pass: holding the
     committed bytes (the usual case), it is the baseline, and git's copy is not read at all
     (issue 19); otherwise it is what ``_recorded`` needs, and the blob is read as well.
+    ``blob`` is ``committed_blob(at, ref)`` when the caller looked it up already.
     """
     at = committed_path or ledger_path
-    if ref is not None:
-        found = repo.blob_at(at, ref)
-        used: str | None = ref
-    else:
-        found = repo.blob_at_head(at)
-        used = "HEAD" if found is not None else None
+    found, used = blob if blob is not None else committed_blob(at, ref)
     if used is None:
         read = ledger.read_latest(ledger_path)
         return Baseline(read.latest, None, tuple(read.problems))
@@ -319,10 +342,9 @@ class _Renames:
 
 
 # --- planning ---------------------------------------------------------------------------
-def _affected(item: _Planned, changed: frozenset[str], closures: affected.Closures) -> bool:
-    inputs = closures.inputs(item.path, item.root, item.reading.target, item.config.path,
-                             imports=item.reading.imports, real_path=item.real, own_key=item.key)
-    return affected.is_affected(inputs, changed)
+def _inputs(item: _Planned, closures: affected.Closures) -> frozenset[str]:
+    return closures.inputs(item.path, item.root, item.reading.target, item.config.path,
+                           imports=item.reading.imports, real_path=item.real, own_key=item.key)
 
 
 class _Changes:
@@ -384,11 +406,11 @@ class _Plan:
 
 
 def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
-          read: Reader) -> Iterator[_Planned]:
+          read: Reader, recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
     """Each claim to consider, as soon as it is read: discovery, reading, root and key, the shard."""
     planned: set[Path] = set()
     for cfg in configs:
-        for reading, real in _read_claims(cfg.folder, cfg.exclude, read):
+        for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder):
             path = reading.path
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
             checkout = checkouts.for_claim(path, reading.claim, real)
@@ -399,8 +421,11 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: r
 
 
 def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Changes | None,
-              seen: _Plan) -> Iterator[_Planned]:
-    """The claims to run (every one, or with ``changes`` the affected ones and those new to the baseline)."""
+              seen: _Plan, recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
+    """The claims to run (every one, or with ``changes`` the affected ones and those new to the baseline).
+
+    ``recorder`` is told each skipped claim, with its inputs when they were read.
+    """
     for item in items:
         seen.folders.add(id(item.config))
         seen.keys.append(item.key)
@@ -409,10 +434,18 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
             continue
         changed = changes.of(item.root)
         # with nothing changed, no import closure needs reading (the common no-change run)
-        if changed and _affected(item, changed, changes.closures):
+        inputs = _inputs(item, changes.closures) if changed else None
+        if inputs is not None and affected.is_affected(inputs, changed):
             yield item
-        else:
-            seen.skipped.append(item.key)
+            continue
+        seen.skipped.append(item.key)
+        if recorder is not None:
+            if item.reading.claim is not None and "repo" in item.reading.claim:
+                recorder.refused = True  # its checkout depends on folders the plan does not list
+            recorder.claim(item.key, item.real, item.checkout.real_root, inputs)
+            if inputs is not None and item.reading.target:  # how its target resolved decided its key
+                recorder.paths.update((os.fspath(item.root / item.reading.target),
+                                       os.fspath(item.real.parent / item.reading.target)))
     seen.planned()
 
 
@@ -426,9 +459,7 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
     seen = set(planned) | set(baseline.followed.values())
     for cfg in configs:
         root = checkouts.for_folder(cfg.folder).root
-        prefix = repo.relative_key(cfg.folder, root) or ""
-        keys = [key for key in baseline.latest if key not in seen and (prefix in ("", ".") or key.startswith(prefix + "/"))
-                and _gone(root / key) and (shard is None or in_shard(key, *shard))]
+        keys = [key for key in _unplanned(cfg, root, baseline, seen, shard) if _gone(root / key)]
         existed = repo.paths_at(root, baseline.ref, keys) if baseline.ref is not None else frozenset(keys)
         for key in sorted(existed):
             seen.add(key)
@@ -438,6 +469,14 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
                            line=line if isinstance(line, int) else None)
             runs.append(replace(run, failures=gate_failures(run, fail_on)))
     return sorted(runs, key=lambda r: r.key)
+
+
+def _unplanned(cfg: Config, root: Path, baseline: Baseline, seen: set[str] | frozenset[str],
+               shard: tuple[int, int] | None) -> list[str]:
+    """Baseline claims under ``cfg``'s folder (and in the shard) that this run did not plan (``seen``)."""
+    prefix = repo.relative_key(cfg.folder, root) or ""
+    return [key for key in baseline.latest if key not in seen and (prefix in ("", ".") or key.startswith(prefix + "/"))
+            and (shard is None or in_shard(key, *shard))]
 
 
 def _gone(path: Path) -> bool:
@@ -454,6 +493,8 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned
     worker has returned the exception goes on to cli.main. With one job the interrupted
     wait kills its own claim.
     """
+    from physverify import isolate  # imported once a claim may run: a no-op hook never needs it
+
     if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live
         return [run_one(item) for item in list(planned)]
     pool = ThreadPoolExecutor(max_workers=jobs)  # threads start as claims come, at most ``jobs``
@@ -496,6 +537,8 @@ def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, An
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
             record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
             run: settings.RunSettings) -> Callable[[_Planned], ClaimRun]:
+    from physverify import confirm, isolate  # imported once a claim may run: a no-op hook never needs them
+
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
     def run_one(item: _Planned) -> ClaimRun:
@@ -511,6 +554,13 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
         return judged
 
     return run_one
+
+
+def _forks(configs: Sequence[Config], run: settings.RunSettings) -> bool:
+    """Whether any claims folder runs its claims in fork mode."""
+    from physverify import isolate
+
+    return any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs)
 
 
 def _warm_up() -> None:
@@ -549,6 +599,34 @@ def _baseline_note(baseline: Baseline, target: Path) -> list[str]:
     return []
 
 
+def _material(configs: Sequence[Config], folders: Sequence[repo.Checkout], target: Path, committed: Path,
+              blob: tuple[repo.Committed | None, str | None], shard: tuple[int, int] | None) -> str:
+    """What a remembered no-op is kept under: the folders, checkouts and ledger as this run resolves them."""
+    found, used = blob
+    return noop.material([[str(cfg.folder.resolve()) for cfg in configs], [str(c.real_root) for c in folders],
+                          os.path.abspath(target), os.path.abspath(committed),
+                          found.hexsha if found is not None else None, used, list(shard) if shard else None])
+
+
+def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, configs: Sequence[Config],
+              before: Baseline, planned: Sequence[str], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
+              changes: _Changes, target: Path) -> None:
+    """Keep this run's plan (it ran nothing and warned of nothing) for the next identical replay (noop.py).
+
+    Not kept when the baseline has a claim under the folders that was not planned (an
+    excluded or removed file: whether it is gone is not a stat of this plan) or a claim
+    was followed from another key.
+    """
+    seen = set(planned)
+    if before.followed or any(_unplanned(cfg, checkouts.for_folder(cfg.folder).root, before, seen, shard)
+                              for cfg in configs):
+        return
+    recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
+    # the working ledger: a full plan reads it, so one it cannot read (its mode changed) is an error there
+    recorder.paths.add(os.fspath(target))
+    noop.remember(store, key_material, recorder, changes.closures.probed)
+
+
 def replay(
     claims_dirs: Sequence[Path | str] = (DEFAULT_CLAIMS_DIR,),
     *,
@@ -567,7 +645,8 @@ def replay(
     isolation: str | None = None,
 ) -> ReplayResult:
     """Replay the claims folders against their baseline, append the changed lines, return the gate's result."""
-    confirm.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
+    recorder = noop.Recorder()  # its clock starts before anything is read
+    settings.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
     configs = [load_config(folder) for folder in _folders(claims_dirs)]
     first = configs[0]
     run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,
@@ -576,27 +655,43 @@ def replay(
     if not dry_run:
         _check_ledger(target)  # found before the claims run, not after
     committed, moved = committed_ledger(first, target, ledger is not None, baseline)
-    before = load_baseline(target, baseline, committed)
+    blob = committed_blob(committed, baseline)
+    store = cache.open_cache()
+    checkouts = repo.Checkouts()
+    changes = None
+    key_material = None
+    memo_problem = None
+    if changed_since is not None or files is not None or pre_commit:
+        changes = _Changes(changed_since, files or ())
+        folders = [checkouts.for_folder(cfg.folder) for cfg in configs]
+        for checkout in folders:  # a bad --changed-since is a usage error before anything runs
+            changes.of(checkout.root)
+        if store is not None and blob[0] is not None and not moved:
+            key_material = _material(configs, folders, target, committed, blob, shard_kn)
+            memo, memo_problem = noop.recall(store, key_material)
+            kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
+            if kept is not None:  # nothing planning looks at changed, and the change reaches no claim
+                return ReplayResult(claims=(), skipped=kept, ledger=target, written=0, fail_on=first.fail_on,
+                                    exit_code=exit_code([], pre_commit=pre_commit, written=0), warnings=(),
+                                    notes=(), baseline_ref=blob[1], shard=shard)
+    before = load_baseline(target, baseline, committed, blob=blob)
     warnings = list(before.problems) + moved + _baseline_note(before, target)
     if before.path is not None and before.path != target:
         warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
                         f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
     recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
-    checkouts = repo.Checkouts(() if before.head_copy is None else (before.head_copy,))
-    readings = cache.Readings(cache.open_cache(), checkouts)
-    changes = None
-    if changed_since is not None or files is not None or pre_commit:
-        changes = _Changes(changed_since, files or ())
-        for cfg in configs:  # a bad --changed-since is a usage error before anything runs
-            changes.of(checkouts.for_folder(cfg.folder).root)
-    elif any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs):
+    if before.head_copy is not None:
+        checkouts.know((before.head_copy,))
+    readings = cache.Readings(store, checkouts)
+    if changes is None and _forks(configs, run):
         _warm_up()  # every claim runs: the fork server starts while discovery reads them
     renames = _Renames(before)
     before = renames.baseline
     seen = _Plan(progress)
     run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
-    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read_each))
-    stream = _selected(planned, before.latest, changes, seen)
+    watch = recorder if key_material is not None else None
+    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read_each, watch))
+    stream = _selected(planned, before.latest, changes, seen, watch)
     runs = _write(_run_all(run_one, stream, workers), target, dry_run)
     readings.close()
     warnings += readings.problems
@@ -607,6 +702,11 @@ def replay(
                      for cfg in configs if id(cfg) not in seen.folders]
     skipped = seen.skipped
     runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
+    if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
+        _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
+    if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
+        store.warn(memo_problem)
+        warnings += [line for line in store.problems if line not in warnings]
     written = sum(run.recorded for run in runs)
     return ReplayResult(
         claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,

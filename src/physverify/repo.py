@@ -663,6 +663,13 @@ class Checkouts:
         self._known = tuple(known)
         self._by_text: dict[str, Checkout] = {}  # by a resolved folder's string (for_claim)
 
+    def know(self, copies: Iterable[HeadCopy]) -> None:
+        """Add files the run found to hold HEAD's bytes (the ledger); before any commit is looked up."""
+        with self._lock:
+            self._known += tuple(copies)
+            for checkout in self._by_root.values():
+                checkout.known = self._known
+
     def for_folder(self, folder: Path) -> Checkout:
         """The checkout holding ``folder`` (spec section 3: $PHYSVERIFY_REPO, else git's working tree, else the folder)."""
         with self._lock:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from physverify.errors import UsageError
+from physverify.errors import RefusedError, UsageError
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
@@ -202,3 +202,16 @@ MAX_WAIT_S = 100 * 86400.0
 def wait_limit(seconds: float) -> float:
     """``seconds`` as a wait the system accepts: at most MAX_WAIT_S."""
     return min(seconds, MAX_WAIT_S)
+
+
+SANDBOX_HINT = "sandbox/README.md"
+
+
+def require_trust(trusted: bool) -> None:
+    """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5)."""
+    if trusted or sandbox_repo() is not None:
+        return
+    raise RefusedError(
+        "refusing to run the code under test: pass --trusted if the code is yours or reviewed, "
+        f"or run it inside the sandbox ('physverify sandbox -- confirm ...', see {SANDBOX_HINT})"
+    )
