@@ -28,6 +28,8 @@ CONTENTS: dict[str, bytes] = {
     "deep.py": b"CLAIM = {}\nx = " + b"-" * 2500 + b"1\n",
     "helper.py": b"import math\n\ndef reference_value():\n    return math.pi\n",
     "nul.py": b"CLAIM = {}\x00\n",
+    "large.py": DECAY_CLAIM.encode() + b"# padding\n" * 8000,  # over MAX_CONTENT: parsed here
+    "too_large.py": DECAY_CLAIM.encode() + b"#" * claim.MAX_CLAIM_BYTES,  # over 1 MiB: never parsed
 }
 
 

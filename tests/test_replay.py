@@ -573,13 +573,13 @@ def test_a_replay_reads_each_claim_file_once(tmp_path: Path, monkeypatch: pytest
     make_repo(tmp_path, claims=3)
     monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
     reads: list[str] = []
-    real = claim.read
+    real = claim.contents  # the read of a file's bytes, by claim.read or by a batch (cache.Readings.read_each)
 
-    def counted(path: Path, *args: Any, **kwargs: Any) -> claim.ClaimReading:
+    def counted(path: Path, *args: Any, **kwargs: Any) -> claim.ClaimReading | claim.Contents:
         reads.append(Path(path).name)
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(claim, "read", counted)
+    monkeypatch.setattr(claim, "contents", counted)
     result = run(tmp_path, jobs=1, dry_run=True)
     assert [c.verdict for c in result.claims] == [CONFIRMED] * 3
     assert sorted(reads) == ["claim_00.py", "claim_01.py", "claim_02.py"]  # discovery's one read, used by every step

@@ -500,8 +500,10 @@ class Readings:
         as a cache entry is, and a file a worker did not answer is parsed here).
         """
         waiting: _Window | None = None
-        for start in range(0, len(candidates), _WINDOW):
-            window = self._begin(candidates[start:start + _WINDOW])
+        start, size = 0, _FIRST_WINDOW
+        while start < len(candidates):
+            window = self._begin(candidates[start:start + size])
+            start, size = start + size, min(2 * size, _WINDOW)
             if waiting is not None:
                 yield from self._end(waiting)
             waiting = window
@@ -538,17 +540,18 @@ class Readings:
                 found = claim.contents(path)
                 if isinstance(found, claim.Contents):
                     reading = self._known(path, found)
-                    if reading is None and len(found.data) <= parsepool.MAX_CONTENT:
+                    if reading is None:
                         parse.append((i, path, found))
                 else:
                     reading = found
-                if reading is None and isinstance(found, claim.Contents) and len(found.data) > parsepool.MAX_CONTENT:
-                    reading = claim.read(path, self.cache)  # large: parsed here, one at a time
             done.append(reading)
             roots.append(root)
-        futures = self.pool.submit([(c.sha256, c.data) for _, _, c in parse]) \
-            if len(parse) >= parsepool.MIN_BATCH and self.pool.usable else []
-        return _Window(done, roots, parse, futures)
+        small = [(i, path, found) for i, path, found in parse if len(found.data) <= parsepool.MAX_CONTENT]
+        if len(small) < parsepool.MIN_BATCH or not self.pool.usable:
+            small = []  # all parsed here, in ``_end``: too few to pay for the workers
+        futures = self.pool.submit([(found.sha256, found.data) for _, _, found in small]) if small else []
+        sent = {i for i, _, _ in small}
+        return _Window(done, roots, small + [item for item in parse if item[0] not in sent], futures)
 
     def _known(self, path: Path, found: claim.Contents) -> ClaimReading | None:
         """The reading of ``found`` from the cache by its own id, or from this process's memory; None: to parse."""
@@ -610,7 +613,10 @@ class Readings:
             self.cache.prune()
 
 
-_WINDOW = 256  # candidates read together: the first claims start after one window's reading
+# Candidates read together: the first window is small, so the first claims start soon (it is parsed
+# here, below parsepool.MIN_BATCH), and each next one twice as large, up to _WINDOW.
+_FIRST_WINDOW = 32
+_WINDOW = 256
 
 
 @dataclass
@@ -619,8 +625,8 @@ class _Window:
 
     done: list[ClaimReading | None]
     roots: list[Path | None]
-    parse: list[tuple[int, Path, claim.Contents]]  # (index in the window, path, contents) still to parse
-    futures: list[Future[list[object]]]
+    parse: list[tuple[int, Path, claim.Contents]]  # (index in the window, path, contents) to parse: the workers' first
+    futures: list[Future[list[object]]]  # the workers' answers for the first items of ``parse``, in order
 
 
 def _own_problem(reading: ClaimReading) -> str | None:
