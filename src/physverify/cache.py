@@ -44,7 +44,6 @@ import itertools
 import json
 import math
 import os
-import re
 import tempfile
 import threading
 import time
@@ -431,11 +430,13 @@ def _valid_packed(entry: object, key: str) -> tuple[str, StaticReading] | None:
     return sha256, StaticReading(binds, values, problem, imports, tuple(notes))
 
 
-_HEX = re.compile(r"[0-9a-f]*")
+_HEX_DIGITS = "0123456789abcdef"
 
 
 def _is_hex(value: object, length: int) -> bool:
-    return isinstance(value, str) and len(value) == length and _HEX.fullmatch(value) is not None
+    # strip() removes every leading and trailing hex digit: nothing is left only when all are (four
+    # calls per claim read with an empty cache; a regular expression's fullmatch cost more)
+    return isinstance(value, str) and len(value) == length and not value.strip(_HEX_DIGITS)
 
 
 def _optional_str(value: object) -> bool:
