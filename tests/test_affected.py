@@ -78,6 +78,27 @@ def test_changed_since_sees_staged_unstaged_and_untracked_files_but_not_committe
     assert affected.changed_since(tmp_path, "HEAD") == {"a.py", "b.py", "c.py", "new.py"}
 
 
+def test_changed_since_head_by_git_status_names_what_the_diff_and_the_untracked_files_name(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path)
+    names = ["a.py", "sp ace.py", "new\nline.py", "tab\there.py", "ü.py", "sub/deep.py", "gone.py", "renamed.py"]
+    tree(tmp_path, {name: "" for name in names})
+    repo.index.add(names)
+    repo.index.commit("start")
+    tree(tmp_path, {"a.py": "x = 1\n", "sp ace.py": "y = 2\n", "new\nline.py": "z = 3\n", "untracked dir/u.py": "",
+                    "ü.py": "w = 4\n"})
+    repo.index.add(["sp ace.py"])
+    (tmp_path / "gone.py").unlink()
+    repo.git.mv("renamed.py", "moved.py")
+    repo.index.commit("second")  # HEAD~1 is then another commit than HEAD: the diff's way
+    tree(tmp_path, {"tab\there.py": "v = 5\n"})
+    by_status = affected.changed_since(tmp_path, "HEAD")
+    assert by_status == {"tab\there.py", "untracked dir/u.py", "a.py", "new\nline.py", "ü.py", "gone.py"}
+    head = repo.head.commit.hexsha
+    assert affected.changed_since(tmp_path, head) == by_status  # the same commit named otherwise: the same answer
+    everything = affected.changed_since(tmp_path, "HEAD~1")
+    assert everything == by_status | {"sp ace.py", "renamed.py", "moved.py"}
+
+
 def test_an_unknown_ref_is_a_usage_error_naming_it(tmp_path: Path) -> None:
     repo = init_repo(tmp_path)
     repo.index.commit("empty")
