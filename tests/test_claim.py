@@ -173,6 +173,7 @@ def test_a_file_nested_too_deeply_to_parse_is_a_load_error_saying_so(tmp_path: P
 @pytest.mark.parametrize("key", ["file", "repo"])
 @pytest.mark.parametrize(("path", "problem"), [
     ("de\x00cay.py", "holds a NUL character, so it cannot be a path"),
+    ("de\ud800cay.py", "holds a lone surrogate (a \\ud800-\\udfff escape), so it cannot be a path"),
     ("x" * 300 + ".py", "has a part longer than 255 bytes, which no file system allows"),
     ("a/" * 3000 + "x.py", "is 6,004 characters long; a path here has at most 1,024"),
 ])

@@ -56,7 +56,8 @@ from pathlib import Path
 from physverify import __version__, claim, parsepool, repo, settings
 from physverify.claim import ClaimReading, StaticReading
 
-FORMAT = 1  # bump when StaticReading or what claim.py puts in it changes meaning
+FORMAT = 2  # bump when StaticReading or what claim.py puts in it changes meaning (2: a lone surrogate
+# in CLAIM's file or repo is a load error)
 PACK_FORMAT = 2  # the form of a checkout's file of readings (2: entries as lists)
 SHARD_FORMAT = 1  # the form of a shard's file (entries as [written_ns, key, ...], by key)
 SHARDS = 256  # an entry's file: the first two hex digits of its key

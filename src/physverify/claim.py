@@ -535,6 +535,10 @@ def _path_problem(key: str, path: str) -> str | None:
     """Return why CLAIM's ``file`` or ``repo`` cannot name a file on any file system, or None."""
     if "\x00" in path:  # every file system call on it raises ValueError
         return f"CLAIM[{key!r}] holds a NUL character, so it cannot be a path"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # "\ud800": every file system call on it raises UnicodeEncodeError
+        return f"CLAIM[{key!r}] holds a lone surrogate (a \\ud800-\\udfff escape), so it cannot be a path"
     if len(path) > _MAX_PATH_CHARS:
         return f"CLAIM[{key!r}] is {len(path):,} characters long; a path here has at most {_MAX_PATH_CHARS:,}"
     parts = path.replace("\\", "/").split("/")
