@@ -26,12 +26,15 @@ And once per run:
   parent memory.
 
 Every command runs as its own process, in a temporary folder; nothing is asserted (benchmarks
-never pass or fail). Usage: python benchmarks/scale_bench.py [--sizes 100,1000,10000] [--jobs J]
+never pass or fail). physverify's own modules are compiled first, as an installed package's
+are: with PYTHONDONTWRITEBYTECODE set and a module edited since its .pyc was written, every
+measured process would otherwise compile it again (tens of milliseconds each). Usage: python benchmarks/scale_bench.py [--sizes 100,1000,10000] [--jobs J]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import importlib.util
 import json
 import os
@@ -310,6 +313,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PHYSVERIFY_"))}
+    package = Path(importlib.util.find_spec("physverify").origin or "").parent  # type: ignore[union-attr]
+    compileall.compile_dir(package, quiet=1)  # as pip leaves an installed package
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
