@@ -129,13 +129,8 @@ class Cache:
     def _read_shard(self, prefix: str) -> dict[str, Any]:
         """The entries in shard ``prefix``'s file now, each still to be checked (``_valid_kept``); {} when none."""
         path = self._shard_path(prefix)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(_SHARD_READ_LIMIT + 1)
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            self._warn(f"cannot be read ({exc.strerror or exc})")
+        data = self._read(path, _SHARD_READ_LIMIT)
+        if data is None:
             return {}
         try:
             shard = json.loads(data) if len(data) <= _SHARD_READ_LIMIT else None
@@ -238,18 +233,25 @@ class Cache:
     def read_file(self, name: str, limit: int) -> bytes | None:
         """The bytes of the cache's file ``name`` (a path inside the folder); None when absent, unreadable or
         larger than ``limit`` bytes (those two also give the warning line)."""
-        try:
-            with open(self.folder / name, "rb") as handle:
-                data = handle.read(limit + 1)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self._warn(f"cannot be read ({exc.strerror or exc})")
+        data = self._read(self.folder / name, limit)
+        if data is None:
             return None
         if len(data) > limit:
             self._warn(f"holds a file larger than expected ({name}); it is ignored and replaced")
             return None
         return data
+
+    def _read(self, path: Path, limit: int) -> bytes | None:
+        """At most ``limit`` + 1 bytes of ``path`` (one more tells it is too large); None when absent or unreadable
+        (unreadable also gives the warning line)."""
+        try:
+            with open(path, "rb") as handle:
+                return handle.read(limit + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._warn(f"cannot be read ({exc.strerror or exc})")
+            return None
 
     def write_file(self, name: str, data: bytes) -> None:
         """Write the cache's file ``name`` atomically; never raises (a failure is the one warning line)."""

@@ -128,10 +128,8 @@ def remember(cache: Cache, key_material: str, recorder: Recorder,
         "dirs": [[path, *st] for path, st in kept.dirs.items()],
         "folders": [[path, *st] for path, st in kept.folders.items()], "absent": sorted(kept.absent),
     }
-    try:
-        data = json.dumps(memo, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-    except (TypeError, ValueError):  # a name JSON cannot hold as it is (a lone surrogate): not kept
-        return False
+    # strings and integers only; ensure_ascii writes a name's lone surrogate (os.fsdecode's) as its escape
+    data = json.dumps(memo, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     if len(data) > MAX_BYTES:
         return False
     cache.write_file(_name(key_material), data)
