@@ -163,4 +163,3 @@ def test_the_scan_finds_what_isinstance_over_ast_walk_finds() -> None:
         functions = [pair for n in syntax.walk(tree) if not isinstance(n, (syntax.Import, syntax.ImportFrom))
                      for pair in specscan._named(n)]
         assert found.import_nodes == imports and found.functions == functions, file.name
-        assert specscan.scan(tree, "x.py", specscan.nodes(tree)) == specscan.scan(tree, "x.py"), file.name

@@ -75,21 +75,16 @@ MAX_NESTING = 2000
 
 
 def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
-    return _parse_walked(source, filename)[0]
+    """``ast.parse(source)``; RecursionError past MAX_NESTING levels.
 
-
-def _parse_walked(source: str | bytes, filename: str) -> tuple[ast.Module, list[ast.AST]]:
-    """The tree and its nodes in ``ast.walk``'s order (``specscan.walk``); RecursionError past MAX_NESTING levels.
-
-    The depth is counted by the walk the reference scan needs anyway, one level at a time
-    (``ast.iter_child_nodes`` made a walk cost more than the parse itself, issue 19); it stops
-    once the bound is passed.
+    The depth is counted one level at a time (``specscan.deeper_than``: no recursion, and
+    it stops once the bound is passed); ``ast.iter_child_nodes`` made that walk cost more
+    than the parse itself, and a walk over every field a third of it (issue 19).
     """
     tree = ast.parse(source, filename=filename)
-    walked = specscan.walk(tree, MAX_NESTING)
-    if walked is None:
+    if specscan.deeper_than(tree, MAX_NESTING):
         raise RecursionError(f"more than {MAX_NESTING:,} levels of nesting")
-    return tree, walked
+    return tree
 
 
 class ClaimLoadError(PhysverifyError):
@@ -406,7 +401,7 @@ def remembered(digest: str) -> StaticReading | None:
 def _read_source(data: bytes) -> StaticReading:
     """Parse ``data`` once and take from the tree what every static reader needs (call with _PARSE_LOCK held)."""
     try:
-        tree, walked = _parse(data)
+        tree = _parse(data)
     except _Problem as exc:
         return StaticReading(_CLAIM_LINE.search(data) is not None, None, str(exc), (), ())
     bindings = _top_level_bindings(tree)
@@ -414,10 +409,10 @@ def _read_source(data: bytes) -> StaticReading:
     try:
         claim = _claim_literal(bindings)
     except _Problem as exc:
-        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree, walked)), ())
+        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree)), ())
     problem = _claim_problem(claim) or _missing_function(bindings)
     try:
-        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None, walked)
+        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None)
     except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard
         return StaticReading(binds, claim, f"cannot be scanned for its reference: {clip(str(exc))}", (), ())
     return StaticReading(binds, claim, problem, tuple(imports), tuple(notes))
@@ -431,8 +426,8 @@ class _Problem(Exception):
         self.claim = claim
 
 
-def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
-    """Return the module's syntax tree and its walk; decoding honours a PEP 263 coding line, else UTF-8."""
+def _parse(data: bytes) -> ast.Module:
+    """Return the module's syntax tree; decoding honours a PEP 263 coding line, else UTF-8."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         source = data.decode(encoding)
@@ -443,7 +438,7 @@ def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
             f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})"
         ) from None
     try:
-        return _parse_walked(source, "<claim>")  # the caller holds _PARSE_LOCK
+        return _parse_bounded(source, "<claim>")  # the caller holds _PARSE_LOCK
     except SyntaxError as exc:
         raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
     except ValueError as exc:  # null bytes
@@ -452,7 +447,7 @@ def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
         raise _Problem(f"is nested too deeply to be read ({clip(str(exc)) or type(exc).__name__})") from None
 
 
-imports_in = specscan.imports_in  # the import statements of a tree: one walk, in specscan.py
+imports_in = specscan.imports_in  # the import statements of a tree: one walk of its statements, in specscan.py
 
 
 def _top_level_bindings(tree: ast.Module) -> dict[str, ast.stmt]:
