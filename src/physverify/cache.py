@@ -420,13 +420,28 @@ def _packed_fields(key: str, sha256: str, reading: StaticReading) -> list[Any]:
 
 
 def _valid_packed(entry: object, key: str) -> tuple[str, StaticReading] | None:
-    """``_valid`` for an entry of a checkout's file of readings (``_packed_fields``)."""
+    """``_valid`` for an entry of a checkout's file of readings (``_packed_fields``).
+
+    Every worker answer and every entry read from disk comes through here (10,000 with an
+    empty cache), so the checks are loops with early exits rather than ``all`` over
+    generators; they accept exactly what the helpers below accept.
+    """
     if not (isinstance(entry, list) and len(entry) == 7 and entry[0] == key):
         return None
     _, sha256, binds, values, problem, listed, notes = entry
-    if not (_is_hex(sha256, 64) and isinstance(binds, bool) and _optional_str(problem) and _claim_values(values)
-            and _strings(notes)):
+    if not (_is_hex(sha256, 64) and isinstance(binds, bool) and (problem is None or isinstance(problem, str))):
         return None
+    if values is not None:
+        if not isinstance(values, dict):
+            return None
+        for name, value in values.items():
+            if not (isinstance(name, str) and isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+                return None
+    if not isinstance(notes, list):
+        return None
+    for note in notes:
+        if not isinstance(note, str):
+            return None
     imports = _imports(listed)
     if imports is None:
         return None
@@ -442,22 +457,6 @@ def _is_hex(value: object, length: int) -> bool:
     return isinstance(value, str) and len(value) == length and not value.strip(_HEX_DIGITS)
 
 
-def _optional_str(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _claim_values(value: object) -> bool:
-    """None, or a dict of string keys and string or number values: what claim.py reads from CLAIM."""
-    if value is None:
-        return True
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items())
-
-
 def _imports(value: object) -> tuple[claim.Import, ...] | None:
     if not isinstance(value, list):
         return None
@@ -467,8 +466,11 @@ def _imports(value: object) -> tuple[claim.Import, ...] | None:
             return None
         level, module, names = item
         if not (isinstance(level, int) and not isinstance(level, bool) and level >= 0 and isinstance(module, str)
-                and _strings(names)):
+                and isinstance(names, list)):
             return None
+        for name in names:
+            if not isinstance(name, str):
+                return None
         found.append((level, module, tuple(names)))
     return tuple(found)
 
