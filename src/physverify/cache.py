@@ -96,7 +96,9 @@ class Cache:
         self._broken = False  # after a write failed, no more writes are tried in this run
         self._folders: set[Path] = set()  # the entry folders this run made or found
         self._shards: dict[str, dict[str, Any]] = {}  # by shard: its file's entries as this run first read them
-        self._pending: dict[str, tuple[int, list[Any]]] = {}  # by key: (written_ns, entry) for ``flush``
+        self._pending: dict[str, tuple[int, list[Any], str, StaticReading]] = {}  # by key: (written_ns, entry,
+        # sha256, reading) for ``flush``
+        self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: what ``flush`` encoded, for ``save_pack``
 
     # --- reading ------------------------------------------------------------------------
     def get(self, key: str) -> tuple[str, StaticReading] | None:
@@ -154,7 +156,7 @@ class Cache:
             return
         entry = _packed_fields(key, sha256, reading)
         with self._lock:
-            self._pending[key] = (_clock(), entry)
+            self._pending[key] = (_clock(), entry, sha256, reading)
 
     def flush(self) -> None:
         """Write the entries ``put`` kept, one file per shard they fall in, merged with what it holds; never raises."""
@@ -163,7 +165,7 @@ class Cache:
         if self._broken or not pending:
             return
         by_shard: dict[str, dict[str, list[Any]]] = {}
-        for key, (written, entry) in pending.items():
+        for key, (written, entry, _, _) in pending.items():
             by_shard.setdefault(key[:2], {})[key] = [written, *entry]
         folder = self.folder / "shards"
         try:
@@ -178,7 +180,11 @@ class Cache:
                 entries = {key: raw for key, raw in self._read_shard(prefix).items()
                            if _is_hex(key, 40) and key[:2] == prefix and _valid_kept(raw, key)}
                 entries.update(new)
-                data = _shard_bytes(prefix, _bounded(entries))
+                kept = _bounded(entries)
+                for key in new.keys() & kept.keys():  # save_pack writes these again: encoded once
+                    _, _, sha256, reading = pending[key]
+                    self._texts[key] = (sha256, reading, kept[key][1])
+                data = _shard_bytes(prefix, {key: text for key, (text, _) in kept.items()})
                 if data is not None:
                     self._store(self._shard_path(prefix), data)
                 if self._broken:
@@ -221,12 +227,22 @@ class Cache:
         """Keep the readings this run used for the checkout at ``root``, for the next run; never raises."""
         if self._broken:
             return
-        pack = {"format": FORMAT, "pack": PACK_FORMAT, "physverify": __version__, "root": str(root),
-                "entries": {key: _packed_fields(key, sha256, reading) for key, (sha256, reading) in readings.items()}}
-        try:
-            data = json.dumps(pack, allow_nan=True, separators=(",", ":")).encode("ascii")
-        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
-            return
+        # The file is the JSON of {"format", "pack", "physverify", "root", "entries": {key: _packed_fields}};
+        # an entry ``flush`` encoded for the same reading is not encoded again (10,000 with an empty cache).
+        entries = []
+        for key, (sha256, reading) in readings.items():
+            done = self._texts.get(key)
+            try:
+                if done is not None and done[0] == sha256 and done[1] == reading:
+                    text = done[2]
+                else:
+                    text = _ENCODER.encode(_packed_fields(key, sha256, reading))
+                name = f'"{key}"' if key.isascii() and key.isalnum() else _ENCODER.encode(key)
+            except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
+                return
+            entries.append(f"{name}:{text}")
+        header = _ENCODER.encode({"format": FORMAT, "pack": PACK_FORMAT, "physverify": __version__, "root": str(root)})
+        data = f'{header[:-1]},"entries":{{{",".join(entries)}}}}}'.encode("ascii")
         self._store(self._pack_path(root), data)
 
     # --- other files of the cache, by name (noop.py's memo) ---------------------------------
@@ -376,24 +392,27 @@ _SHARD_READ_LIMIT = 4 * MAX_BYTES // SHARDS + MAX_ENTRY_BYTES  # a shard's file 
 _ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"))  # ensure_ascii: a lone surrogate travels escaped
 
 
-def _bounded(entries: dict[str, list[Any]]) -> dict[str, str]:
-    """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, each encoded, by key.
+def _bounded(entries: dict[str, list[Any]]) -> dict[str, tuple[str, str]]:
+    """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, by key, each encoded twice:
+    as the shard holds it ([written_ns, key, ...]) and as a checkout's file does ([key, ...], ``_packed_fields``).
 
     The oldest go first (by the time they were written; the key breaks a tie). An entry JSON
     cannot hold, or larger than MAX_ENTRY_BYTES, is left out: its file is read each time instead.
+    The second form is the first without its leading number: one encoding gives both.
     """
     most, room = max(1, math.ceil(MAX_ENTRIES / SHARDS)), max(MAX_BYTES // SHARDS, MAX_ENTRY_BYTES)
-    kept: dict[str, str] = {}
+    kept: dict[str, tuple[str, str]] = {}
     for key, raw in sorted(entries.items(), key=lambda item: (-item[1][0], item[0])):
         if len(kept) >= most:
             break
         try:
-            text = _ENCODER.encode(raw)
+            packed = _ENCODER.encode(raw[1:])
+            text = f"[{int.__repr__(raw[0])},{packed[1:]}"  # as JSON writes the integer
         except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is
             continue
         if len(text) > MAX_ENTRY_BYTES or len(text) + len(key) + 4 > room:
             continue
-        kept[key] = text
+        kept[key] = (text, packed)
         room -= len(text) + len(key) + 4
     return kept
 
