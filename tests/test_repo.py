@@ -122,3 +122,31 @@ def test_git_hook_variables_reach_neither_lookups_nor_the_child(
     assert repository.file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
     env = repository.child_env()
     assert not {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} & set(env) and env["PATH"] == os.environ["PATH"]
+
+
+def test_head_is_read_from_the_refs_as_git_reads_it(small_repo: git.Repo, tmp_path: Path) -> None:
+    """HEAD's commit without the object database: on a branch, packed, detached; none on an unborn branch."""
+    root = Path(small_repo.working_tree_dir or "")
+    first = small_repo.head.commit.hexsha
+    (root / "solver.py").write_text("def rhs(t, y):\n    return 2 * y\n")
+    small_repo.index.add(["solver.py"])
+    second = small_repo.index.commit("second").hexsha
+
+    def head() -> str | None:
+        found = repository.head_commit(repository.open_repo(root))
+        return None if found is None else str(found.hexsha)
+
+    assert head() == second == small_repo.git.rev_parse("HEAD")
+    small_repo.git.pack_refs("--all")  # the branch now lives in packed-refs only
+    assert not (Path(small_repo.git_dir) / "refs" / "heads" / small_repo.active_branch.name).exists()
+    assert head() == second
+    small_repo.git.checkout(first)  # detached: HEAD holds the sha itself
+    assert head() == first
+    assert repository.commit(root) == first
+    assert repository.changed_since(root, "HEAD") == frozenset()
+    small_repo.git.checkout("--orphan", "fresh")  # an unborn branch: no commit yet
+    assert head() is None
+    assert repository.commit(root) is None
+    assert repository.committed_at_head(root / "solver.py") is None
+    with pytest.raises(UsageError, match="'HEAD' is not a commit"):
+        repository.changed_since(root, "HEAD")
