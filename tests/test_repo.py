@@ -150,3 +150,25 @@ def test_head_is_read_from_the_refs_as_git_reads_it(small_repo: git.Repo, tmp_pa
     assert repository.committed_at_head(root / "solver.py") is None
     with pytest.raises(UsageError, match="'HEAD' is not a commit"):
         repository.changed_since(root, "HEAD")
+
+
+def test_renames_keep_every_file_name_as_it_is(tmp_path: Path) -> None:
+    """Staged and committed renames since a ref, with names git's line-based output would quote or split."""
+    repo = init_repo(tmp_path)
+    body = "".join(f"value_{i} = {i}\n" for i in range(40))  # enough lines for git's rename detection
+    old = ["old name.py", "plain.py", "ü.py", "edited.py", "kept.py"]
+    for i, name in enumerate(old):
+        (tmp_path / name).write_text(body + f"# {i}\n")
+    repo.index.add(old)
+    repo.index.commit("start")
+    repo.git.mv("old name.py", "new\nline.py")
+    repo.git.mv("plain.py", "tab\there.py")
+    (tmp_path / "sub").mkdir()
+    repo.git.mv("ü.py", "sub/ä.py")
+    repo.index.commit("renames")  # committed since HEAD~1
+    repo.git.mv("kept.py", "moved back\\slash.py")  # staged only
+    (tmp_path / "edited.py").write_text("changed\n")  # modified, not renamed
+    assert repository.renamed_since(tmp_path, "HEAD~1") == {
+        "new\nline.py": "old name.py", "tab\there.py": "plain.py", "sub/ä.py": "ü.py", "moved back\\slash.py": "kept.py"}
+    assert repository.renamed_since(tmp_path, "HEAD") == {"moved back\\slash.py": "kept.py"}
+    assert repository.renamed_since(tmp_path / "sub", "HEAD~1") == {}  # keys relative to sub/: ü.py was outside

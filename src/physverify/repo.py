@@ -439,13 +439,28 @@ def renamed_since(root: Path, ref: str) -> dict[str, str]:
         return {}
     found = resolve(repo, ref, "--baseline")
     git_root = Path(repo.working_tree_dir)
+    # NUL-separated, so any file name comes back as it is (GitPython's diff parser split a name holding a newline)
+    out = bytes(repo.git.execute(["git", "diff", "--name-status", "-z", "-M", "--no-color", "--no-ext-diff",
+                                  found.hexsha, "--"], stdout_as_string=False, strip_newline_in_stdout=False))
     renames: dict[str, str] = {}
-    for diff in found.diff(None, M=True):
-        if diff.renamed_file and diff.rename_from and diff.rename_to:
-            new, old = relative_key(git_root / diff.rename_to, root), relative_key(git_root / diff.rename_from, root)
-            if new is not None and old is not None:
-                renames[new] = old
+    for was, now in _renamed(out.split(b"\0")):
+        new, old = relative_key(git_root / now, root), relative_key(git_root / was, root)
+        if new is not None and old is not None:
+            renames[new] = old
     return renames
+
+
+def _renamed(fields: list[bytes]) -> Iterator[tuple[str, str]]:
+    """(old, new) of each rename in ``git diff --name-status -z`` output: a status, then one path, or two for R and C."""
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        if status[:1] in (b"R", b"C"):
+            if status[:1] == b"R" and i + 2 < len(fields):
+                yield os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + 2])
+            i += 3
+        else:
+            i += 2
 
 
 def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
