@@ -10,16 +10,19 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import git
 import pytest
-from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo, run_process
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physverify import gate, ledger, replay
+from physverify import forkclient, gate, ledger, replay
 from physverify.gate import (
     DECIDED,
     FIXED,
@@ -310,6 +313,50 @@ def test_changed_since_reruns_only_affected_claims_and_counts_the_rest(tmp_path:
     result = run(tmp_path, changed_since="HEAD")
     assert [(r.key, r.transition) for r in result.claims] == [("claims/claim_01.py", REGRESSED)]
     assert result.skipped == ("claims/claim_00.py",)
+
+
+def _carrying(tag: str) -> list[int]:
+    """The processes whose environment holds PHYSVERIFY_TEST_TAG=``tag``: a run a test started and what it started."""
+    marker = f"PHYSVERIFY_TEST_TAG={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_changed_module_starts_the_fork_server_and_a_run_that_needs_none_leaves_none(tmp_path: Path) -> None:
+    """A changed .py file starts the server before the plan is made (a guess for speed); when no claim runs
+    after all, the result is that of a plan without it, and no process of the run outlives it."""
+    repo = make_repo(tmp_path, GOOD)
+    run(tmp_path)
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("ledger")
+    forkclient.shutdown()  # the server the full run started
+    assert not forkclient.servers()
+    (tmp_path / "tool.py").write_text("print('a script no claim imports')\n")
+    result = run(tmp_path, changed_since="HEAD", jobs=1)
+    assert result.claims == () and result.skipped == ("claims/claim_00.py",)
+    for thread in threading.enumerate():
+        if thread.name == "physverify-warm-up":
+            thread.join(120)
+    try:
+        assert forkclient.servers(), "the changed module did not start the server"
+    finally:
+        forkclient.shutdown()
+    tag = uuid.uuid4().hex
+    out = run_process("replay", "claims", "--trusted", "--changed-since", "HEAD", cwd=tmp_path,
+                      env={"PHYSVERIFY_TEST_TAG": tag})
+    assert out.returncode == EXIT_OK, out.stderr
+    assert "1 skipped as unaffected" in out.stdout
+    deadline = time.monotonic() + 120  # a server still importing numpy ends once it finds the run gone
+    while _carrying(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _carrying(tag) == []
 
 
 @pytest.mark.slow

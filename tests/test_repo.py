@@ -122,3 +122,53 @@ def test_git_hook_variables_reach_neither_lookups_nor_the_child(
     assert repository.file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
     env = repository.child_env()
     assert not {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} & set(env) and env["PATH"] == os.environ["PATH"]
+
+
+def test_head_is_read_from_the_refs_as_git_reads_it(small_repo: git.Repo, tmp_path: Path) -> None:
+    """HEAD's commit without the object database: on a branch, packed, detached; none on an unborn branch."""
+    root = Path(small_repo.working_tree_dir or "")
+    first = small_repo.head.commit.hexsha
+    (root / "solver.py").write_text("def rhs(t, y):\n    return 2 * y\n")
+    small_repo.index.add(["solver.py"])
+    second = small_repo.index.commit("second").hexsha
+
+    def head() -> str | None:
+        found = repository.head_commit(repository.open_repo(root))
+        return None if found is None else str(found.hexsha)
+
+    assert head() == second == small_repo.git.rev_parse("HEAD")
+    small_repo.git.pack_refs("--all")  # the branch now lives in packed-refs only
+    assert not (Path(small_repo.git_dir) / "refs" / "heads" / small_repo.active_branch.name).exists()
+    assert head() == second
+    small_repo.git.checkout(first)  # detached: HEAD holds the sha itself
+    assert head() == first
+    assert repository.commit(root) == first
+    assert repository.changed_since(root, "HEAD") == frozenset()
+    small_repo.git.checkout("--orphan", "fresh")  # an unborn branch: no commit yet
+    assert head() is None
+    assert repository.commit(root) is None
+    assert repository.committed_at_head(root / "solver.py") is None
+    with pytest.raises(UsageError, match="'HEAD' is not a commit"):
+        repository.changed_since(root, "HEAD")
+
+
+def test_renames_keep_every_file_name_as_it_is(tmp_path: Path) -> None:
+    """Staged and committed renames since a ref, with names git's line-based output would quote or split."""
+    repo = init_repo(tmp_path)
+    body = "".join(f"value_{i} = {i}\n" for i in range(40))  # enough lines for git's rename detection
+    old = ["old name.py", "plain.py", "ü.py", "edited.py", "kept.py"]
+    for i, name in enumerate(old):
+        (tmp_path / name).write_text(body + f"# {i}\n")
+    repo.index.add(old)
+    repo.index.commit("start")
+    repo.git.mv("old name.py", "new\nline.py")
+    repo.git.mv("plain.py", "tab\there.py")
+    (tmp_path / "sub").mkdir()
+    repo.git.mv("ü.py", "sub/ä.py")
+    repo.index.commit("renames")  # committed since HEAD~1
+    repo.git.mv("kept.py", "moved back\\slash.py")  # staged only
+    (tmp_path / "edited.py").write_text("changed\n")  # modified, not renamed
+    assert repository.renamed_since(tmp_path, "HEAD~1") == {
+        "new\nline.py": "old name.py", "tab\there.py": "plain.py", "sub/ä.py": "ü.py", "moved back\\slash.py": "kept.py"}
+    assert repository.renamed_since(tmp_path, "HEAD") == {"moved back\\slash.py": "kept.py"}
+    assert repository.renamed_since(tmp_path / "sub", "HEAD~1") == {}  # keys relative to sub/: ü.py was outside

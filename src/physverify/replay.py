@@ -570,6 +570,11 @@ def _warm_up() -> None:
     threading.Thread(target=forkclient.start, name="physverify-warm-up", daemon=True).start()
 
 
+def _python_file(paths: Iterable[str]) -> bool:
+    """Whether a changed file is a Python file: then a claim probably runs (a guess for speed; the plan decides)."""
+    return any(path.endswith(".py") for path in paths)
+
+
 def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
     """Append the line of each claim the gate said to write, in discovery order (none with --dry-run)."""
     if dry_run:
@@ -674,6 +679,8 @@ def replay(
                 return ReplayResult(claims=(), skipped=kept, ledger=target, written=0, fail_on=first.fail_on,
                                     exit_code=exit_code([], pre_commit=pre_commit, written=0), warnings=(),
                                     notes=(), baseline_ref=blob[1], shard=shard)
+        if _python_file(path for c in folders for path in changes.of(c.root)) and _forks(configs, run):
+            _warm_up()  # a changed module is likely some claim's: the server starts while the plan is made
     before = load_baseline(target, baseline, committed, blob=blob)
     warnings = list(before.problems) + moved + _baseline_note(before, target)
     if before.path is not None and before.path != target:

@@ -120,13 +120,38 @@ def commit(root: Path, *, untrusted: bool = False) -> str | None:
     return _commit_of(open_repo(root), untrusted=untrusted)
 
 
+def head_commit(repo: Any) -> Any:
+    """HEAD's commit (a GitPython Commit), or None before the first commit; read from the refs alone.
+
+    GitPython's ``head.is_valid()`` and ``head.commit`` ask the object database for the
+    object's type, which starts a ``git cat-file`` process for every Repo object and kills it
+    again when the object is dropped: about 10 ms each, three times in a no-op hook (issue
+    19). The commit's own data is still read from the object database when it is needed.
+    """
+    import git
+
+    try:
+        hexsha = git.SymbolicReference.dereference_recursive(repo, "HEAD")
+    except (ValueError, OSError):  # an unborn branch, or a HEAD that names nothing: no commit yet
+        return None
+    return _commit_named(repo, hexsha)
+
+
+def _commit_named(repo: Any, hexsha: str) -> Any:
+    """The Commit of ``hexsha``, which git already said names a commit (HEAD, ``rev-parse REF^{commit}``)."""
+    import git
+
+    return git.Commit(repo, bytes.fromhex(hexsha))
+
+
 def _commit_of(repo: Any, *, untrusted: bool = False, known: Iterable[HeadCopy] = ()) -> str | None:
-    if repo is None or not repo.head.is_valid():  # outside git, or no commit yet
+    found = head_commit(repo) if repo is not None else None
+    if found is None:  # outside git, or no commit yet
         return None
     import git
 
     try:
-        head = str(repo.head.commit.hexsha)
+        head = str(found.hexsha)
         # Untracked files do not count: a new scratch file does not change what HEAD's code does.
         if untrusted:
             dirty = untrusted_dirty(repo)
@@ -271,10 +296,14 @@ def resolve(repo: Any, ref: str, flag: str) -> Any:
     """
     import git
 
+    if ref == "HEAD":  # the usual ref, read from the refs without a git process
+        head = head_commit(repo)
+        if head is not None:
+            return head
     try:
         sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-        return repo.commit(sha)
-    except (git.GitCommandError, git.BadName, git.BadObject, ValueError):
+        return _commit_named(repo, sha.strip())
+    except (git.GitCommandError, ValueError):
         shallow = " (this clone is shallow: fetch more history, e.g. fetch-depth: 0)" if _shallow(repo) else ""
         raise UsageError(f"{flag}: {ref!r} is not a commit in {repo.working_tree_dir}{shallow}") from None
 
@@ -348,10 +377,11 @@ def blob_at(path: Path, ref: str) -> Committed | None:
 def blob_at_head(path: Path) -> Committed | None:
     """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
     repo = open_repo(path.parent)
-    if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
+    head = head_commit(repo) if repo is not None and repo.working_tree_dir is not None else None
+    if head is None:
         return None
     relative = relative_key(path, Path(repo.working_tree_dir))
-    return None if relative is None else _committed(repo.head.commit, relative, "HEAD")
+    return None if relative is None else _committed(head, relative, "HEAD")
 
 
 def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
@@ -409,20 +439,35 @@ def renamed_since(root: Path, ref: str) -> dict[str, str]:
         return {}
     found = resolve(repo, ref, "--baseline")
     git_root = Path(repo.working_tree_dir)
+    # NUL-separated, so any file name comes back as it is (GitPython's diff parser split a name holding a newline)
+    out = bytes(repo.git.execute(["git", "diff", "--name-status", "-z", "-M", "--no-color", "--no-ext-diff",
+                                  found.hexsha, "--"], stdout_as_string=False, strip_newline_in_stdout=False))
     renames: dict[str, str] = {}
-    for diff in found.diff(None, M=True):
-        if diff.renamed_file and diff.rename_from and diff.rename_to:
-            new, old = relative_key(git_root / diff.rename_to, root), relative_key(git_root / diff.rename_from, root)
-            if new is not None and old is not None:
-                renames[new] = old
+    for was, now in _renamed(out.split(b"\0")):
+        new, old = relative_key(git_root / now, root), relative_key(git_root / was, root)
+        if new is not None and old is not None:
+            renames[new] = old
     return renames
+
+
+def _renamed(fields: list[bytes]) -> Iterator[tuple[str, str]]:
+    """(old, new) of each rename in ``git diff --name-status -z`` output: a status, then one path, or two for R and C."""
+    i = 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        if status[:1] in (b"R", b"C"):
+            if status[:1] == b"R" and i + 2 < len(fields):
+                yield os.fsdecode(fields[i + 1]), os.fsdecode(fields[i + 2])
+            i += 3
+        else:
+            i += 2
 
 
 def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
     """Those of ``keys`` (relative to ``root``) that were files at ``ref``; every key outside git."""
     repo = open_repo(root)
     wanted = list(keys)
-    if repo is None or repo.working_tree_dir is None or not repo.head.is_valid():
+    if repo is None or repo.working_tree_dir is None or head_commit(repo) is None:
         return frozenset(wanted)
     tree = resolve(repo, ref, "--baseline").tree
     base = Path(repo.working_tree_dir)
@@ -442,7 +487,8 @@ def changed_since(root: Path, ref: str) -> frozenset[str]:
     repo = _require_repo(root, "--changed-since", ref)
     found = resolve(repo, ref, "--changed-since")
     status = _status(repo)  # a claim being written is usually still untracked, so those count too
-    if found.hexsha == repo.head.commit.hexsha:  # the usual ref: the one git status says it all
+    head = head_commit(repo)
+    if head is not None and found.hexsha == head.hexsha:  # the usual ref: the one git status says it all
         paths = {path for _, path in status}
     else:  # the commit against the working tree: staged and unstaged edits both count
         paths = {path for code, path in status if code == "??"}

@@ -19,7 +19,6 @@ import stat
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -309,7 +308,7 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Ta
                 image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
         raise _no_image(engine, image)
-    name = f"physverify-sandbox-{uuid.uuid4().hex[:12]}"
+    name = f"physverify-sandbox-{os.urandom(6).hex()}"  # uuid would import platform into every command's start
     argv = BACKENDS[engine](plan, limits, image=image, name=name)
     # Killing the client does not stop the container, so the engine is told by name.
     def stop(proc: subprocess.Popen[bytes]) -> None:
