@@ -131,14 +131,21 @@ def _is_leaf_sum(name: str) -> bool:
     return bool(constructors) and all(not kind._fields and not kind.__subclasses__() for kind in constructors)
 
 
-@dataclass(frozen=True)
 class _Plan:
-    """How the walks below read one node class: its node-holding fields, as getters that give a tuple each."""
+    """How the walks below read one node class: its node-holding fields, as getters that give a tuple each.
 
-    singles: Callable[[ast.AST], tuple[object, ...]] | None  # the fields holding one node or None
-    lists: Callable[[ast.AST], tuple[list[ast.AST | None], ...]] | None  # the fields holding a list
-    leaves: tuple[str, ...]  # the fields holding only fieldless nodes (a ctx, an operator): one level more
-    blocks: Callable[[ast.AST], tuple[list[ast.AST], ...]] | None  # the fields holding statements (``statements``)
+    A plain class, not a dataclass: making one costs a millisecond at import, in every command.
+    """
+
+    __slots__ = ("singles", "lists", "leaves", "blocks")
+
+    def __init__(self, singles: Callable[[ast.AST], tuple[object, ...]] | None,
+                 lists: Callable[[ast.AST], tuple[list[ast.AST | None], ...]] | None, leaves: tuple[str, ...],
+                 blocks: Callable[[ast.AST], tuple[list[ast.AST], ...]] | None) -> None:
+        self.singles = singles  # the fields holding one node or None
+        self.lists = lists  # the fields holding a list
+        self.leaves = leaves  # the fields holding only fieldless nodes (a ctx, an operator): one level more
+        self.blocks = blocks  # the fields holding statements (``statements``)
 
 
 def _getter(names: Sequence[str]) -> Callable[[ast.AST], tuple[Any, ...]] | None:
