@@ -511,7 +511,7 @@ class Readings:
         """The reading of ``path`` (resolved: ``real``): from the cache by the index's id (the file unopened), else claim.read."""
         if self.cache is None:
             return claim.read(path)
-        root, kept = self._kept(path, real)
+        root, kept, _ = self._kept(path, real)
         reading = kept if kept is not None else claim.read(path, self.cache)
         return self._noted(root, reading)
 
@@ -535,10 +535,11 @@ class Readings:
         if waiting is not None:
             yield from self._end(waiting)
 
-    def _kept(self, path: Path, real: Path | None) -> tuple[Path | None, ClaimReading | None]:
-        """The checkout's root, and the reading kept for ``path``'s index id (the file unopened) when there is one."""
+    def _kept(self, path: Path, real: Path | None) -> tuple[Path | None, ClaimReading | None, str | None]:
+        """The checkout's root, the reading kept for ``path``'s index id (the file unopened) when there is one, and
+        the id the cache was asked for in vain (None when it was not asked)."""
         if self.cache is None:
-            return None, None
+            return None, None, None
         checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
         blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
@@ -547,7 +548,9 @@ class Readings:
             with self._lock:
                 self._missed.add(root)
             kept = self.cache.get(blob) if blob is not None else None
-        return root, (claim.with_path(path, kept[0], kept[1], blob) if kept is not None else None)
+        if kept is None:
+            return root, None, blob
+        return root, claim.with_path(path, kept[0], kept[1], blob), None
 
     def _noted(self, root: Path | None, reading: ClaimReading) -> ClaimReading:
         if root is not None and reading.blob is not None and reading.sha256 is not None:  # read from its bytes
@@ -560,11 +563,11 @@ class Readings:
         roots: list[Path | None] = []
         parse: list[tuple[int, Path, claim.Contents]] = []
         for i, (path, real) in enumerate(window):
-            root, reading = self._kept(path, real)
+            root, reading, asked = self._kept(path, real)
             if reading is None:
                 found = claim.contents(path)
                 if isinstance(found, claim.Contents):
-                    reading = self._known(path, found)
+                    reading = self._known(path, found, asked)
                     if reading is None:
                         parse.append((i, path, found))
                 else:
@@ -578,9 +581,13 @@ class Readings:
         sent = {i for i, _, _ in small}
         return _Window(done, roots, small + [item for item in parse if item[0] not in sent], futures)
 
-    def _known(self, path: Path, found: claim.Contents) -> ClaimReading | None:
-        """The reading of ``found`` from the cache by its own id, or from this process's memory; None: to parse."""
-        kept = self.cache.get(found.blob) if self.cache is not None else None
+    def _known(self, path: Path, found: claim.Contents, asked: str | None = None) -> ClaimReading | None:
+        """The reading of ``found`` from the cache by its own id, or from this process's memory; None: to parse.
+
+        ``asked`` is an id the cache just had no entry for: when it is the bytes' own (the file as the index saw
+        it, the common case), the cache is not asked again (a miss costs a parse, never a reading).
+        """
+        kept = self.cache.get(found.blob) if self.cache is not None and found.blob != asked else None
         if kept is not None and kept[0] == found.sha256:  # an entry holding another content's hash is never used
             return claim.with_path(path, found.sha256, kept[1], found.blob)
         static = claim.remembered(found.sha256)
