@@ -98,7 +98,7 @@ class Cache:
         self._shards: dict[str, dict[str, Any]] = {}  # by shard: its file's entries as this run first read them
         self._pending: dict[str, tuple[int, list[Any], str, StaticReading]] = {}  # by key: (written_ns, entry,
         # sha256, reading) for ``flush``
-        self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: what ``flush`` encoded, for ``save_pack``
+        self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: '"key":[...]' as ``flush`` encoded it
 
     # --- reading ------------------------------------------------------------------------
     def get(self, key: str) -> tuple[str, StaticReading] | None:
@@ -183,7 +183,7 @@ class Cache:
                 kept = _bounded(entries)
                 for key in new.keys() & kept.keys():  # save_pack writes these again: encoded once
                     _, _, sha256, reading = pending[key]
-                    self._texts[key] = (sha256, reading, kept[key][1])
+                    self._texts[key] = (sha256, reading, f'"{key}":{kept[key][1]}')  # keys are hex: no escape
                 data = _shard_bytes(prefix, {key: text for key, (text, _) in kept.items()})
                 if data is not None:
                     self._store(self._shard_path(prefix), data)
@@ -231,12 +231,12 @@ class Cache:
         # an entry ``flush`` encoded for the same reading is not encoded again (10,000 with an empty cache).
         entries = []
         for key, (sha256, reading) in readings.items():
-            done = self._texts.get(key)
+            done = self._texts.pop(key, None)  # taken, not kept: the texts would double the run's peak memory
+            if done is not None and done[0] == sha256 and done[1] == reading:
+                entries.append(done[2])
+                continue
             try:
-                if done is not None and done[0] == sha256 and done[1] == reading:
-                    text = done[2]
-                else:
-                    text = _ENCODER.encode(_packed_fields(key, sha256, reading))
+                text = _ENCODER.encode(_packed_fields(key, sha256, reading))
                 name = f'"{key}"' if key.isascii() and key.isalnum() else _ENCODER.encode(key)
             except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
                 return
