@@ -231,7 +231,7 @@ class Cache:
         # an entry ``flush`` encoded for the same reading is not encoded again (10,000 with an empty cache).
         entries = []
         for key, (sha256, reading) in readings.items():
-            done = self._texts.pop(key, None)  # taken, not kept: the texts would double the run's peak memory
+            done = self._texts.pop(key, None)  # taken: once in this file, a text is not needed again
             if done is not None and done[0] == sha256 and done[1] == reading:
                 entries.append(done[2])
                 continue
