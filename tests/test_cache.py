@@ -309,3 +309,22 @@ def test_a_listing_of_the_index_in_a_form_not_expected_is_given_up(tmp_path: Pat
     assert repo._LISTED.fullmatch(out)
     for changed in (out.replace(b"  size:", b"  bytes:"), out + b"extra", out[:-1]):
         assert not repo._LISTED.fullmatch(changed)  # so _listed_entries returns None and GitPython reads it
+
+
+def test_a_cold_read_asks_the_cache_once_per_claim_and_reads_as_a_cache_less_read(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: the index's id is the bytes' own id here, so the miss is not asked again after the file is read."""
+    path = project / "claims" / "decay_claim.py"
+    asked: list[str] = []
+    real_get = cache.Cache.get
+
+    def counted(self: cache.Cache, key: str) -> object:
+        asked.append(key)
+        return real_get(self, key)
+
+    monkeypatch.setattr(cache.Cache, "get", counted)
+    readings = cache.Readings(cache.Cache(tmp_path / "c"), repo.Checkouts())
+    [reading] = list(readings.read_each([(path, path.resolve())]))
+    readings.close()
+    assert asked == [claim.git_blob_id(path.read_bytes())]
+    assert reading == claim.read(path) and reading.problem is None

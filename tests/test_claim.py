@@ -481,3 +481,34 @@ def test_how_deep_a_claim_may_nest_does_not_depend_on_the_recursion_limit(tmp_pa
     finally:
         sys.setrecursionlimit(before)
     assert "is nested too deeply to be read (" in str(raised)
+
+
+@pytest.mark.parametrize("size", [0, 1, 1600, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, MAX_CLAIM_BYTES - 1,
+                                  MAX_CLAIM_BYTES, MAX_CLAIM_BYTES + 1, 3 * MAX_CLAIM_BYTES])
+def test_contents_reads_what_a_file_object_reads_at_every_size(tmp_path: Path, size: int) -> None:
+    """claim.contents reads the descriptor itself (issue 19): the same bytes, hashes and too-large reading."""
+    import hashlib as digests
+
+    data = (b"# x\n" * (size // 4 + 1))[:size]
+    path = tmp_path / "claim_x.py"
+    path.write_bytes(data)
+    found = claim_module.contents(path)
+    with claim_module.open_regular(path) as handle:
+        head = handle.read(MAX_CLAIM_BYTES + 1)
+    if size <= MAX_CLAIM_BYTES:
+        assert isinstance(found, claim_module.Contents) and found.data == head == data
+        assert (found.sha256, found.blob) == (digests.sha256(data).hexdigest(), claim_module.git_blob_id(data))
+    else:
+        assert isinstance(found, claim_module.ClaimReading) and found.sha256 == digests.sha256(data).hexdigest()
+        assert found.problem is not None and f"is {size:,} bytes" in found.problem and not found.binds
+
+
+def test_contents_of_a_file_that_grows_past_its_stat_is_read_to_its_end(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stat's size is only where the reads start: a file longer than it says is still read whole."""
+    path = tmp_path / "claim_x.py"
+    data = claim_source().encode() * 30
+    path.write_bytes(data)
+    monkeypatch.setattr(claim_module, "_regular_size", lambda fd: 10)
+    found = claim_module.contents(path)
+    assert isinstance(found, claim_module.Contents) and found.data == data

@@ -163,4 +163,13 @@ def test_the_scan_finds_what_isinstance_over_ast_walk_finds() -> None:
         functions = [pair for n in syntax.walk(tree) if not isinstance(n, (syntax.Import, syntax.ImportFrom))
                      for pair in specscan._named(n)]
         assert found.import_nodes == imports and found.functions == functions, file.name
-        assert specscan.scan(tree, "x.py", specscan.nodes(tree)) == specscan.scan(tree, "x.py"), file.name
+
+
+def test_module_names_are_remembered_per_string_and_each_caller_gets_its_own_set() -> None:
+    """Issue 19: the names are remembered by the file's string; a caller changing its set changes no later answer."""
+    first = specscan.module_names("src/sim/physics/oscillator.py")
+    assert first == {"oscillator", "physics.oscillator", "sim.physics.oscillator", "src.sim.physics.oscillator"}
+    first.add("planted")
+    assert specscan.module_names("src/sim/physics/oscillator.py") == first - {"planted"}
+    assert specscan.module_names("pkg/__init__.py") == {"pkg"} and specscan.module_names("//a/./b.py") == {"//.a.b", "a.b", "b"}
+    assert specscan.module_names(" ") == set() and specscan.module_names(3) == set()

@@ -96,7 +96,9 @@ class Cache:
         self._broken = False  # after a write failed, no more writes are tried in this run
         self._folders: set[Path] = set()  # the entry folders this run made or found
         self._shards: dict[str, dict[str, Any]] = {}  # by shard: its file's entries as this run first read them
-        self._pending: dict[str, tuple[int, list[Any]]] = {}  # by key: (written_ns, entry) for ``flush``
+        self._pending: dict[str, tuple[int, list[Any], str, StaticReading]] = {}  # by key: (written_ns, entry,
+        # sha256, reading) for ``flush``
+        self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: '"key":[...]' as ``flush`` encoded it
 
     # --- reading ------------------------------------------------------------------------
     def get(self, key: str) -> tuple[str, StaticReading] | None:
@@ -154,7 +156,7 @@ class Cache:
             return
         entry = _packed_fields(key, sha256, reading)
         with self._lock:
-            self._pending[key] = (_clock(), entry)
+            self._pending[key] = (_clock(), entry, sha256, reading)
 
     def flush(self) -> None:
         """Write the entries ``put`` kept, one file per shard they fall in, merged with what it holds; never raises."""
@@ -163,7 +165,7 @@ class Cache:
         if self._broken or not pending:
             return
         by_shard: dict[str, dict[str, list[Any]]] = {}
-        for key, (written, entry) in pending.items():
+        for key, (written, entry, _, _) in pending.items():
             by_shard.setdefault(key[:2], {})[key] = [written, *entry]
         folder = self.folder / "shards"
         try:
@@ -178,7 +180,11 @@ class Cache:
                 entries = {key: raw for key, raw in self._read_shard(prefix).items()
                            if _is_hex(key, 40) and key[:2] == prefix and _valid_kept(raw, key)}
                 entries.update(new)
-                data = _shard_bytes(prefix, _bounded(entries))
+                kept = _bounded(entries)
+                for key in new.keys() & kept.keys():  # save_pack writes these again: encoded once
+                    _, _, sha256, reading = pending[key]
+                    self._texts[key] = (sha256, reading, f'"{key}":{kept[key][1]}')  # keys are hex: no escape
+                data = _shard_bytes(prefix, {key: text for key, (text, _) in kept.items()})
                 if data is not None:
                     self._store(self._shard_path(prefix), data)
                 if self._broken:
@@ -221,12 +227,22 @@ class Cache:
         """Keep the readings this run used for the checkout at ``root``, for the next run; never raises."""
         if self._broken:
             return
-        pack = {"format": FORMAT, "pack": PACK_FORMAT, "physverify": __version__, "root": str(root),
-                "entries": {key: _packed_fields(key, sha256, reading) for key, (sha256, reading) in readings.items()}}
-        try:
-            data = json.dumps(pack, allow_nan=True, separators=(",", ":")).encode("ascii")
-        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
-            return
+        # The file is the JSON of {"format", "pack", "physverify", "root", "entries": {key: _packed_fields}};
+        # an entry ``flush`` encoded for the same reading is not encoded again (10,000 with an empty cache).
+        entries = []
+        for key, (sha256, reading) in readings.items():
+            done = self._texts.pop(key, None)  # taken: once in this file, a text is not needed again
+            if done is not None and done[0] == sha256 and done[1] == reading:
+                entries.append(done[2])
+                continue
+            try:
+                text = _ENCODER.encode(_packed_fields(key, sha256, reading))
+                name = f'"{key}"' if key.isascii() and key.isalnum() else _ENCODER.encode(key)
+            except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold: the entries stay one per file
+                return
+            entries.append(f"{name}:{text}")
+        header = _ENCODER.encode({"format": FORMAT, "pack": PACK_FORMAT, "physverify": __version__, "root": str(root)})
+        data = f'{header[:-1]},"entries":{{{",".join(entries)}}}}}'.encode("ascii")
         self._store(self._pack_path(root), data)
 
     # --- other files of the cache, by name (noop.py's memo) ---------------------------------
@@ -376,24 +392,27 @@ _SHARD_READ_LIMIT = 4 * MAX_BYTES // SHARDS + MAX_ENTRY_BYTES  # a shard's file 
 _ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"))  # ensure_ascii: a lone surrogate travels escaped
 
 
-def _bounded(entries: dict[str, list[Any]]) -> dict[str, str]:
-    """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, each encoded, by key.
+def _bounded(entries: dict[str, list[Any]]) -> dict[str, tuple[str, str]]:
+    """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, by key, each encoded twice:
+    as the shard holds it ([written_ns, key, ...]) and as a checkout's file does ([key, ...], ``_packed_fields``).
 
     The oldest go first (by the time they were written; the key breaks a tie). An entry JSON
     cannot hold, or larger than MAX_ENTRY_BYTES, is left out: its file is read each time instead.
+    The second form is the first without its leading number: one encoding gives both.
     """
     most, room = max(1, math.ceil(MAX_ENTRIES / SHARDS)), max(MAX_BYTES // SHARDS, MAX_ENTRY_BYTES)
-    kept: dict[str, str] = {}
+    kept: dict[str, tuple[str, str]] = {}
     for key, raw in sorted(entries.items(), key=lambda item: (-item[1][0], item[0])):
         if len(kept) >= most:
             break
         try:
-            text = _ENCODER.encode(raw)
+            packed = _ENCODER.encode(raw[1:])
+            text = f"[{int.__repr__(raw[0])},{packed[1:]}"  # as JSON writes the integer
         except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is
             continue
         if len(text) > MAX_ENTRY_BYTES or len(text) + len(key) + 4 > room:
             continue
-        kept[key] = text
+        kept[key] = (text, packed)
         room -= len(text) + len(key) + 4
     return kept
 
@@ -420,13 +439,28 @@ def _packed_fields(key: str, sha256: str, reading: StaticReading) -> list[Any]:
 
 
 def _valid_packed(entry: object, key: str) -> tuple[str, StaticReading] | None:
-    """``_valid`` for an entry of a checkout's file of readings (``_packed_fields``)."""
+    """``_valid`` for an entry of a checkout's file of readings (``_packed_fields``).
+
+    Every worker answer and every entry read from disk comes through here (10,000 with an
+    empty cache), so the checks are loops with early exits rather than ``all`` over
+    generators; they accept exactly what the helpers below accept.
+    """
     if not (isinstance(entry, list) and len(entry) == 7 and entry[0] == key):
         return None
     _, sha256, binds, values, problem, listed, notes = entry
-    if not (_is_hex(sha256, 64) and isinstance(binds, bool) and _optional_str(problem) and _claim_values(values)
-            and _strings(notes)):
+    if not (_is_hex(sha256, 64) and isinstance(binds, bool) and (problem is None or isinstance(problem, str))):
         return None
+    if values is not None:
+        if not isinstance(values, dict):
+            return None
+        for name, value in values.items():
+            if not (isinstance(name, str) and isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+                return None
+    if not isinstance(notes, list):
+        return None
+    for note in notes:
+        if not isinstance(note, str):
+            return None
     imports = _imports(listed)
     if imports is None:
         return None
@@ -442,22 +476,6 @@ def _is_hex(value: object, length: int) -> bool:
     return isinstance(value, str) and len(value) == length and not value.strip(_HEX_DIGITS)
 
 
-def _optional_str(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _claim_values(value: object) -> bool:
-    """None, or a dict of string keys and string or number values: what claim.py reads from CLAIM."""
-    if value is None:
-        return True
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool) for k, v in value.items())
-
-
 def _imports(value: object) -> tuple[claim.Import, ...] | None:
     if not isinstance(value, list):
         return None
@@ -467,8 +485,11 @@ def _imports(value: object) -> tuple[claim.Import, ...] | None:
             return None
         level, module, names = item
         if not (isinstance(level, int) and not isinstance(level, bool) and level >= 0 and isinstance(module, str)
-                and _strings(names)):
+                and isinstance(names, list)):
             return None
+        for name in names:
+            if not isinstance(name, str):
+                return None
         found.append((level, module, tuple(names)))
     return tuple(found)
 
@@ -490,7 +511,7 @@ class Readings:
         """The reading of ``path`` (resolved: ``real``): from the cache by the index's id (the file unopened), else claim.read."""
         if self.cache is None:
             return claim.read(path)
-        root, kept = self._kept(path, real)
+        root, kept, _ = self._kept(path, real)
         reading = kept if kept is not None else claim.read(path, self.cache)
         return self._noted(root, reading)
 
@@ -514,10 +535,11 @@ class Readings:
         if waiting is not None:
             yield from self._end(waiting)
 
-    def _kept(self, path: Path, real: Path | None) -> tuple[Path | None, ClaimReading | None]:
-        """The checkout's root, and the reading kept for ``path``'s index id (the file unopened) when there is one."""
+    def _kept(self, path: Path, real: Path | None) -> tuple[Path | None, ClaimReading | None, str | None]:
+        """The checkout's root, the reading kept for ``path``'s index id (the file unopened) when there is one, and
+        the id the cache was asked for in vain (None when it was not asked)."""
         if self.cache is None:
-            return None, None
+            return None, None, None
         checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
         blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
@@ -526,7 +548,9 @@ class Readings:
             with self._lock:
                 self._missed.add(root)
             kept = self.cache.get(blob) if blob is not None else None
-        return root, (claim.with_path(path, kept[0], kept[1], blob) if kept is not None else None)
+        if kept is None:
+            return root, None, blob
+        return root, claim.with_path(path, kept[0], kept[1], blob), None
 
     def _noted(self, root: Path | None, reading: ClaimReading) -> ClaimReading:
         if root is not None and reading.blob is not None and reading.sha256 is not None:  # read from its bytes
@@ -539,11 +563,11 @@ class Readings:
         roots: list[Path | None] = []
         parse: list[tuple[int, Path, claim.Contents]] = []
         for i, (path, real) in enumerate(window):
-            root, reading = self._kept(path, real)
+            root, reading, asked = self._kept(path, real)
             if reading is None:
                 found = claim.contents(path)
                 if isinstance(found, claim.Contents):
-                    reading = self._known(path, found)
+                    reading = self._known(path, found, asked)
                     if reading is None:
                         parse.append((i, path, found))
                 else:
@@ -557,9 +581,13 @@ class Readings:
         sent = {i for i, _, _ in small}
         return _Window(done, roots, small + [item for item in parse if item[0] not in sent], futures)
 
-    def _known(self, path: Path, found: claim.Contents) -> ClaimReading | None:
-        """The reading of ``found`` from the cache by its own id, or from this process's memory; None: to parse."""
-        kept = self.cache.get(found.blob) if self.cache is not None else None
+    def _known(self, path: Path, found: claim.Contents, asked: str | None = None) -> ClaimReading | None:
+        """The reading of ``found`` from the cache by its own id, or from this process's memory; None: to parse.
+
+        ``asked`` is an id the cache just had no entry for: when it is the bytes' own (the file as the index saw
+        it, the common case), the cache is not asked again (a miss costs a parse, never a reading).
+        """
+        kept = self.cache.get(found.blob) if self.cache is not None and found.blob != asked else None
         if kept is not None and kept[0] == found.sha256:  # an entry holding another content's hash is never used
             return claim.with_path(path, found.sha256, kept[1], found.blob)
         static = claim.remembered(found.sha256)

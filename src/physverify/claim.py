@@ -75,21 +75,16 @@ MAX_NESTING = 2000
 
 
 def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
-    return _parse_walked(source, filename)[0]
+    """``ast.parse(source)``; RecursionError past MAX_NESTING levels.
 
-
-def _parse_walked(source: str | bytes, filename: str) -> tuple[ast.Module, list[ast.AST]]:
-    """The tree and its nodes in ``ast.walk``'s order (``specscan.walk``); RecursionError past MAX_NESTING levels.
-
-    The depth is counted by the walk the reference scan needs anyway, one level at a time
-    (``ast.iter_child_nodes`` made a walk cost more than the parse itself, issue 19); it stops
-    once the bound is passed.
+    The depth is counted one level at a time (``specscan.deeper_than``: no recursion, and
+    it stops once the bound is passed); ``ast.iter_child_nodes`` made that walk cost more
+    than the parse itself, and a walk over every field a third of it (issue 19).
     """
     tree = ast.parse(source, filename=filename)
-    walked = specscan.walk(tree, MAX_NESTING)
-    if walked is None:
+    if specscan.deeper_than(tree, MAX_NESTING):
         raise RecursionError(f"more than {MAX_NESTING:,} levels of nesting")
-    return tree, walked
+    return tree
 
 
 class ClaimLoadError(PhysverifyError):
@@ -210,15 +205,51 @@ def contents(path: Path) -> ClaimReading | Contents:
     if path.suffix != ".py":
         return ClaimReading(path, sha256_or_none(path), False, None, f"{path}: a claim file must end in .py")
     try:
-        with open_regular(path) as handle:
-            data = handle.read(MAX_CLAIM_BYTES + 1)
+        # open_regular's checks on a plain descriptor: a file object per claim cost a third of
+        # reading it (issue 19, 10,000 claims); one is made only for a file too large to hold
+        fd = os.open(path, os.O_RDONLY | NO_WAIT)
+        try:
+            size = _regular_size(fd)
+            data = _read_at_most(fd, MAX_CLAIM_BYTES + 1, size)
             if len(data) > MAX_CLAIM_BYTES:  # hash the whole file for the ledger, a block at a time
-                return _too_large(path, handle)
+                handle, fd = os.fdopen(fd, "rb"), -1
+                with handle:
+                    return _too_large(path, handle)
+        finally:
+            if fd != -1:
+                os.close(fd)
     except _NotRegularFile as exc:  # a FIFO or a device named *.py is no claim file; discovery skips it
         return ClaimReading(path, None, False, None, f"{path}: cannot be read: {exc.strerror or exc}")
     except OSError as exc:  # unreadable: a claim to report, not a helper to skip
         return ClaimReading(path, None, True, None, f"{path}: cannot be read: {exc.strerror or exc}")
     return Contents(data, hashlib.sha256(data).hexdigest(), git_blob_id(data))
+
+
+def _regular_size(fd: int) -> int:
+    """The size of the open file ``fd``; _NotRegularFile when it is no regular file (``open_regular``'s rule)."""
+    st = os.fstat(fd)
+    what = _kind(st.st_mode)
+    if what is not None:
+        raise _NotRegularFile(errno.EINVAL, f"it is {what}, not a regular file")
+    return st.st_size
+
+
+def _read_at_most(fd: int, limit: int, size: int) -> bytes:
+    """The first ``limit`` bytes of ``fd`` (fewer at its end), as a file object's ``read(limit)`` gives them.
+
+    The stat's size (and one byte more, to see a file that grew) is asked for first, so a
+    small file is one read, not a buffer of ``limit`` bytes.
+    """
+    blocks: list[bytes] = []
+    total = 0
+    want = min(limit, size + 1)
+    while total < limit:
+        block = os.read(fd, max(want - total, min(limit - total, 1 << 16)))
+        if not block:
+            break
+        blocks.append(block)
+        total += len(block)
+    return blocks[0] if len(blocks) == 1 else b"".join(blocks)
 
 
 def static_fields(reading: StaticReading) -> list[Any]:
@@ -343,10 +374,13 @@ NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 def not_regular(fd: int) -> str | None:
     """What the open file ``fd`` is ("a folder", "a FIFO", "a device or socket"), or None for a regular file."""
-    kind = os.fstat(fd).st_mode
-    if stat.S_ISREG(kind):
+    return _kind(os.fstat(fd).st_mode)
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
         return None
-    return "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "a device or socket"
+    return "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 class _NotRegularFile(OSError):
@@ -406,7 +440,7 @@ def remembered(digest: str) -> StaticReading | None:
 def _read_source(data: bytes) -> StaticReading:
     """Parse ``data`` once and take from the tree what every static reader needs (call with _PARSE_LOCK held)."""
     try:
-        tree, walked = _parse(data)
+        tree = _parse(data)
     except _Problem as exc:
         return StaticReading(_CLAIM_LINE.search(data) is not None, None, str(exc), (), ())
     bindings = _top_level_bindings(tree)
@@ -414,10 +448,10 @@ def _read_source(data: bytes) -> StaticReading:
     try:
         claim = _claim_literal(bindings)
     except _Problem as exc:
-        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree, walked)), ())
+        return StaticReading(binds, exc.claim, str(exc), tuple(specscan.imports_in(tree)), ())
     problem = _claim_problem(claim) or _missing_function(bindings)
     try:
-        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None, walked)
+        imports, notes = specscan.scan(tree, claim.get("file") if problem is None else None)
     except (RecursionError, MemoryError) as exc:  # specscan walks without recursion; this is the last guard
         return StaticReading(binds, claim, f"cannot be scanned for its reference: {clip(str(exc))}", (), ())
     return StaticReading(binds, claim, problem, tuple(imports), tuple(notes))
@@ -431,8 +465,8 @@ class _Problem(Exception):
         self.claim = claim
 
 
-def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
-    """Return the module's syntax tree and its walk; decoding honours a PEP 263 coding line, else UTF-8."""
+def _parse(data: bytes) -> ast.Module:
+    """Return the module's syntax tree; decoding honours a PEP 263 coding line, else UTF-8."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         source = data.decode(encoding)
@@ -443,7 +477,7 @@ def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
             f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})"
         ) from None
     try:
-        return _parse_walked(source, "<claim>")  # the caller holds _PARSE_LOCK
+        return _parse_bounded(source, "<claim>")  # the caller holds _PARSE_LOCK
     except SyntaxError as exc:
         raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
     except ValueError as exc:  # null bytes
@@ -452,7 +486,7 @@ def _parse(data: bytes) -> tuple[ast.Module, list[ast.AST]]:
         raise _Problem(f"is nested too deeply to be read ({clip(str(exc)) or type(exc).__name__})") from None
 
 
-imports_in = specscan.imports_in  # the import statements of a tree: one walk, in specscan.py
+imports_in = specscan.imports_in  # the import statements of a tree: one walk of its statements, in specscan.py
 
 
 def _top_level_bindings(tree: ast.Module) -> dict[str, ast.stmt]:

@@ -15,11 +15,13 @@ attribute chain is valid Python), so every walk here is a loop, never a recursio
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Union
+from operator import attrgetter
+from typing import Any, Union
 
 from physverify.text import clip
 
@@ -29,21 +31,21 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 Import = tuple[int, str, tuple[str, ...]]  # (level, module, names); level > 0 is a relative import
 
 
-def scan(tree: ast.Module, file: object, walked: list[ast.AST] | None = None) -> tuple[list[Import], list[str]]:
+def scan(tree: ast.Module, file: object) -> tuple[list[Import], list[str]]:
     """The file's imports and rule 1's notes for a claim whose CLAIM["file"] is ``file``, from one pass over ``tree``.
 
-    Only the reference functions (and the helpers they call) are walked again, each once:
-    walking the whole tree once per question cost 2.5 million nodes for 1,000 claims.
-    ``walked`` is ``nodes(tree)`` when the caller has it already (claim.py's depth check walks
-    the tree once and hands the walk on).
+    The pass goes through the statements only (``statements``): imports and function
+    definitions are statements, so the expressions need no visit. Only the reference
+    functions (and the helpers they call) are walked again, each once: walking the whole
+    tree once per question cost 2.5 million nodes for 1,000 claims.
     """
-    found = _Module(tree, walked)
+    found = _Module(tree)
     return found.imports, found.notes(file)
 
 
-def imports_in(tree: ast.AST, walked: list[ast.AST] | None = None) -> list[Import]:
+def imports_in(tree: ast.AST) -> list[Import]:
     """Every import statement in ``tree``, also inside functions and blocks, as (level, module, names)."""
-    return _imports(nodes(tree) if walked is None else walked)
+    return _imports(statements(tree))
 
 
 def nodes(tree: ast.AST) -> list[ast.AST]:
@@ -58,11 +60,7 @@ def nodes(tree: ast.AST) -> list[ast.AST]:
 
 
 def walk(tree: ast.AST, limit: int | None) -> list[ast.AST] | None:
-    """``nodes(tree)``, or None as soon as the tree has more than ``limit`` levels (the module being 1).
-
-    The depth check of a parse and the scan share this one walk (issue 19: with an empty cache
-    the two walks of 10,000 claims cost as much as their parses).
-    """
+    """``nodes(tree)``, or None as soon as the tree has more than ``limit`` levels (the module being 1)."""
     found: list[ast.AST] = []
     level: list[ast.AST] = [tree]
     depth = 0
@@ -91,6 +89,179 @@ def below(level: list[ast.AST]) -> list[ast.AST]:
     return children
 
 
+# --- what each node class holds, from its declaration (issue 19) ------------------------
+# With an empty cache the walk over every node of 10,000 claims (a getattr and two isinstance
+# calls per field) cost a third of their parses. Each node class says what its fields hold:
+# ``ast.BinOp.__doc__`` is "BinOp(expr left, operator op, expr right)", the grammar's own
+# declaration. A field of a built-in type (a name, a number, a string, a constant) never holds
+# a node; a field of a sum whose every constructor is fieldless (expr_context, operator, cmpop,
+# ...) holds a leaf; ``expr*`` is a list (of nodes, with None for a missing key of a dict display
+# or a keyword-only argument without default). A class whose declaration cannot be read this way
+# is walked as ``below`` walks it: every field looked at, every node taken.
+_BUILTIN_TYPES = frozenset({"identifier", "int", "string", "constant"})
+_DECLARED = re.compile(r"(\w+)\((.*)\)", re.DOTALL)
+_DECLARED_FIELD = re.compile(r"\s*(\w+)([*?]?)\s+(\w+)\s*")
+_BLOCK_TYPES = frozenset({"stmt", "excepthandler", "match_case"})  # what holds statements, and nothing else does
+
+Field = tuple[str, str, str]  # (name, type, "" or "*" or "?")
+
+
+def declared_fields(kind: type) -> list[Field] | None:
+    """The fields of node class ``kind`` as its declaration gives them, in ``_fields`` order; None when unreadable."""
+    if not kind._fields:  # type: ignore[attr-defined]
+        return []
+    found = _DECLARED.fullmatch((kind.__doc__ or "").strip())
+    if found is None or found.group(1) != kind.__name__:
+        return None
+    fields = []
+    for part in found.group(2).split(","):
+        field = _DECLARED_FIELD.fullmatch(part)
+        if field is None:
+            return None
+        fields.append((field.group(3), field.group(1), field.group(2)))
+    return fields if tuple(name for name, _, _ in fields) == kind._fields else None  # type: ignore[attr-defined]
+
+
+def _is_leaf_sum(name: str) -> bool:
+    """Whether every node of grammar type ``name`` (``expr_context``, ``cmpop``, ...) has no field at all."""
+    base = getattr(ast, name, None)
+    if not (isinstance(base, type) and issubclass(base, ast.AST)):
+        return False
+    constructors = base.__subclasses__()
+    return bool(constructors) and all(not kind._fields and not kind.__subclasses__() for kind in constructors)
+
+
+class _Plan:
+    """How the walks below read one node class: its node-holding fields, as getters that give a tuple each.
+
+    A plain class, not a dataclass: making one costs a millisecond at import, in every command.
+    """
+
+    __slots__ = ("singles", "lists", "leaves", "blocks")
+
+    def __init__(self, singles: Callable[[ast.AST], tuple[object, ...]] | None,
+                 lists: Callable[[ast.AST], tuple[list[ast.AST | None], ...]] | None, leaves: tuple[str, ...],
+                 blocks: Callable[[ast.AST], tuple[list[ast.AST], ...]] | None) -> None:
+        self.singles = singles  # the fields holding one node or None
+        self.lists = lists  # the fields holding a list
+        self.leaves = leaves  # the fields holding only fieldless nodes (a ctx, an operator): one level more
+        self.blocks = blocks  # the fields holding statements (``statements``)
+
+
+def _getter(names: Sequence[str]) -> Callable[[ast.AST], tuple[Any, ...]] | None:
+    """A function giving the tuple of ``names``' values of a node; None for no names."""
+    if not names:
+        return None
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda node: (one(node),)
+    return attrgetter(*names)
+
+
+def _plan_of(kind: type) -> _Plan:
+    fields = declared_fields(kind) if issubclass(kind, ast.AST) else []
+    if fields is None:  # not readable: every field is looked at
+        return _Plan(_fallback, None, (), _fallback_blocks)
+    nodes_of = [(name, of, mark) for name, of, mark in fields if of not in _BUILTIN_TYPES]
+    leaves = tuple(name for name, of, _ in nodes_of if _is_leaf_sum(of))
+    inner = [(name, of, mark) for name, of, mark in nodes_of if name not in leaves]
+    return _Plan(_getter([name for name, _, mark in inner if mark != "*"]),
+                 _getter([name for name, _, mark in inner if mark == "*"]),
+                 leaves,
+                 _getter([name for name, of, mark in inner if of in _BLOCK_TYPES and mark == "*"]))
+
+
+def _fallback(node: ast.AST) -> tuple[object, ...]:
+    """The node children of a node whose class declares its fields in a form not read here (``below``'s way)."""
+    return tuple(below([node]))
+
+
+def _fallback_blocks(node: ast.AST) -> tuple[list[ast.AST], ...]:
+    """``_fallback`` for ``statements``: every child may hold a statement (the walk keeps its order all the same)."""
+    return (below([node]),)
+
+
+_PLANS: dict[type, _Plan] = {type(None): _Plan(None, None, (), None)}
+# deeper_than's part of each plan, as a plain tuple: unpacked in one step (two attribute
+# lookups per node cost a quarter of the walk; a NamedTuple unpacks the slow way)
+_Getters = tuple[Callable[[ast.AST], tuple[object, ...]] | None, Callable[[ast.AST], tuple[list[Any], ...]] | None]
+_GETTERS: dict[type, _Getters] = {type(None): (None, None)}
+
+
+def _plan(kind: type) -> _Plan:
+    found = _PLANS.get(kind)
+    if found is None:
+        found = _PLANS[kind] = _plan_of(kind)  # a race here computes the same plan twice
+    return found
+
+
+def _getters(kind: type) -> _Getters:
+    plan = _plan(kind)
+    found = _GETTERS[kind] = (plan.singles, plan.lists)
+    return found
+
+
+def deeper_than(tree: ast.AST, limit: int) -> bool:
+    """Whether ``tree`` has more than ``limit`` levels (the module being 1): ``walk(tree, limit) is None``, faster.
+
+    A level is read through each class's plan: a ctx or an operator (a leaf by declaration)
+    is not put in the next level, only remembered to make one more level when nothing else
+    does; a None taken from a field is a level's member without children, so a level of
+    Nones alone is no level (it can only be the last). Work stops once ``limit`` levels are
+    passed, so a hostile tree costs at most ``limit`` levels of work.
+    """
+    getters = _GETTERS
+    level: list[Any] = [tree]
+    previous: list[Any] = []
+    depth = 1
+    while True:
+        following: list[Any] = []
+        extend = following.extend
+        for node in level:
+            try:
+                singles, lists = getters[type(node)]
+            except KeyError:  # a class met for the first time
+                singles, lists = _getters(type(node))
+            if singles is not None:
+                extend(singles(node))
+            if lists is not None:
+                for items in lists(node):
+                    extend(items)
+        if not following:
+            break
+        if depth > limit:  # ``level`` has children, so it holds a node: a level past the limit
+            return True
+        depth += 1
+        previous, level = level, following
+    last = [node for node in level if node is not None]
+    if not last:  # Nones alone: the level before was the last
+        depth -= 1
+        last = [node for node in previous if node is not None]
+    leaf = any(getattr(node, name, None) for node in last for name in _plan(type(node)).leaves)
+    return depth + leaf > limit
+
+
+def statements(tree: ast.AST) -> list[ast.AST]:
+    """The module, its statements, except handlers and match cases, at any depth, in ``ast.walk``'s order.
+
+    ``nodes(tree)`` with everything else left out: a statement lies only in a block of a
+    statement, a handler or a case (never in an expression), so every one is reached, level
+    by level, in the same order, without visiting an expression.
+    """
+    found: list[ast.AST] = []
+    level: list[ast.AST] = [tree]
+    while level:
+        found.extend(level)
+        following: list[ast.AST] = []
+        for node in level:
+            blocks = _plan(type(node)).blocks
+            if blocks is not None:
+                for block in blocks(node):
+                    following.extend(item for item in block if isinstance(item, ast.AST))
+        level = following
+    return found
+
+
 def notes_in(tree: ast.Module, file: object) -> list[str]:
     """Return rule 1's notes for the syntax tree of a claim file whose CLAIM["file"] is ``file``."""
     return _Module(tree).notes(file)
@@ -107,12 +278,12 @@ def _imports(nodes: Iterable[ast.AST]) -> list[Import]:
 
 
 class _Module:
-    """One pass over a module: its import statements and its functions, in ast.walk order."""
+    """One pass over a module's statements: its import statements and its functions, in ast.walk order."""
 
-    def __init__(self, tree: ast.Module, walked: list[ast.AST] | None = None) -> None:
+    def __init__(self, tree: ast.Module) -> None:
         self.import_nodes: list[ast.Import | ast.ImportFrom] = []
         self.functions: list[tuple[str, FunctionNode]] = []
-        for node in nodes(tree) if walked is None else walked:
+        for node in statements(tree):
             kind = type(node)
             if kind in _PLAIN:  # most nodes: one set lookup instead of five isinstance calls
                 continue
@@ -166,12 +337,19 @@ def module_names(file: object) -> set[str]:
     """Return the dotted names the claimed file can be imported as ("src/pkg/m.py": m, pkg.m, src.pkg.m)."""
     if not isinstance(file, str) or not file.strip():
         return set()
+    return set(_module_names(file))
+
+
+@functools.lru_cache(maxsize=1024)
+def _module_names(file: str) -> frozenset[str]:
+    # Remembered: a repository's claims name a few files, and pathlib's parse of the name cost a
+    # tenth of a tiny claim's scan (issue 19); the answer depends on the string alone.
     parts = [p for p in PurePosixPath(file.replace("\\", "/")).parts if p not in ("", ".", "..", "/")]
     if parts:
         parts[-1] = parts[-1].split(".")[0]  # "solver.py" -> "solver"
     if parts and parts[-1] == "__init__":  # a package's __init__.py is imported as the package
         parts.pop()
-    return {".".join(parts[i:]) for i in range(len(parts)) if all(parts[i:])}
+    return frozenset(".".join(parts[i:]) for i in range(len(parts)) if all(parts[i:]))
 
 
 def _imported_targets(nodes: list[ast.Import | ast.ImportFrom], modules: set[str]) -> dict[str, str]:
