@@ -359,9 +359,7 @@ def open_regular(path: Path) -> BinaryIO:
     """
     fd = os.open(path, os.O_RDONLY | NO_WAIT)
     try:
-        what = not_regular(fd)
-        if what is not None:
-            raise _NotRegularFile(errno.EINVAL, f"it is {what}, not a regular file")
+        _regular_size(fd)
         return os.fdopen(fd, "rb")
     except BaseException:  # close the descriptor, then re-raise
         os.close(fd)
