@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.nesting import UNBRACKETED
 
 from physverify import affected, claim as claim_module
 from physverify.claim import (
@@ -321,20 +322,9 @@ def loads_or_load_error(path: Path) -> ClaimFile | ClaimLoadError:
         return error
 
 
-# Constructs Python nests without brackets, so the tokenizer's limit of 200 open brackets
-# does not stop them: thousands of levels parse, and a recursive walk of the tree fails
-# (issue 13, item 7). Each goes into a function the reference scan reads.
-NESTINGS = {
-    "attribute chain": lambda n: "a" + ".b" * n,
-    "additions": lambda n: "+".join(["1"] * (n + 1)),
-    "unary minus": lambda n: "-" * n + "1",
-    "calls": lambda n: "f" + "()" * n,
-    "subscripts": lambda n: "a" + "[0]" * n,
-    "not": lambda n: "not " * n + "x",
-    "conditionals": lambda n: "1 if c else " * n + "0",
-    "lambdas": lambda n: "lambda: " * n + "0",
-    "brackets": lambda n: "(" * n + "0" + ")" * n,
-}
+# Constructs that nest deep (support/nesting.py), and brackets (the tokenizer stops them at 200).
+# Each goes into a function the reference scan reads.
+NESTINGS = {**UNBRACKETED, "brackets": lambda n: "(" * n + "0" + ")" * n}
 deep_files = st.builds(
     lambda name, depth: (claim_source(functions=FUNCTIONS + f"\n\ndef reference_x():\n    return {NESTINGS[name](depth)}\n")).encode(),
     st.sampled_from(sorted(NESTINGS)),

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support.nesting import UNBRACKETED
 
 import physverify
 from physverify import claim, specscan
@@ -89,18 +90,11 @@ def test_physverify_its_tests_and_the_standard_library_read_the_same() -> None:
     assert checked > 150
 
 
-# Constructs that nest without brackets (test_claim.py's NESTINGS), each ending in a different
+# Constructs that nest without brackets (support/nesting.py), each ending in a different
 # deepest level: a ctx leaf (names, attributes), a constant, an operator, a lambda's argument
 # whose annotation is None (a level of Nones alone), a dict display's missing key.
 CHAINS: dict[str, Callable[[int], str]] = {
-    "attribute chain": lambda n: "a" + ".b" * n,
-    "additions": lambda n: "+".join(["1"] * (n + 1)),
-    "unary minus": lambda n: "-" * n + "1",
-    "calls": lambda n: "f" + "()" * n,
-    "subscripts": lambda n: "a" + "[0]" * n,
-    "not": lambda n: "not " * n + "x",
-    "conditionals": lambda n: "1 if c else " * n + "0",
-    "lambdas": lambda n: "lambda: " * n + "0",
+    **UNBRACKETED,
     "lambdas ending in keyword-only arguments": lambda n: "lambda: " * n + "(lambda *, k: 0)",
     "lambdas ending in a dict with **": lambda n: "lambda: " * n + "{**d, 1: 2}",
     "f-string at the end": lambda n: "a" + ".b" * n + " + f'{x!r:>{w}}'",
