@@ -11,6 +11,7 @@ plain functions behind them live in the support package (support/fixtures.py), w
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,18 @@ from support.fixtures import SANDBOX_VARS, Ran, init_repo, run_process
 
 from physverify import cli as _cli
 from physverify.repo import LOCAL_GIT_VARS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let Ctrl-C reach the processes the tests start, also when the suite itself was started with it ignored.
+
+    A shell without job control starts a background command (``.ci/run &``, nohup) with
+    SIGINT ignored, and an ignored signal stays ignored in every process started from it: the
+    tests that press Ctrl-C on a replay then wait for a process that never sees it. A handler
+    here is reset to the default in each child at exec, as a terminal's shell would give it.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
