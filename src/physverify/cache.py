@@ -99,8 +99,20 @@ class Cache:
         self._pending: dict[str, tuple[int, list[Any], str, StaticReading]] = {}  # by key: (written_ns, entry,
         # sha256, reading) for ``flush``
         self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: '"key":[...]' as ``flush`` encoded it
+        self._may_hold: bool | None = None  # found on first use (``may_hold``)
 
     # --- reading ------------------------------------------------------------------------
+    def may_hold(self) -> bool:
+        """Whether a reading may be found here: False when the folder had neither shards nor checkouts' files when
+        first asked (a first run, a CI runner's empty cache), so a look-up by the index's id would find nothing.
+
+        Asked once per cache object, so before this run's ``flush``; an entry another run writes
+        meanwhile is not looked for (a miss costs a parse, never a reading).
+        """
+        if self._may_hold is None:
+            self._may_hold = any(os.path.isdir(self.folder / sub) for sub in ("shards", "packs"))
+        return self._may_hold
+
     def get(self, key: str) -> tuple[str, StaticReading] | None:
         """(SHA-256, reading) kept for the content whose git object id is ``key``; None when absent or not valid."""
         if not _is_hex(key, 40):
@@ -542,6 +554,10 @@ class Readings:
             return None, None, None
         checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
+        if not self.cache.may_hold():  # an empty cache: the index (read with a git process) would find nothing
+            with self._lock:
+                self._missed.add(root)
+            return root, None, None
         blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
         kept = self._packed(root, blob) if blob is not None else None
         if kept is None:
@@ -587,7 +603,8 @@ class Readings:
         ``asked`` is an id the cache just had no entry for: when it is the bytes' own (the file as the index saw
         it, the common case), the cache is not asked again (a miss costs a parse, never a reading).
         """
-        kept = self.cache.get(found.blob) if self.cache is not None and found.blob != asked else None
+        store = self.cache
+        kept = store.get(found.blob) if store is not None and found.blob != asked and store.may_hold() else None
         if kept is not None and kept[0] == found.sha256:  # an entry holding another content's hash is never used
             return claim.with_path(path, found.sha256, kept[1], found.blob)
         static = claim.remembered(found.sha256)

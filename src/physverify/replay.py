@@ -447,6 +447,7 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
 
     ``recorder`` is told each skipped claim, with its inputs when they were read.
     """
+    targets: dict[tuple[str, str, str], tuple[str, str]] = {}  # the paths a target resolves by, per folder
     for item in items:
         seen.folders.add(id(item.config))
         seen.keys.append(item.key)
@@ -464,9 +465,14 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
             if item.reading.claim is not None and "repo" in item.reading.claim:
                 recorder.refused = True  # its checkout depends on folders the plan does not list
             recorder.claim(item.key, item.real, item.checkout.real_root, inputs)
-            if inputs is not None and item.reading.target:  # how its target resolved decided its key
-                recorder.paths.update((os.fspath(item.root / item.reading.target),
-                                       os.fspath(item.real.parent / item.reading.target)))
+            target = item.reading.target
+            if inputs is not None and target:  # how its target resolved decided its key
+                # claims of one folder name the same target: its two paths are made once (10,000 claims)
+                where = (os.fspath(item.root), os.path.dirname(item.real), target)
+                found = targets.get(where)
+                if found is None:
+                    found = targets[where] = (os.fspath(item.root / target), os.fspath(item.real.parent / target))
+                recorder.paths.update(found)
     seen.planned()
 
 
