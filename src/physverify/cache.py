@@ -96,8 +96,8 @@ class Cache:
         self._broken = False  # after a write failed, no more writes are tried in this run
         self._folders: set[Path] = set()  # the entry folders this run made or found
         self._shards: dict[str, dict[str, Any]] = {}  # by shard: its file's entries as this run first read them
-        self._pending: dict[str, tuple[int, list[Any], str, StaticReading]] = {}  # by key: (written_ns, entry,
-        # sha256, reading) for ``flush``
+        self._pending: dict[str, tuple[int, list[Any], str, StaticReading, str | None]] = {}  # by key: (written_ns,
+        # entry, sha256, reading, the entry's JSON or None) for ``flush``
         self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: '"key":[...]' as ``flush`` encoded it
         self._may_hold: bool | None = None  # found on first use (``may_hold``)
 
@@ -167,8 +167,12 @@ class Cache:
         if self._broken or not _is_hex(key, 40):
             return
         entry = _packed_fields(key, sha256, reading)
+        try:  # encoded now, while the parse workers are busy, not all at once in ``flush`` at the run's end
+            text: str | None = _ENCODER.encode(entry)
+        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is: ``_bounded`` decides
+            text = None
         with self._lock:
-            self._pending[key] = (_clock(), entry, sha256, reading)
+            self._pending[key] = (_clock(), entry, sha256, reading, text)
 
     def flush(self) -> None:
         """Write the entries ``put`` kept, one file per shard they fall in, merged with what it holds; never raises."""
@@ -177,8 +181,9 @@ class Cache:
         if self._broken or not pending:
             return
         by_shard: dict[str, dict[str, list[Any]]] = {}
-        for key, (written, entry, _, _) in pending.items():
+        for key, (written, entry, _, _, _) in pending.items():
             by_shard.setdefault(key[:2], {})[key] = [written, *entry]
+        encoded = {key: text for key, (_, _, _, _, text) in pending.items() if text is not None}
         folder = self.folder / "shards"
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -192,9 +197,9 @@ class Cache:
                 entries = {key: raw for key, raw in self._read_shard(prefix).items()
                            if _is_hex(key, 40) and key[:2] == prefix and _valid_kept(raw, key)}
                 entries.update(new)
-                kept = _bounded(entries)
+                kept = _bounded(entries, encoded)
                 for key in new.keys() & kept.keys():  # save_pack writes these again: encoded once
-                    _, _, sha256, reading = pending[key]
+                    _, _, sha256, reading, _ = pending[key]
                     self._texts[key] = (sha256, reading, f'"{key}":{kept[key][1]}')  # keys are hex: no escape
                 data = _shard_bytes(prefix, {key: text for key, (text, _) in kept.items()})
                 if data is not None:
@@ -404,13 +409,14 @@ _SHARD_READ_LIMIT = 4 * MAX_BYTES // SHARDS + MAX_ENTRY_BYTES  # a shard's file 
 _ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"))  # ensure_ascii: a lone surrogate travels escaped
 
 
-def _bounded(entries: dict[str, list[Any]]) -> dict[str, tuple[str, str]]:
+def _bounded(entries: dict[str, list[Any]], encoded: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]]:
     """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, by key, each encoded twice:
     as the shard holds it ([written_ns, key, ...]) and as a checkout's file does ([key, ...], ``_packed_fields``).
 
     The oldest go first (by the time they were written; the key breaks a tie). An entry JSON
     cannot hold, or larger than MAX_ENTRY_BYTES, is left out: its file is read each time instead.
     The second form is the first without its leading number: one encoding gives both.
+    ``encoded`` holds that second form for entries encoded already (``put``: this run's).
     """
     most, room = max(1, math.ceil(MAX_ENTRIES / SHARDS)), max(MAX_BYTES // SHARDS, MAX_ENTRY_BYTES)
     kept: dict[str, tuple[str, str]] = {}
@@ -418,7 +424,9 @@ def _bounded(entries: dict[str, list[Any]]) -> dict[str, tuple[str, str]]:
         if len(kept) >= most:
             break
         try:
-            packed = _ENCODER.encode(raw[1:])
+            packed = encoded.get(key) if encoded is not None else None
+            if packed is None:
+                packed = _ENCODER.encode(raw[1:])
             text = f"[{int.__repr__(raw[0])},{packed[1:]}"  # as JSON writes the integer
         except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is
             continue
