@@ -22,7 +22,7 @@ from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo, run_process
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physverify import forkclient, gate, ledger, replay
+from physverify import forkclient, gate, ledger, noop, replay
 from physverify.gate import (
     DECIDED,
     FIXED,
@@ -359,6 +359,75 @@ def test_a_changed_module_starts_the_fork_server_and_a_run_that_needs_none_leave
     assert _carrying(tag) == []
 
 
+def _join_warm_up() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "physverify-warm-up":
+            thread.join(120)
+
+
+class _Starts:
+    """What forkclient.start was asked (the real one runs): each call's cancel event, as the warm-up passed it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.events: list[threading.Event | None] = []
+        real = forkclient.start
+
+        def start(cancelled: threading.Event | None = None) -> None:
+            self.events.append(cancelled)
+            real(cancelled)
+
+        monkeypatch.setattr(forkclient, "start", start)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["no Python file changed", "the no-op memo answers", "a bad ref"])
+def test_a_wrong_guess_kills_the_fork_server_it_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        case: str) -> None:
+    """--changed-since starts the server before git says what changed (a guess); once the change set holds no
+    Python file, or the memo knows the run is a no-op, or the run stops on an error, the server still starting is
+    killed: without that it would finish its start and stay, registered, for claims that never come."""
+    repo = make_repo(tmp_path, GOOD)
+    run(tmp_path)
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("ledger")
+    forkclient.shutdown()
+    if case == "no Python file changed":
+        (tmp_path / "notes.txt").write_text("a note\n")
+    elif case == "the no-op memo answers":
+        (tmp_path / "tool.py").write_text("print('a script no claim imports')\n")
+        monkeypatch.setattr(noop, "RACY_NS", 300 * 10**6)  # a plan is kept once its files are 0.3 s old
+        time.sleep(0.35)
+        first = run(tmp_path, changed_since="HEAD")
+        assert first.claims == () and first.warnings == ()
+        _join_warm_up()
+        forkclient.shutdown()  # the first run's guess was right as far as it knew (tool.py is Python)
+    starts = _Starts(monkeypatch)
+    if case == "a bad ref":
+        with pytest.raises(UsageError):
+            run(tmp_path, changed_since="no-such-ref")
+    else:
+        result = run(tmp_path, changed_since="HEAD")
+        assert result.claims == () and result.skipped == ("claims/claim_00.py",)
+    _join_warm_up()
+    assert len(starts.events) == 1, "the run did not guess"
+    assert starts.events[0] is not None and starts.events[0].is_set()
+    assert forkclient.servers() == {}, "the server the guess started outlived the run"
+
+
+def test_the_hook_starts_no_server_when_no_staged_file_is_python(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, GOOD)
+    run(tmp_path)
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("ledger")
+    forkclient.shutdown()
+    monkeypatch.chdir(tmp_path)
+    starts = _Starts(monkeypatch)
+    result = replay.replay(["claims"], pre_commit=True, files=["README.md"], timeout_s=60, jobs=1)
+    _join_warm_up()
+    assert result.claims == () and starts.events == []
+
+
 @pytest.mark.slow
 def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_repo(tmp_path, GOOD)
@@ -652,18 +721,22 @@ def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
     assert pulled_after_start == [True]
 
 
-def test_the_fork_server_starts_during_discovery_only_when_every_claim_runs(
+def test_the_fork_server_starts_at_once_for_a_full_replay_and_a_changes_guess_is_taken_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from physverify import forkclient, isolate
 
     make_repo(tmp_path, claims=1)
-    starts: list[str] = []
-    monkeypatch.setattr(forkclient, "start", lambda: starts.append("start"))
+    starts: list[threading.Event | None] = []
+    monkeypatch.setattr(forkclient, "start", lambda cancelled=None: starts.append(cancelled))
     monkeypatch.setattr(isolate, "fork_supported", lambda: True)
     run(tmp_path, jobs=1, dry_run=True, isolation="fresh")
+    _join_warm_up()
     assert starts == []
-    run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # most such runs run nothing
-    assert starts == []
+    run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # a guess, taken back: nothing changed
+    _join_warm_up()
+    assert len(starts) in (0, 1) and all(event is not None and event.is_set() for event in starts)
+    starts.clear()
     run(tmp_path, jobs=1, dry_run=True, isolation="fork")
-    assert starts == ["start"]
+    _join_warm_up()
+    assert len(starts) == 1 and starts[0] is not None and not starts[0].is_set()
