@@ -380,12 +380,26 @@ class _Starts:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["no Python file changed", "the no-op memo answers", "a bad ref"])
-def test_a_wrong_guess_kills_the_fork_server_it_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        case: str) -> None:
-    """--changed-since starts the server before git says what changed (a guess); once the change set holds no
-    Python file, or the memo knows the run is a no-op, or the run stops on an error, the server still starting is
-    killed: without that it would finish its start and stay, registered, for claims that never come."""
+def test_a_full_replay_that_stops_on_an_error_kills_the_server_it_started(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full replay starts the server as soon as its settings are read; when the run then stops on an error
+    (here a baseline git cannot resolve), the server still starting is killed: without that it would finish its
+    start and stay, registered, for claims that never come."""
+    make_repo(tmp_path, GOOD)
+    starts = _Starts(monkeypatch)
+    with pytest.raises(UsageError):
+        run(tmp_path, baseline="no-such-ref")
+    _join_warm_up()
+    assert len(starts.events) <= 1 and all(event is not None and event.is_set() for event in starts.events)
+    assert forkclient.servers() == {}, "the server the run started outlived it"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["no Python file changed", "the no-op memo answers"])
+def test_a_replay_of_changes_starts_no_server_before_it_knows_a_python_file_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """No guess before git has said what changed (its cost fell on the no-op hook): a change set without a
+    Python file, or a no-op the memo answers, starts no server at all."""
     repo = make_repo(tmp_path, GOOD)
     run(tmp_path)
     repo.index.add(["claims/confirm_ledger.jsonl"])
@@ -393,25 +407,19 @@ def test_a_wrong_guess_kills_the_fork_server_it_started(tmp_path: Path, monkeypa
     forkclient.shutdown()
     if case == "no Python file changed":
         (tmp_path / "notes.txt").write_text("a note\n")
-    elif case == "the no-op memo answers":
+    else:
         (tmp_path / "tool.py").write_text("print('a script no claim imports')\n")
         monkeypatch.setattr(noop, "RACY_NS", 300 * 10**6)  # a plan is kept once its files are 0.3 s old
         time.sleep(0.35)
         first = run(tmp_path, changed_since="HEAD")
         assert first.claims == () and first.warnings == ()
         _join_warm_up()
-        forkclient.shutdown()  # the first run's guess was right as far as it knew (tool.py is Python)
+        forkclient.shutdown()  # the first run's own start: tool.py is Python and no memo had answered yet
     starts = _Starts(monkeypatch)
-    if case == "a bad ref":
-        with pytest.raises(UsageError):
-            run(tmp_path, changed_since="no-such-ref")
-    else:
-        result = run(tmp_path, changed_since="HEAD")
-        assert result.claims == () and result.skipped == ("claims/claim_00.py",)
+    result = run(tmp_path, changed_since="HEAD")
     _join_warm_up()
-    assert len(starts.events) == 1, "the run did not guess"
-    assert starts.events[0] is not None and starts.events[0].is_set()
-    assert forkclient.servers() == {}, "the server the guess started outlived the run"
+    assert result.claims == () and result.skipped == ("claims/claim_00.py",)
+    assert starts.events == [] and forkclient.servers() == {}
 
 
 def test_the_hook_starts_no_server_when_no_staged_file_is_python(tmp_path: Path,
@@ -721,7 +729,7 @@ def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
     assert pulled_after_start == [True]
 
 
-def test_the_fork_server_starts_at_once_for_a_full_replay_and_a_changes_guess_is_taken_back(
+def test_the_fork_server_starts_with_the_settings_only_when_every_claim_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from physverify import forkclient, isolate
@@ -733,10 +741,9 @@ def test_the_fork_server_starts_at_once_for_a_full_replay_and_a_changes_guess_is
     run(tmp_path, jobs=1, dry_run=True, isolation="fresh")
     _join_warm_up()
     assert starts == []
-    run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # a guess, taken back: nothing changed
+    run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # most such runs run nothing
     _join_warm_up()
-    assert len(starts) in (0, 1) and all(event is not None and event.is_set() for event in starts)
-    starts.clear()
+    assert starts == []
     run(tmp_path, jobs=1, dry_run=True, isolation="fork")
     _join_warm_up()
     assert len(starts) == 1 and starts[0] is not None and not starts[0].is_set()
