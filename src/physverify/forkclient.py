@@ -63,8 +63,7 @@ class ForkUnavailable(Exception):
 class ForkServer:
     """A running server process, the modules it preloaded and the files they came from."""
 
-    def __init__(self, preload: frozenset[str], python_path: str | None = None,
-                 cancelled: threading.Event | None = None) -> None:
+    def __init__(self, preload: frozenset[str], python_path: str | None = None) -> None:
         self.preload = preload
         self.broken = False
         self.retired = False
@@ -88,16 +87,8 @@ class ForkServer:
         theirs.close()
         self._sock = mine
         mine.send(json.dumps({"secret": self._secret}).encode())  # never on its command line or in its environment
-        with _starting_lock:  # abandon_start kills it from now on; a cancel made before, here
-            _starting.add(self._proc)
-            if cancelled is not None and cancelled.is_set():
-                _kill_starting(self._proc)
-        try:
-            with tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
-                files = self._read_files()
-        finally:
-            with _starting_lock:
-                _starting.discard(self._proc)
+        with tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
+            files = self._read_files()
         self._stamps = {file: _stamp(file) for file in files}
         self._checked = time.monotonic()
 
@@ -204,8 +195,6 @@ class ForkServer:
 
 
 _registry_lock = threading.Lock()
-_starting_lock = threading.Lock()  # never held while waiting: abandon_start must not wait for a start
-_starting: set[subprocess.Popen[bytes]] = set()  # servers between their start and their ready message
 _servers: dict[frozenset[str], ForkServer] = {}  # one per configuration: physverify.yaml's preload list
 _exit_hook: list[object] = []
 
@@ -216,8 +205,7 @@ def servers() -> dict[frozenset[str], ForkServer]:
         return dict(_servers)
 
 
-def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path: str | None = None, *,
-             cancelled: threading.Event | None = None) -> ForkServer:
+def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path: str | None = None) -> ForkServer:
     """The configuration's server when it preloaded ``preload`` and nothing changed, else a new one.
 
     ``python_path`` is the PYTHONPATH the claim's own child would start with (None: this
@@ -232,7 +220,7 @@ def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path
                 _retire(server)
             _servers.pop(configuration, None)
             refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
-            server = ForkServer(preload | keep, python_path, cancelled)  # the union within one configuration: its claims rarely differ much
+            server = ForkServer(preload | keep, python_path)  # the union within one configuration: its claims rarely differ much
             if not _exit_hook:
                 _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
             _servers[configuration] = server
@@ -261,36 +249,16 @@ def shutdown() -> None:
         _servers.clear()
 
 
-def start(cancelled: threading.Event | None = None) -> None:
-    """Start the server with BASE_PRELOAD now, unless one runs (replay calls it before it knows a claim will run).
+def start() -> None:
+    """Start the server with BASE_PRELOAD now, unless one runs (replay calls it while discovery reads the claims).
 
     A claim that needs more modules starts a server with the union, as always; a server
-    that cannot start leaves the claims to fall back to fresh children, as always. Once
-    ``cancelled`` is set, a server this call is starting is killed (``abandon_start``).
+    that cannot start leaves the claims to fall back to fresh children, as always.
     """
     try:
-        _release(_acquire(frozenset(), frozenset(BASE_PRELOAD), cancelled=cancelled))  # a folder without preload
+        _release(_acquire(frozenset(), frozenset(BASE_PRELOAD)))  # the configuration of a folder without preload
     except (ForkUnavailable, Stopped):
         return
-
-
-def abandon_start() -> None:
-    """Kill every server still starting: the run that guessed a claim would run found none will.
-
-    The thread that started it gets EOF, so no server is registered and none outlives the
-    run. A server already ready is left alone (it ends with the run, as every server does).
-    """
-    with _starting_lock:
-        for proc in _starting:
-            _kill_starting(proc)
-
-
-def _kill_starting(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:  # not reaped yet, so the pid is still its own
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # its own session (start_new_session): its group is its pid
-        except ProcessLookupError:
-            pass
 
 
 def run_forked(
@@ -322,13 +290,13 @@ def _ends_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
     """Whether ``proc`` exits within ``seconds``, told by the kernel where it can (a pidfd, Linux 5.3).
 
     ``Popen.wait(timeout)`` polls with growing sleeps, so a server that exits in 5 ms is seen
-    late; every run's end waits for it.
+    late; the end of every run waits for it.
     """
     if proc.returncode is not None:  # reaped: its pid may be another process's by now
         return True
     try:
         pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux, an older kernel, or it is already reaped
+    except (AttributeError, OSError):  # not Linux, an older kernel
         try:
             proc.wait(timeout=seconds)
         except subprocess.TimeoutExpired:

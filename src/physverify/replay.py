@@ -24,7 +24,6 @@ import fnmatch
 import hashlib
 import os
 import stat
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -564,54 +563,16 @@ def _forks(configs: Sequence[Config], run: settings.RunSettings) -> bool:
     return any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs)
 
 
-class _WarmUp:
-    """The fork server's start in the background, as soon as the run knows a claim will likely run (the one place that starts it).
+def _warm_up() -> None:
+    """Start the fork server in the background now, so the first claim finds it ready (the one place that does)."""
+    from physverify import forkclient
 
-    The server's start (an interpreter importing numpy) is longer than everything the run
-    does before its first claim. A full replay starts it once its settings are read; a
-    replay of changes once the no-op memo has not answered and a changed file is Python.
-    When the run stops on an error first, the server still starting is killed (``cancel``).
-    Starting it before the change set is known, on a guess, was measured and left out: in the
-    warm no-op on 10,000 claims the guess cost the run 16 ms of its own CPU, and the server's
-    start (killed once the guess proved wrong) took 64 ms of wall at load average 4.
-    """
-
-    def __init__(self) -> None:
-        self.started = False
-        self.cancelled = threading.Event()
-
-    def __enter__(self) -> _WarmUp:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if kind is not None:
-            self.cancel()
-
-    def start(self, configs: Sequence[Config], run: settings.RunSettings) -> None:
-        """In a thread, which also imports the child-process layer: the run's own work goes on meanwhile."""
-        if not self.started:
-            self.started = True
-            threading.Thread(target=self._start, args=(configs, run), name="physverify-warm-up", daemon=True).start()
-
-    def _start(self, configs: Sequence[Config], run: settings.RunSettings) -> None:
-        if _forks(configs, run):
-            from physverify import forkclient
-
-            if not self.cancelled.is_set():
-                forkclient.start(self.cancelled)
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-        forkclient = sys.modules.get("physverify.forkclient")  # not imported: no server was started
-        if self.started and forkclient is not None:
-            forkclient.abandon_start()
+    threading.Thread(target=forkclient.start, name="physverify-warm-up", daemon=True).start()
 
 
 def _python_file(paths: Iterable[str]) -> bool:
     """Whether a changed file is a Python file: then a claim probably runs (a guess for speed; the plan decides)."""
     return any(path.endswith(".py") for path in paths)
-
-
 
 
 def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
@@ -698,66 +659,68 @@ def replay(
     seconds, workers, shard_kn, target = run.timeout_s, run.jobs, run.shard, run.ledger
     if not dry_run:
         _check_ledger(target)  # found before the claims run, not after
-    with _WarmUp() as warm:  # a server still starting when the run stops on an error is killed
-        if changed_since is None and files is None and not pre_commit:  # every claim runs
-            warm.start(configs, run)
-        committed, moved = committed_ledger(first, target, ledger is not None, baseline)
-        blob = committed_blob(committed, baseline)
-        store = cache.open_cache()
-        checkouts = repo.Checkouts()
-        changes = None
-        key_material = None
-        memo_problem = None
-        if changed_since is not None or files is not None or pre_commit:
-            changes = _Changes(changed_since, files or ())
-            folders = [checkouts.for_folder(cfg.folder) for cfg in configs]
-            for checkout in folders:  # a bad --changed-since is a usage error before anything runs
-                changes.of(checkout.root)
-            if store is not None and blob[0] is not None and not moved:
-                key_material = _material(configs, folders, target, committed, blob, shard_kn)
-                memo, memo_problem = noop.recall(store, key_material)
-                kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
-                if kept is not None:  # nothing planning looks at changed, and the change reaches no claim
-                    return ReplayResult(claims=(), skipped=kept, ledger=target, written=0, fail_on=first.fail_on,
-                                        exit_code=exit_code([], pre_commit=pre_commit, written=0), warnings=(),
-                                        notes=(), baseline_ref=blob[1], shard=shard)
-            if _python_file(path for c in folders for path in changes.of(c.root)):
-                warm.start(configs, run)  # a changed module is likely some claim's: the server starts while the plan is made
-        before = load_baseline(target, baseline, committed, blob=blob)
-        warnings = list(before.problems) + moved + _baseline_note(before, target)
-        if before.path is not None and before.path != target:
-            warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
-                            f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
-        recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
-        if before.head_copy is not None:
-            checkouts.know((before.head_copy,))
-        readings = cache.Readings(store, checkouts)
-        renames = _Renames(before)
-        before = renames.baseline
-        seen = _Plan(progress)
-        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
-        watch = recorder if key_material is not None else None
-        planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read_each, watch))
-        stream = _selected(planned, before.latest, changes, seen, watch)
-        runs = _write(_run_all(run_one, stream, workers), target, dry_run)
-        readings.close()
-        warnings += readings.problems
-        warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
-                     for new, old in before.followed.items()]
-        if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
-            warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
-                         for cfg in configs if id(cfg) not in seen.folders]
-        skipped = seen.skipped
-        runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
-        if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
-            _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
-        if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
-            store.warn(memo_problem)
-            warnings += [line for line in store.problems if line not in warnings]
-        written = sum(run.recorded for run in runs)
-        return ReplayResult(
-            claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
-            exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
-            notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
-        )
+    if changed_since is None and files is None and not pre_commit and _forks(configs, run):
+        # Every claim runs: the server's start (an interpreter importing numpy) overlaps all the run does
+        # before its first claim, git and discovery included. A replay of changes waits for the change set:
+        # starting on a guess cost the warm no-op on 10,000 claims 64 ms at load average 4 (measured).
+        _warm_up()
+    committed, moved = committed_ledger(first, target, ledger is not None, baseline)
+    blob = committed_blob(committed, baseline)
+    store = cache.open_cache()
+    checkouts = repo.Checkouts()
+    changes = None
+    key_material = None
+    memo_problem = None
+    if changed_since is not None or files is not None or pre_commit:
+        changes = _Changes(changed_since, files or ())
+        folders = [checkouts.for_folder(cfg.folder) for cfg in configs]
+        for checkout in folders:  # a bad --changed-since is a usage error before anything runs
+            changes.of(checkout.root)
+        if store is not None and blob[0] is not None and not moved:
+            key_material = _material(configs, folders, target, committed, blob, shard_kn)
+            memo, memo_problem = noop.recall(store, key_material)
+            kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
+            if kept is not None:  # nothing planning looks at changed, and the change reaches no claim
+                return ReplayResult(claims=(), skipped=kept, ledger=target, written=0, fail_on=first.fail_on,
+                                    exit_code=exit_code([], pre_commit=pre_commit, written=0), warnings=(),
+                                    notes=(), baseline_ref=blob[1], shard=shard)
+        if _python_file(path for c in folders for path in changes.of(c.root)) and _forks(configs, run):
+            _warm_up()  # a changed module is likely some claim's: the server starts while the plan is made
+    before = load_baseline(target, baseline, committed, blob=blob)
+    warnings = list(before.problems) + moved + _baseline_note(before, target)
+    if before.path is not None and before.path != target:
+        warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
+                        f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
+    recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
+    if before.head_copy is not None:
+        checkouts.know((before.head_copy,))
+    readings = cache.Readings(store, checkouts)
+    renames = _Renames(before)
+    before = renames.baseline
+    seen = _Plan(progress)
+    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
+    watch = recorder if key_material is not None else None
+    planned = renames.follow(_plan(configs, shard_kn, checkouts, readings.read_each, watch))
+    stream = _selected(planned, before.latest, changes, seen, watch)
+    runs = _write(_run_all(run_one, stream, workers), target, dry_run)
+    readings.close()
+    warnings += readings.problems
+    warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
+                 for new, old in before.followed.items()]
+    if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
+        warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
+                     for cfg in configs if id(cfg) not in seen.folders]
+    skipped = seen.skipped
+    runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
+    if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
+        _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
+    if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
+        store.warn(memo_problem)
+        warnings += [line for line in store.problems if line not in warnings]
+    written = sum(run.recorded for run in runs)
+    return ReplayResult(
+        claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
+        exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
+        notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
+    )
 
