@@ -47,7 +47,7 @@ def test_discovery_read_ahead_keeps_the_order_and_raises_its_error_in_the_consum
         yield from range(500)
         raise OSError("discovery failed")
 
-    ahead = replay_module._ahead(items())  # type: ignore[arg-type]
+    ahead = replay_module._Ahead(items())  # type: ignore[arg-type]
     got = []
     try:
         for item in ahead:
@@ -72,7 +72,7 @@ def test_discovery_read_ahead_stops_once_its_consumer_is_closed() -> None:
                 first.set()
                 release.wait(10)
 
-    ahead = replay_module._ahead(items())  # type: ignore[arg-type]
+    ahead = replay_module._Ahead(items())  # type: ignore[arg-type]
     assert first.wait(10)
     assert next(ahead) == 0
     ahead.close()  # the consumer is done: the thread stops at its next claim

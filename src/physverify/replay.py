@@ -442,42 +442,54 @@ def _frozen_while(items: Iterable[_Planned]) -> Iterator[_Planned]:
         yield item
 
 
-def _ahead(items: Iterator[_Planned]) -> Iterator[_Planned]:
+class _Ahead(Iterator[_Planned]):
     """``items``, produced from now on by a thread of their own, in order; its exception is raised to the consumer.
 
     Discovery reads the claims and hands them to the parse workers while the caller reads
     the committed ledger: the workers waited for the baseline before (0.3 s of a cold
     10,000-claim no-op, one core idle). The thread only reads (claim.py, cache.py and repo.py
-    lock what they share); it stops at the next claim once the consumer is closed.
+    lock what they share). It stops at its next claim once ``close`` is called or this
+    object is dropped (a run that ends with an error reads no further).
     """
-    found: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()  # (0, item), (1, None) at the end, (2, exception)
-    stop = threading.Event()
 
-    def produce() -> None:
-        try:
-            for item in items:
-                if stop.is_set():
-                    return
-                found.put((0, item))
-            found.put((1, None))
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            found.put((2, exc))
+    def __init__(self, items: Iterator[_Planned]) -> None:
+        # (0, item), (1, None) at the end, (2, exception); the thread holds these, never self, so dropping self stops it
+        self._found: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._done = False
+        threading.Thread(target=_produce, args=(items, self._found, self._stop), name="physverify-discovery",
+                         daemon=True).start()
 
-    threading.Thread(target=produce, name="physverify-discovery", daemon=True).start()
+    def __next__(self) -> _Planned:
+        if self._done:
+            raise StopIteration
+        kind, value = self._found.get()
+        if kind == 0:
+            return value
+        self._done = True
+        self._stop.set()
+        if kind == 2:
+            raise value
+        raise StopIteration
 
-    def consume() -> Iterator[_Planned]:
-        try:
-            while True:
-                kind, value = found.get()
-                if kind == 1:
-                    return
-                if kind == 2:
-                    raise value
-                yield value
-        finally:
-            stop.set()
+    def close(self) -> None:
+        """Stop reading ahead (at the thread's next claim)."""
+        self._stop.set()
 
-    return consume()
+    def __del__(self) -> None:
+        self._stop.set()
+
+
+def _produce(items: Iterator[_Planned], found: queue.SimpleQueue[tuple[int, Any]], stop: threading.Event) -> None:
+    """``_Ahead``'s thread: each item into ``found`` until ``stop`` is set, then the end or the exception."""
+    try:
+        for item in items:
+            if stop.is_set():
+                return
+            found.put((0, item))
+        found.put((1, None))
+    except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+        found.put((2, exc))
 
 
 def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Changes | None,
@@ -755,8 +767,12 @@ def replay(
     gc.freeze()  # what the run has made so far lives to its end (see _frozen_while)
     readings = cache.Readings(store, checkouts)
     watch = recorder if key_material is not None else None
-    discovered = _ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))  # read while the baseline is
-    before = load_baseline(target, baseline, committed, blob=blob)
+    discovered = _Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))  # read while the baseline is
+    try:
+        before = load_baseline(target, baseline, committed, blob=blob)
+    except BaseException:
+        discovered.close()  # no baseline, no run: nothing more is read
+        raise
     warnings = list(before.problems) + moved + _baseline_note(before, target)
     if before.path is not None and before.path != target:
         warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
