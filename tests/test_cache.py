@@ -313,18 +313,53 @@ def test_a_listing_of_the_index_in_a_form_not_expected_is_given_up(tmp_path: Pat
 
 def test_a_cold_read_asks_the_cache_once_per_claim_and_reads_as_a_cache_less_read(
         project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 19: the index's id is the bytes' own id here, so the miss is not asked again after the file is read."""
+    """Issue 19: the index's id is the bytes' own id here, so the miss is not asked again after the file is read;
+    a cache folder holding nothing yet is not asked at all (nor is git's index read for it)."""
     path = project / "claims" / "decay_claim.py"
     asked: list[str] = []
-    real_get = cache.Cache.get
+    indexed: list[Path] = []
+    real_get, real_blob_id = cache.Cache.get, repo.Checkout.blob_id
 
     def counted(self: cache.Cache, key: str) -> object:
         asked.append(key)
         return real_get(self, key)
 
+    def looked_up(self: repo.Checkout, file: Path, key: str | None = None) -> str | None:
+        indexed.append(file)
+        return real_blob_id(self, file, key)
+
     monkeypatch.setattr(cache.Cache, "get", counted)
-    readings = cache.Readings(cache.Cache(tmp_path / "c"), repo.Checkouts())
-    [reading] = list(readings.read_each([(path, path.resolve())]))
+    monkeypatch.setattr(repo.Checkout, "blob_id", looked_up)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "c" / "shards").mkdir(parents=True)  # holds a shard folder (another content's entries, say)
+    for folder, expected in ((tmp_path / "empty", []), (tmp_path / "c", [claim.git_blob_id(path.read_bytes())])):
+        asked.clear()
+        indexed.clear()
+        readings = cache.Readings(cache.Cache(folder), repo.Checkouts())
+        [reading] = list(readings.read_each([(path, path.resolve())]))
+        readings.close()
+        assert asked == expected and indexed == ([path] if expected else [])
+        assert reading == claim.read(path) and reading.problem is None
+
+
+def test_once_the_cache_holds_a_reading_it_is_found_through_the_index_without_opening_the_file(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The empty cache's shortcut (no index look-up) is taken only while the folder holds nothing."""
+    path = project / "claims" / "decay_claim.py"
+    folder = tmp_path / "c"
+    readings = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    [first] = list(readings.read_each([(path, path.resolve())]))
     readings.close()
-    assert asked == [claim.git_blob_id(path.read_bytes())]
-    assert reading == claim.read(path) and reading.problem is None
+    shutil.rmtree(folder / "packs")  # only the shard holds it: found by the index's id
+    opened: list[Path] = []
+    real_contents = claim.contents
+
+    def contents(file: Path) -> object:
+        opened.append(file)
+        return real_contents(file)
+
+    monkeypatch.setattr(claim, "contents", contents)
+    readings = cache.Readings(cache.Cache(folder), repo.Checkouts())
+    [again] = list(readings.read_each([(path, path.resolve())]))
+    readings.close()
+    assert opened == [] and again == first

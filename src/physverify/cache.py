@@ -96,11 +96,23 @@ class Cache:
         self._broken = False  # after a write failed, no more writes are tried in this run
         self._folders: set[Path] = set()  # the entry folders this run made or found
         self._shards: dict[str, dict[str, Any]] = {}  # by shard: its file's entries as this run first read them
-        self._pending: dict[str, tuple[int, list[Any], str, StaticReading]] = {}  # by key: (written_ns, entry,
-        # sha256, reading) for ``flush``
+        self._pending: dict[str, tuple[int, list[Any], str, StaticReading, str | None]] = {}  # by key: (written_ns,
+        # entry, sha256, reading, the entry's JSON or None) for ``flush``
         self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: '"key":[...]' as ``flush`` encoded it
+        self._may_hold: bool | None = None  # found on first use (``may_hold``)
 
     # --- reading ------------------------------------------------------------------------
+    def may_hold(self) -> bool:
+        """Whether a reading may be found here: False when the folder had neither shards nor checkouts' files when
+        first asked (a first run, a CI runner's empty cache), so a look-up by the index's id would find nothing.
+
+        Asked once per cache object, so before this run's ``flush``; an entry another run writes
+        meanwhile is not looked for (a miss costs a parse, never a reading).
+        """
+        if self._may_hold is None:
+            self._may_hold = any(os.path.isdir(self.folder / sub) for sub in ("shards", "packs"))
+        return self._may_hold
+
     def get(self, key: str) -> tuple[str, StaticReading] | None:
         """(SHA-256, reading) kept for the content whose git object id is ``key``; None when absent or not valid."""
         if not _is_hex(key, 40):
@@ -155,8 +167,12 @@ class Cache:
         if self._broken or not _is_hex(key, 40):
             return
         entry = _packed_fields(key, sha256, reading)
+        try:  # encoded now, while the parse workers are busy, not all at once in ``flush`` at the run's end
+            text: str | None = _ENCODER.encode(entry)
+        except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is: ``_bounded`` decides
+            text = None
         with self._lock:
-            self._pending[key] = (_clock(), entry, sha256, reading)
+            self._pending[key] = (_clock(), entry, sha256, reading, text)
 
     def flush(self) -> None:
         """Write the entries ``put`` kept, one file per shard they fall in, merged with what it holds; never raises."""
@@ -165,8 +181,9 @@ class Cache:
         if self._broken or not pending:
             return
         by_shard: dict[str, dict[str, list[Any]]] = {}
-        for key, (written, entry, _, _) in pending.items():
+        for key, (written, entry, _, _, _) in pending.items():
             by_shard.setdefault(key[:2], {})[key] = [written, *entry]
+        encoded = {key: text for key, (_, _, _, _, text) in pending.items() if text is not None}
         folder = self.folder / "shards"
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -180,9 +197,9 @@ class Cache:
                 entries = {key: raw for key, raw in self._read_shard(prefix).items()
                            if _is_hex(key, 40) and key[:2] == prefix and _valid_kept(raw, key)}
                 entries.update(new)
-                kept = _bounded(entries)
+                kept = _bounded(entries, encoded)
                 for key in new.keys() & kept.keys():  # save_pack writes these again: encoded once
-                    _, _, sha256, reading = pending[key]
+                    _, _, sha256, reading, _ = pending[key]
                     self._texts[key] = (sha256, reading, f'"{key}":{kept[key][1]}')  # keys are hex: no escape
                 data = _shard_bytes(prefix, {key: text for key, (text, _) in kept.items()})
                 if data is not None:
@@ -392,13 +409,14 @@ _SHARD_READ_LIMIT = 4 * MAX_BYTES // SHARDS + MAX_ENTRY_BYTES  # a shard's file 
 _ENCODER = json.JSONEncoder(allow_nan=True, separators=(",", ":"))  # ensure_ascii: a lone surrogate travels escaped
 
 
-def _bounded(entries: dict[str, list[Any]]) -> dict[str, tuple[str, str]]:
+def _bounded(entries: dict[str, list[Any]], encoded: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]]:
     """The newest entries of a shard within its share of MAX_ENTRIES and MAX_BYTES, by key, each encoded twice:
     as the shard holds it ([written_ns, key, ...]) and as a checkout's file does ([key, ...], ``_packed_fields``).
 
     The oldest go first (by the time they were written; the key breaks a tie). An entry JSON
     cannot hold, or larger than MAX_ENTRY_BYTES, is left out: its file is read each time instead.
     The second form is the first without its leading number: one encoding gives both.
+    ``encoded`` holds that second form for entries encoded already (``put``: this run's).
     """
     most, room = max(1, math.ceil(MAX_ENTRIES / SHARDS)), max(MAX_BYTES // SHARDS, MAX_ENTRY_BYTES)
     kept: dict[str, tuple[str, str]] = {}
@@ -406,7 +424,9 @@ def _bounded(entries: dict[str, list[Any]]) -> dict[str, tuple[str, str]]:
         if len(kept) >= most:
             break
         try:
-            packed = _ENCODER.encode(raw[1:])
+            packed = encoded.get(key) if encoded is not None else None
+            if packed is None:
+                packed = _ENCODER.encode(raw[1:])
             text = f"[{int.__repr__(raw[0])},{packed[1:]}"  # as JSON writes the integer
         except (TypeError, ValueError, OverflowError):  # a value JSON cannot hold as it is
             continue
@@ -542,6 +562,10 @@ class Readings:
             return None, None, None
         checkout = self.checkouts.for_claim(path, None, real)
         root = checkout.real_root
+        if not self.cache.may_hold():  # an empty cache: the index (read with a git process) would find nothing
+            with self._lock:
+                self._missed.add(root)
+            return root, None, None
         blob = checkout.blob_id(path, checkout.relative_real(real) if real is not None else None)
         kept = self._packed(root, blob) if blob is not None else None
         if kept is None:
@@ -587,7 +611,8 @@ class Readings:
         ``asked`` is an id the cache just had no entry for: when it is the bytes' own (the file as the index saw
         it, the common case), the cache is not asked again (a miss costs a parse, never a reading).
         """
-        kept = self.cache.get(found.blob) if self.cache is not None and found.blob != asked else None
+        store = self.cache
+        kept = store.get(found.blob) if store is not None and found.blob != asked and store.may_hold() else None
         if kept is not None and kept[0] == found.sha256:  # an entry holding another content's hash is never used
             return claim.with_path(path, found.sha256, kept[1], found.blob)
         static = claim.remembered(found.sha256)

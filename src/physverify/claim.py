@@ -72,6 +72,14 @@ def parse_module(source: str | bytes, filename: str) -> ast.Module:
 # (fewer the deeper its caller's stack is), so for any caller less than about 300 frames deep
 # this bound, not the limit, decides.
 MAX_NESTING = 2000
+# A tree has at most a few levels more than its source has characters: below the module and
+# a statement, each level of an expression or a pattern takes at least one character of its
+# own (an operator, a bracket, a dot, a comma, a keyword), and a block at least a line. The
+# deepest per character is a chain of unary operators, `---x`: one level each, 3 more for
+# the module, the statement and the name's ctx (tests/test_claim_depth.py checks the
+# constructs at this bound). So a text shorter than this cannot pass MAX_NESTING, and its
+# tree is not walked: the walk was an eighth of a worker's parse (issue 19).
+SHALLOW_BELOW = MAX_NESTING - 16
 
 
 def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
@@ -79,10 +87,12 @@ def _parse_bounded(source: str | bytes, filename: str) -> ast.Module:
 
     The depth is counted one level at a time (``specscan.deeper_than``: no recursion, and
     it stops once the bound is passed); ``ast.iter_child_nodes`` made that walk cost more
-    than the parse itself, and a walk over every field a third of it (issue 19).
+    than the parse itself, and a walk over every field a third of it (issue 19). A text of
+    fewer than SHALLOW_BELOW characters is not walked (bytes always are: a coding line
+    decides how many characters they are).
     """
     tree = ast.parse(source, filename=filename)
-    if specscan.deeper_than(tree, MAX_NESTING):
+    if not (isinstance(source, str) and len(source) < SHALLOW_BELOW) and specscan.deeper_than(tree, MAX_NESTING):
         raise RecursionError(f"more than {MAX_NESTING:,} levels of nesting")
     return tree
 

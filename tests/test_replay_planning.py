@@ -1,0 +1,83 @@
+"""replay's planning (issue 19): discovery read ahead in a thread of its own; long-lived objects out of the collector's
+full passes, and given back."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+
+from physverify import replay as replay_module
+from physverify.replay import replay
+
+
+def test_planning_freezes_as_it_goes_and_the_run_unfreezes_at_its_end(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    repository = init_repo(root)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    for name in ("a", "b", "c"):
+        (root / "claims" / f"{name}_claim.py").write_text(DECAY_CLAIM)
+    repository.git.add(".")
+    repository.index.commit("claims")
+    frozen: list[int] = []
+    real_freeze = gc.freeze
+
+    def freeze() -> None:
+        frozen.append(len(frozen))
+        real_freeze()
+
+    monkeypatch.setattr(replay_module, "FREEZE_EVERY", 1)
+    monkeypatch.setattr(gc, "freeze", freeze)
+    assert gc.get_freeze_count() == 0
+    result = replay([root / "claims"], trusted=True, dry_run=True, jobs=1)
+    assert [run.key for run in result.claims] == ["claims/a_claim.py", "claims/b_claim.py", "claims/c_claim.py"]
+    assert len(frozen) == 1 + 3  # before the baseline is read, then once per claim planned
+    assert gc.get_freeze_count() == 0  # nothing stays out of the collector's sight after the run
+    assert gc.isenabled()
+
+
+def test_discovery_read_ahead_keeps_the_order_and_raises_its_error_in_the_consumer() -> None:
+    def items() -> Iterator[int]:
+        yield from range(500)
+        raise OSError("discovery failed")
+
+    ahead = replay_module._Ahead(items())  # type: ignore[arg-type]
+    got = []
+    try:
+        for item in ahead:
+            got.append(item)
+    except OSError as exc:
+        assert str(exc) == "discovery failed"
+    else:
+        raise AssertionError("the error was lost")
+    assert got == list(range(500))
+
+
+def test_discovery_read_ahead_stops_once_its_consumer_is_closed() -> None:
+    produced: list[int] = []
+    first = threading.Event()
+    release = threading.Event()
+
+    def items() -> Iterator[int]:
+        for n in range(1000):
+            produced.append(n)
+            yield n
+            if n == 0:
+                first.set()
+                release.wait(10)
+
+    ahead = replay_module._Ahead(items())  # type: ignore[arg-type]
+    assert first.wait(10)
+    assert next(ahead) == 0
+    ahead.close()  # the consumer is done: the thread stops at its next claim
+    release.set()
+    for thread in threading.enumerate():
+        if thread.name == "physverify-discovery":
+            thread.join(10)
+    assert len(produced) <= 2
