@@ -42,6 +42,45 @@ def test_planning_freezes_as_it_goes_and_the_run_unfreezes_at_its_end(tmp_path: 
     assert gc.isenabled()
 
 
+def test_a_run_that_ends_with_an_error_gives_back_what_it_froze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    repository = init_repo(root)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "a_claim.py").write_text(DECAY_CLAIM)
+    repository.git.add(".")
+    repository.index.commit("a claim")
+
+    def interrupted(*_: object) -> None:  # Ctrl-C as the run ends
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay_module, "_write", interrupted)
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(KeyboardInterrupt):
+        replay([root / "claims"], trusted=True, jobs=1)
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_process_that_froze_its_own_objects_keeps_them_frozen(tmp_path: Path) -> None:
+    """gc.freeze acts on the whole process: a program that froze its objects (a server before it forks) is left
+    as it was, and the run freezes nothing of its own."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    repository = init_repo(root)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "a_claim.py").write_text(DECAY_CLAIM)
+    repository.git.add(".")
+    repository.index.commit("a claim")
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        assert before > 0
+        replay([root / "claims"], trusted=True, dry_run=True, jobs=1)
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
+
+
 def test_discovery_read_ahead_keeps_the_order_and_raises_its_error_in_the_consumer() -> None:
     def items() -> Iterator[int]:
         yield from range(500)

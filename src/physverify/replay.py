@@ -425,20 +425,42 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: r
 FREEZE_EVERY = 256  # claims planned between two gc.freeze() calls
 
 
-def _frozen_while(items: Iterable[_Planned]) -> Iterator[_Planned]:
+class _Freezing:
+    """Planning's long-lived objects out of the collector's full passes, given back when the run ends, however it ends.
+
+    Only where nothing froze objects before (the command line, the MCP server): ``gc.freeze``
+    and ``gc.unfreeze`` act on the whole process, so a program that froze its own (a server
+    before it forks) keeps them frozen, and this run is not made faster.
+    """
+
+    def __init__(self) -> None:
+        self.on = gc.get_freeze_count() == 0
+
+    def __enter__(self) -> _Freezing:
+        self.now()
+        return self
+
+    def now(self) -> None:
+        if self.on:
+            gc.freeze()
+
+    def __exit__(self, *_: object) -> None:
+        if self.on:
+            gc.unfreeze()  # planning is over: the collector looks at everything again
+
+
+def _frozen_while(items: Iterable[_Planned], freezing: _Freezing) -> Iterator[_Planned]:
     """``items``, with what exists so far moved out of the collector's sight every FREEZE_EVERY of them.
 
     Planning makes objects that live to the run's end (the baseline's records, each claim's
     reading, the cache's entries: a few hundred thousand at 10,000 claims) and no cycles;
     each full collection walked them all, 0.4 s of a cold 10,000-claim no-op (issue 19).
     ``gc.freeze`` costs nothing and leaves the collector on (a cycle made meanwhile is still
-    found among the younger objects); ``replay`` unfreezes them once the run is done. When
-    a replay ends with an exception they stay frozen until the next replay's end: freed as
-    usual when no longer referenced, only a cycle among them waits.
+    found among the younger objects); ``_Freezing`` unfreezes them once the run is done.
     """
     for count, item in enumerate(items, 1):
         if count % FREEZE_EVERY == 0:
-            gc.freeze()
+            freezing.now()
         yield item
 
 
@@ -764,48 +786,47 @@ def replay(
                                     notes=(), baseline_ref=blob[1], shard=shard)
         if _python_file(path for c in folders for path in changes.of(c.root)) and _forks(configs, run):
             _warm_up()  # a changed module is likely some claim's: the server starts while the plan is made
-    gc.freeze()  # what the run has made so far lives to its end (see _frozen_while)
-    readings = cache.Readings(store, checkouts)
-    watch = recorder if key_material is not None else None
-    discovered = _Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))  # read while the baseline is
-    try:
-        before = load_baseline(target, baseline, committed, blob=blob)
-    except BaseException:
-        discovered.close()  # no baseline, no run: nothing more is read
-        raise
-    warnings = list(before.problems) + moved + _baseline_note(before, target)
-    if before.path is not None and before.path != target:
-        warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
-                        f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
-    recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
-    if before.head_copy is not None:
-        checkouts.know((before.head_copy,))
-    renames = _Renames(before)
-    before = renames.baseline
-    seen = _Plan(progress)
-    run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
-    planned = _frozen_while(renames.follow(discovered))
-    stream = _selected(planned, before.latest, changes, seen, watch)
-    runs = _write(_run_all(run_one, stream, workers), target, dry_run)
-    readings.close()
-    warnings += readings.problems
-    warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
-                 for new, old in before.followed.items()]
-    if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
-        warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
-                     for cfg in configs if id(cfg) not in seen.folders]
-    skipped = seen.skipped
-    runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
-    if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
-        _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
-    if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
-        store.warn(memo_problem)
-        warnings += [line for line in store.problems if line not in warnings]
-    written = sum(run.recorded for run in runs)
-    gc.unfreeze()  # planning is over: the collector looks at everything again
-    return ReplayResult(
-        claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
-        exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
-        notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
-    )
+    with _Freezing() as freezing:  # what the run has made so far lives to its end (see _frozen_while)
+        readings = cache.Readings(store, checkouts)
+        watch = recorder if key_material is not None else None
+        discovered = _Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))  # read while the baseline is
+        try:
+            before = load_baseline(target, baseline, committed, blob=blob)
+        except BaseException:
+            discovered.close()  # no baseline, no run: nothing more is read
+            raise
+        warnings = list(before.problems) + moved + _baseline_note(before, target)
+        if before.path is not None and before.path != target:
+            warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
+                            f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
+        recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
+        if before.head_copy is not None:
+            checkouts.know((before.head_copy,))
+        renames = _Renames(before)
+        before = renames.baseline
+        seen = _Plan(progress)
+        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
+        planned = _frozen_while(renames.follow(discovered), freezing)
+        stream = _selected(planned, before.latest, changes, seen, watch)
+        runs = _write(_run_all(run_one, stream, workers), target, dry_run)
+        readings.close()
+        warnings += readings.problems
+        warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
+                     for new, old in before.followed.items()]
+        if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
+            warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
+                         for cfg in configs if id(cfg) not in seen.folders]
+        skipped = seen.skipped
+        runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
+        if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
+            _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
+        if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
+            store.warn(memo_problem)
+            warnings += [line for line in store.problems if line not in warnings]
+        written = sum(run.recorded for run in runs)
+        return ReplayResult(
+            claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
+            exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
+            notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
+        )
 
