@@ -178,7 +178,8 @@ def checks():
 '''
 
 
-def confirm(cli: Callable[..., Ran], tmp_path: Path, module: str, code: str, body: str, reference: str = "a book") -> Ran:
+def confirm(cli: Callable[..., Ran], tmp_path: Path, module: str, code: str, body: str,
+            reference: str = "a book") -> Ran:
     """Write the code and a claim about it into tmp_path and run ``physverify confirm`` on it.
 
     In this process, through the cli fixture: the tests read the printed verdict; the claim runs in its own child.
