@@ -102,12 +102,13 @@ TERMS = 60_000  # about 5 ms of compute per claim on this machine
 # peak is VmHWM of /proc/self/status: ru_maxrss keeps the high-water mark of the process it was
 # forked from across exec, so it would report this script's own size whenever that is larger.
 MEASURED = (
-    "import resource, sys\n"
+    "import gc, resource, sys\n"
     "from physverify.cli import main\n"
     "try:\n"
     "    code = main(sys.argv[1:])\n"
     "except SystemExit as exc:\n"
     "    code = exc.code if isinstance(exc.code, int) else 0\n"
+    "gc.freeze()\n"  # as cli.command, the console command, exits
     "usage = resource.getrusage(resource.RUSAGE_SELF)\n"
     "with open('/proc/self/status') as status:\n"
     "    peak = next((line.split()[1] for line in status if line.startswith('VmHWM:')), usage.ru_maxrss)\n"

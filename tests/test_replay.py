@@ -359,6 +359,12 @@ def test_a_changed_module_starts_the_fork_server_and_a_run_that_needs_none_leave
     assert _carrying(tag) == []
 
 
+def _join_warm_up() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "physverify-warm-up":
+            thread.join(120)
+
+
 @pytest.mark.slow
 def test_pre_commit_mode_fails_whenever_it_wrote_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_repo(tmp_path, GOOD)
@@ -652,7 +658,7 @@ def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
     assert pulled_after_start == [True]
 
 
-def test_the_fork_server_starts_during_discovery_only_when_every_claim_runs(
+def test_the_fork_server_starts_with_the_settings_only_when_every_claim_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from physverify import forkclient, isolate
@@ -662,8 +668,11 @@ def test_the_fork_server_starts_during_discovery_only_when_every_claim_runs(
     monkeypatch.setattr(forkclient, "start", lambda: starts.append("start"))
     monkeypatch.setattr(isolate, "fork_supported", lambda: True)
     run(tmp_path, jobs=1, dry_run=True, isolation="fresh")
+    _join_warm_up()
     assert starts == []
     run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # most such runs run nothing
+    _join_warm_up()
     assert starts == []
     run(tmp_path, jobs=1, dry_run=True, isolation="fork")
+    _join_warm_up()
     assert starts == ["start"]

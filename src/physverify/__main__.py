@@ -1,3 +1,3 @@
-from physverify.cli import main
+from physverify.cli import command
 
-raise SystemExit(main())
+raise SystemExit(command())

@@ -8,6 +8,7 @@ are caught once, in ``main``.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import signal
 import sys
@@ -430,6 +431,22 @@ def _writes_cannot_raise() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
+
+
+def command() -> int:
+    """The ``physverify`` command and ``python -m physverify``: ``main()``, then what it leaves is frozen.
+
+    The interpreter collects every tracked object as it exits, only to free memory the exit
+    frees anyway: a replay's readings, plans and records made that 15-30 ms of every command
+    (benchmarks/exit_bench.py). Frozen objects are still freed by their reference counts,
+    finalizers included, as the modules are torn down; only reference cycles among them are
+    left to the process's end, and no physverify object needs its cycle collected (every
+    file, the ledger first, is closed where it is written).
+    """
+    try:
+        return main()
+    finally:  # also after argparse's own exits (--help, --version, a usage error)
+        gc.freeze()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

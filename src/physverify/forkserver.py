@@ -343,3 +343,10 @@ def drop_shadowed(entries: Sequence[str]) -> list[str]:
 
 if __name__ == "__main__":
     serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:])
+    # The client waits for this exit at the end of every run: tearing down numpy's modules and
+    # freeing the heap cost it 10 ms that the kernel does faster. The exit handlers still run
+    # (a preloaded module's cleanup); nothing is buffered (the streams are /dev/null).
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(0)

@@ -164,9 +164,10 @@ if os.fork():
 os.setsid()
 if os.fork():
     os._exit(0)
-while True:
-    with open(sys.argv[1], "w") as handle:
+while True:  # each beat whole (a rename): a kill between a truncation and its write left the file empty
+    with open(sys.argv[1] + ".next", "w") as handle:
         handle.write(f"{os.getpid()} {time.time()}")
+    os.replace(sys.argv[1] + ".next", sys.argv[1])
     time.sleep(0.1)
 """
 
