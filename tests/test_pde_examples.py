@@ -1,8 +1,8 @@
 """The PDE and long-time claims of docs/pde.md and docs/ai-review.md, end to end (issue 9).
 
 Each example solver in docs/examples/pde/ carries one defect. Its claim must come out
-confirmed through ``physverify confirm --trusted`` (run in this process; each claim runs in its own child); the same claim on a copy of
-the solver with the defect fixed must come out rejected. The refinement-path test shows
+confirmed through ``physverify confirm --trusted`` (run in this process; each claim runs in its
+own child); the same claim on a copy of the solver with the defect fixed must come out rejected. The refinement-path test shows
 the pitfall docs/pde.md explains: dt/dx**2 = const hides a first-order time error.
 """
 
