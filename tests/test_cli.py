@@ -234,3 +234,17 @@ def test_the_console_command_and_python_m_run_main_and_freeze_what_it_left(tmp_p
                             capture_output=True, text=True, env=clean_env(), cwd=tmp_path, check=False)
     assert module.returncode == 2 and "no such claims folder" in module.stderr
     assert cli.command.__module__ == "physverify.cli"
+
+
+def test_building_the_parser_does_not_import_the_sandbox() -> None:
+    """Every command builds the whole parser, the no-op hook too: the sandbox's defaults come from a module of
+    their own, and they and the backends' names are the sandbox's."""
+    from physverify import _sandbox_defaults, sandbox
+
+    assert tuple(sandbox.BACKENDS) == _sandbox_defaults.BACKEND_NAMES
+    assert (sandbox.DEFAULT_MEMORY, sandbox.DEFAULT_PIDS, sandbox.IMAGE_ENV, sandbox.DEFAULT_IMAGE, sandbox.GRACE_S) == (
+        _sandbox_defaults.DEFAULT_MEMORY, _sandbox_defaults.DEFAULT_PIDS, _sandbox_defaults.IMAGE_ENV,
+        _sandbox_defaults.DEFAULT_IMAGE, _sandbox_defaults.GRACE_S)
+    probe = "import sys\nfrom physverify import cli\ncli.build_parser()\nprint('physverify.sandbox' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=clean_env(), check=True)
+    assert done.stdout.strip() == "False"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from physverify import settings
+from physverify._sandbox_defaults import GRACE_S
 from physverify.errors import UsageError
 from physverify.ledger import DEFAULT_LEDGER
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 MOUNT = "/repo"  # the repository inside; PHYSVERIFY_REPO points here
 OUT_MOUNT = "/out"  # writable files that live outside the repository
 COMMANDS = ("confirm", "replay")
-GRACE_S = 60.0  # added once to every outer limit (start-up, ledger write)
 CLAIM_GRACE_S = 15.0  # added per claim of a replay to its --timeout (its child's start and end)
 # The options whose value is a file physverify writes: they are the only writable places.
 _WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output")}

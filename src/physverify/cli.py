@@ -173,7 +173,7 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from physverify import sandbox
+    from physverify import _sandbox_defaults as sandbox  # the defaults alone: every command builds this parser
 
     box = sub.add_parser(
         "sandbox", allow_abbrev=False,
@@ -183,7 +183,7 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--trusted is not needed inside. Exit code: the inner command's 0, 1 or 2; 2 with one line when the outer "
         "limit ended the run or physverify inside was killed.",
     )
-    box.add_argument("--backend", default="auto", choices=["auto", *sandbox.BACKENDS],
+    box.add_argument("--backend", default="auto", choices=["auto", *sandbox.BACKEND_NAMES],
                      help="auto: docker or podman when an engine answers, else bwrap (default: auto)")
     box.add_argument("--memory", default=sandbox.DEFAULT_MEMORY, metavar="SIZE",
                      help=f"memory limit, e.g. 512m, 2g (default: {sandbox.DEFAULT_MEMORY})")

@@ -28,7 +28,6 @@ from typing import IO
 # are its names that belong to the sandbox's interface.
 from physverify._sandbox_plan import (
     CLAIM_GRACE_S,
-    GRACE_S,
     MOUNT,
     Inner,
     Plan,
@@ -37,6 +36,7 @@ from physverify._sandbox_plan import (
     make_plan,
     outer_limit,
 )
+from physverify._sandbox_defaults import DEFAULT_IMAGE, DEFAULT_MEMORY, DEFAULT_PIDS, GRACE_S, IMAGE_ENV
 from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
@@ -49,10 +49,6 @@ __all__ = [
 
 INSIDE_HOME = "/home/sandbox"
 INSIDE_UID = 1000  # bwrap: a non-root uid inside (mapped to the caller's uid outside)
-IMAGE_ENV = "PHYSVERIFY_SANDBOX_IMAGE"
-DEFAULT_IMAGE = "physverify-sandbox"
-DEFAULT_MEMORY = "4g"
-DEFAULT_PIDS = 512
 CAPTURE_BYTES = 64 * 1024  # sandbox(capture=True) keeps this much of the run's output
 _ENGINE_PROBE_S = 10.0
 _INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or Docker or Podman "
