@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from support.fixtures import Ran, run_process
+from support.fixtures import Ran
 
 from physverify import ManufacturedODE, from_second_order_step, from_step, mms_order_study, zero_source
 from physverify.adapters import exact_steps
@@ -176,12 +178,16 @@ def checks():
 '''
 
 
-def confirm(tmp_path: Path, module: str, code: str, body: str, reference: str = "a book") -> Ran:
-    """Write the code and a claim about it into tmp_path and run ``physverify confirm`` on it as a process."""
+def confirm(cli: Callable[..., Ran], tmp_path: Path, module: str, code: str, body: str,
+            reference: str = "a book") -> Ran:
+    """Write the code and a claim about it into tmp_path and run ``physverify confirm`` on it.
+
+    In this process, through the cli fixture: the tests read the printed verdict; the claim runs in its own child.
+    """
     (tmp_path / f"{module}.py").write_text(code, encoding="utf-8")
     claim = CLAIM_HEAD.format(module=module, reference=reference) + textwrap.dedent(body)
     (tmp_path / "claim.py").write_text(claim, encoding="utf-8")
-    return run_process("confirm", "claim.py", "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
+    return cli("confirm", "claim.py", "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
 
 
 def verdict(ran: Ran) -> str:
@@ -194,8 +200,9 @@ def verdict(ran: Ran) -> str:
 @pytest.mark.parametrize(("code", "expected", "code_exit"), [(RK4_CODE, "rejected", 0), (RK4_SLIP, "confirmed", 1)],
                          ids=["correct", "slip"])
 def test_from_step_rejects_a_correct_rk4_step_and_confirms_a_stage_time_slip(tmp_path: Path, code: str,
-                                                                              expected: str, code_exit: int) -> None:
-    ran = confirm(tmp_path, "rk4", code, FROM_STEP_CLAIM, "Butcher, Numerical Methods for ODEs, sec. 23")
+                                                                              expected: str, code_exit: int,
+                                                                              cli: Any) -> None:
+    ran = confirm(cli, tmp_path, "rk4", code, FROM_STEP_CLAIM, "Butcher, Numerical Methods for ODEs, sec. 23")
     assert verdict(ran) == expected and ran.returncode == code_exit, ran.stdout
     assert "control PASS" in ran.stdout
 
@@ -239,8 +246,9 @@ def checks():
 @pytest.mark.parametrize(("code", "expected"), [(VERLET_CODE, "rejected"), (VERLET_STALE, "confirmed")],
                          ids=["correct", "stale"])
 def test_from_second_order_step_rejects_a_correct_verlet_and_confirms_a_stale_acceleration(tmp_path: Path, code: str,
-                                                                                          expected: str) -> None:
-    ran = confirm(tmp_path, "verlet", code, SECOND_ORDER_CLAIM, "Hairer, Lubich and Wanner, GNI, sec. I.1.4")
+                                                                                          expected: str,
+                                                                                          cli: Any) -> None:
+    ran = confirm(cli, tmp_path, "verlet", code, SECOND_ORDER_CLAIM, "Hairer, Lubich and Wanner, GNI, sec. I.1.4")
     assert verdict(ran) == expected, ran.stdout
     assert "control EXACT" in ran.stdout
 
@@ -276,15 +284,15 @@ def checks():
 '''
 
 
-def test_a_code_whose_own_loop_overshoots_is_misjudged_through_its_loop(tmp_path: Path) -> None:
+def test_a_code_whose_own_loop_overshoots_is_misjudged_through_its_loop(tmp_path: Path, cli: Any) -> None:
     """The motivating case of issue 18: the study saw 11 and 81 steps and could not reject a correct RK4."""
-    ran = confirm(tmp_path, "rk4", RK4_CODE, OWN_LOOP_CLAIM.format(integrate="through_own_loop"))
+    ran = confirm(cli, tmp_path, "rk4", RK4_CODE, OWN_LOOP_CLAIM.format(integrate="through_own_loop"))
     assert verdict(ran) != "rejected", ran.stdout
 
 
 @pytest.mark.parametrize(("code", "expected"), [(RK4_CODE, "rejected"), (RK4_INCREMENT, "confirmed")],
                          ids=["correct", "increment"])
 def test_the_same_code_is_judged_rightly_when_the_claim_drives_its_step_through_exact_steps(
-        tmp_path: Path, code: str, expected: str) -> None:
-    ran = confirm(tmp_path, "rk4", code, OWN_LOOP_CLAIM.format(integrate="through_exact_steps"))
+        tmp_path: Path, code: str, expected: str, cli: Any) -> None:
+    ran = confirm(cli, tmp_path, "rk4", code, OWN_LOOP_CLAIM.format(integrate="through_exact_steps"))
     assert verdict(ran) == expected, ran.stdout

@@ -194,11 +194,11 @@ def test_ctrl_c_on_a_one_job_replay_kills_the_running_claim_and_its_grandchild(t
 # --- validated values that crashed (issue 21, item 10) --------------------------------------
 @pytest.mark.parametrize("isolation", ["fork", "fresh"])
 def test_a_timeout_of_1e10_runs_the_claim_and_writes_its_line(
-    project: git.Repo, physverify: Callable[..., Ran], isolation: str
+    project: git.Repo, cli: Callable[..., Ran], isolation: str
 ) -> None:
-    root = Path(project.working_tree_dir or "")
-    done = physverify("confirm", "claims/claim_ok.py", "--trusted", "--timeout", "1e10", "--isolation", isolation,
-                      "--ledger", "l.jsonl", cwd=root)
+    root = Path(project.working_tree_dir or "")  # in this process: a crash would escape cli.main and fail the test
+    done = cli("confirm", "claims/claim_ok.py", "--trusted", "--timeout", "1e10", "--isolation", isolation,
+               "--ledger", "l.jsonl", cwd=root)
     assert done.returncode == 0, done.stderr
     (line,) = (root / "l.jsonl").read_text().splitlines()
     assert '"verdict": "rejected"' in line and '"timeout_s": 10000000000.0' in line
@@ -206,9 +206,9 @@ def test_a_timeout_of_1e10_runs_the_claim_and_writes_its_line(
 
 @pytest.mark.parametrize("shard", ["²/³", "1/" + "9" * 5000, "١/٢"])
 def test_a_shard_that_is_no_k_of_n_is_a_usage_error(
-    project: git.Repo, physverify: Callable[..., Ran], shard: str
+    project: git.Repo, cli: Callable[..., Ran], shard: str
 ) -> None:
-    done = physverify("replay", "claims", "--trusted", "--shard", shard, cwd=Path(project.working_tree_dir or ""))
+    done = cli("replay", "claims", "--trusted", "--shard", shard, cwd=Path(project.working_tree_dir or ""))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("physverify: --shard must be K/N")
 

@@ -299,8 +299,8 @@ IMPORTS = "from physverify import identity_check, operator_study, reversibility_
 ], ids=["identity-correct", "identity-one-sided-end", "operator-correct", "operator-off-face",
         "reversibility-correct", "reversibility-not-symmetric"])
 def test_each_study_rejects_a_correct_code_and_confirms_a_seeded_defect(tmp_path, module, code, body,  # type: ignore[no-untyped-def]
-                                                                       expected) -> None:
-    ran = confirm(tmp_path, module, code, IMPORTS.format(module=module) + body,
+                                                                       expected, cli) -> None:
+    ran = confirm(cli, tmp_path, module, code, IMPORTS.format(module=module) + body,
                   "LeVeque, Finite Volume Methods for Hyperbolic Problems, sec. 4.1")
     assert verdict(ran) == expected, ran.stdout
     assert "control EXACT" in ran.stdout or "control PASS" in ran.stdout, ran.stdout
@@ -317,13 +317,11 @@ def test_refine_is_the_function_even_after_a_study_imported_the_refine_submodule
     assert done.stdout.split() == ["True", "function"]
 
 
-def test_the_report_shows_an_identity_as_its_numbers_never_as_a_log_log_plot(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_report_shows_an_identity_as_its_numbers_never_as_a_log_log_plot(tmp_path, cli) -> None:  # type: ignore[no-untyped-def]
     """Issue 18, item 2: a symmetry check has no step size, so the report must not invent an h axis."""
-    from support.fixtures import run_process
-
-    ran = confirm(tmp_path, "heat", HEAT_ONE_SIDED, IMPORTS + IDENTITY_CLAIM, "Morton and Mayers, sec. 2.6")
+    ran = confirm(cli, tmp_path, "heat", HEAT_ONE_SIDED, IMPORTS + IDENTITY_CLAIM, "Morton and Mayers, sec. 2.6")
     assert verdict(ran) == "confirmed"
-    page = run_process("report", "--ledger", "ledger.jsonl", cwd=tmp_path)
+    page = cli("report", "--ledger", "ledger.jsonl", cwd=tmp_path)
     assert page.returncode == 0, page.stderr
     assert "<dt>deviation</dt>" in page.stdout and "<dt>roundoff</dt>" in page.stdout
     assert "<svg" not in page.stdout and 'class="convergence"' not in page.stdout

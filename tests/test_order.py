@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -366,15 +364,13 @@ def checks():
 '''
 
 
-def test_a_claim_on_the_reproduction_is_not_decidable_end_to_end(tmp_path: Path) -> None:
+def test_a_claim_on_the_reproduction_is_not_decidable_end_to_end(tmp_path: Path, cli: Any) -> None:
     """Issue 9: rule 4 turned the pre-asymptotic FAIL into a confirmed defect in correct code."""
     (tmp_path / "rk4.py").write_text("def rk4_step(f, t, y, h):\n    return y\n", encoding="utf-8")
     claim = tmp_path / "claim_rk4.py"
     claim.write_text(REPRODUCTION_CLAIM, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
-    run = subprocess.run([sys.executable, "-m", "physverify", "confirm", str(claim), "--trusted", "--ledger",
-                          str(tmp_path / "ledger.jsonl")], cwd=tmp_path, capture_output=True, text=True, env=env,
-                         timeout=120, check=False)
+    # in this process (the cli fixture): the claim still runs in its own child
+    run = cli("confirm", str(claim), "--trusted", "--ledger", str(tmp_path / "ledger.jsonl"), cwd=tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
     assert run.stdout.startswith("not decidable (impact: used)")
     assert "check INCONCLUSIVE RK4 is fourth order on a fast drive" in run.stdout

@@ -1,24 +1,23 @@
 """The PDE and long-time claims of docs/pde.md and docs/ai-review.md, end to end (issue 9).
 
 Each example solver in docs/examples/pde/ carries one defect. Its claim must come out
-confirmed through ``python -m physverify confirm --trusted``; the same claim on a copy of
-the solver with the defect fixed must come out rejected. The refinement-path test shows
+confirmed through ``physverify confirm --trusted`` (run in this process; each claim runs in its
+own child); the same claim on a copy of the solver with the defect fixed must come out rejected. The refinement-path test shows
 the pitfall docs/pde.md explains: dt/dx**2 = const hides a first-order time error.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import shutil
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from support.fixtures import Ran
 
 from physverify import FAIL, PASS, OrderResult, convergence_study, refinement_path
 
@@ -45,10 +44,9 @@ FIXES = {
 }
 
 
-def confirm(claim: Path, ledger: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PHYSVERIFY_REPO", "PHYSVERIFY_REPO_COMMIT")}
-    return subprocess.run([sys.executable, "-m", "physverify", "confirm", str(claim), "--trusted", "--ledger",
-                           str(ledger)], cwd=claim.parent, capture_output=True, text=True, env=env, timeout=300, check=False)
+def confirm(cli: Callable[..., Ran], claim: Path, ledger: Path) -> Ran:
+    """``physverify confirm`` in this process (the cli fixture): the test reads its verdict; the claim runs in its child."""
+    return cli("confirm", str(claim), "--trusted", "--ledger", str(ledger), cwd=claim.parent)
 
 
 @pytest.fixture()
@@ -59,15 +57,16 @@ def examples(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("claim", sorted(FIXES))
-def test_the_seeded_defect_is_confirmed_and_the_fixed_solver_rejected(examples: Path, claim: str) -> None:
+def test_the_seeded_defect_is_confirmed_and_the_fixed_solver_rejected(examples: Path, claim: str,
+                                                                     cli: Callable[..., Ran]) -> None:
     solver, defect, fix = FIXES[claim]
-    run = confirm(examples / claim, examples / "ledger.jsonl")
+    run = confirm(cli, examples / claim, examples / "ledger.jsonl")
     assert (run.returncode, run.stdout.split(" (")[0]) == (1, "confirmed"), run.stdout + run.stderr
     assert "control PASS" in run.stdout and "check FAIL" in run.stdout
     code = (examples / solver).read_text(encoding="utf-8")
     assert code.count(defect) == 1
     (examples / solver).write_text(code.replace(defect, fix), encoding="utf-8")
-    run = confirm(examples / claim, examples / "ledger.jsonl")
+    run = confirm(cli, examples / claim, examples / "ledger.jsonl")
     assert (run.returncode, run.stdout.split(" (")[0]) == (0, "rejected"), run.stdout + run.stderr
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from support.fixtures import run_process
+from support.fixtures import Ran
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -288,7 +290,7 @@ def test_a_flat_error_whose_solutions_still_change_is_not_a_defect() -> None:
     assert still_changing(errors, states, hs) is not None
 
 
-# --- end to end: claims through physverify confirm as a process ------------------------------
+# --- end to end: claims through physverify confirm (in this process; each claim runs in its child) --
 
 OSCILLATOR = '''\
 """A damped, driven oscillator x'' = -x - GAMMA x' + DRIVE cos(W t), stepped with the classical RK4."""
@@ -436,10 +438,11 @@ def checks():
 '''
 
 
-def _confirm(tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
+def _confirm(cli: Callable[..., Ran], tmp_path: Path, files: dict[str, str]) -> dict[str, object]:
+    """``physverify confirm claim.py --json -`` in this process (the cli fixture); the claim runs in its own child."""
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    ran = run_process("confirm", "claim.py", "--trusted", "--json", "-", cwd=tmp_path)
+    ran = cli("confirm", "claim.py", "--trusted", "--json", "-", cwd=tmp_path)
     record = json.loads(ran.stdout)
     assert ran.returncode == {"confirmed": 1, "rejected": 0, "not decidable": 2}[record["verdict"]], ran.stderr
     return record
@@ -450,17 +453,18 @@ def _damping(sign: float, drive: float, w: float) -> str:
             .replace("solver.DRIVE, solver.W = DRIVE, W", f"DRIVE, W = {drive!r}, {w!r}\nsolver.DRIVE, solver.W = DRIVE, W"))
 
 
-def test_a_wrong_damping_sign_is_confirmed_though_its_error_is_larger_than_the_solution(tmp_path: Path) -> None:
-    record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": _damping(-1.0, 0.0, 1.0)})
+def test_a_wrong_damping_sign_is_confirmed_though_its_error_is_larger_than_the_solution(tmp_path: Path,
+                                                                                        cli: Any) -> None:
+    record = _confirm(cli, tmp_path, {"solver.py": OSCILLATOR, "claim.py": _damping(-1.0, 0.0, 1.0)})
     check = record["checks"][0]  # type: ignore[index]
     assert record["verdict"] == "confirmed", record["reason"]
     assert check["status"] == FAIL and "converges to the solution of another problem" in check["message"]
     assert min(check["data"]["errors"]) > 10.0  # larger than the solution (size 1) at every level
 
 
-def test_a_correct_method_on_a_fast_drive_it_does_not_resolve_is_not_confirmed(tmp_path: Path) -> None:
+def test_a_correct_method_on_a_fast_drive_it_does_not_resolve_is_not_confirmed(tmp_path: Path, cli: Any) -> None:
     # RK4 is right here; at n = 4 ... the error is larger than the solution and far from settled
-    record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": _damping(1.0, 100.0**2 - 1.0, 100.0)})
+    record = _confirm(cli, tmp_path, {"solver.py": OSCILLATOR, "claim.py": _damping(1.0, 100.0**2 - 1.0, 100.0)})
     assert record["verdict"] != "confirmed", record["reason"]
     assert all(c["status"] != FAIL for c in record["checks"])  # type: ignore[union-attr]
 
@@ -468,16 +472,16 @@ def test_a_correct_method_on_a_fast_drive_it_does_not_resolve_is_not_confirmed(t
 @pytest.mark.parametrize(("levels", "verdict"), [("(8, 16, 32)", "not decidable"),
                                                  ("refine(8, max_n=4096)", "confirmed")])
 def test_an_old_acceleration_verlet_is_confirmed_by_refining_where_three_levels_cannot_decide(
-        tmp_path: Path, levels: str, verdict: str) -> None:
-    record = _confirm(tmp_path, {"verlet.py": VERLET, "claim.py": VERLET_CLAIM.replace("LEVELS", levels)})
+        tmp_path: Path, levels: str, verdict: str, cli: Any) -> None:
+    record = _confirm(cli, tmp_path, {"verlet.py": VERLET, "claim.py": VERLET_CLAIM.replace("LEVELS", levels)})
     assert record["verdict"] == verdict, record["reason"]
     if verdict == "confirmed":
         assert "a clean order 1" in record["checks"][0]["message"]  # type: ignore[index]
 
 
-def test_a_correct_code_better_than_claimed_is_rejected_with_tol_high_none(tmp_path: Path) -> None:
+def test_a_correct_code_better_than_claimed_is_rejected_with_tol_high_none(tmp_path: Path, cli: Any) -> None:
     # RK4 against "at least third order": one order better, and a PASS
-    record = _confirm(tmp_path, {"solver.py": OSCILLATOR, "claim.py": AT_LEAST_CLAIM})
+    record = _confirm(cli, tmp_path, {"solver.py": OSCILLATOR, "claim.py": AT_LEAST_CLAIM})
     assert record["verdict"] == "rejected", record["reason"]
     assert record["checks"][0]["status"] == PASS  # type: ignore[index]
 

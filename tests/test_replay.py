@@ -385,9 +385,9 @@ def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path, 
 
 
 @pytest.mark.slow
-def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path, physverify: Any) -> None:
+def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path, cli: Any) -> None:
     make_repo(tmp_path, DEFECT)
-    out = physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=tmp_path)
+    out = cli("replay", "claims", "--trusted", "--jobs", "1", cwd=tmp_path)
     assert out.returncode == EXIT_OK, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["confirmed", "new", "claims/claim_00.py", "solver.py:2"]
@@ -601,22 +601,22 @@ def amount(y0, rate, t):
 
 
 def test_a_fixed_claim_replays_and_fails_the_gate_once_its_checks_stop_seeing_the_defect(
-        tmp_path: Path, physverify: Any) -> None:
+        tmp_path: Path, cli: Any) -> None:
     repo = init_repo(tmp_path)
     (tmp_path / "claims").mkdir()
     (tmp_path / "decay.py").write_text(DECAY_SOLVER)
     (tmp_path / "claims" / "claim_decay.py").write_text(DECAY_FIXED_CLAIM)
     repo.index.add(["decay.py", "claims/claim_decay.py"])
     repo.index.commit("a fixed defect, kept as a claim")
-    out = physverify("replay", "claims", "--trusted", cwd=tmp_path)
+    out = cli("replay", "claims", "--trusted", cwd=tmp_path)
     assert out.returncode == EXIT_OK and out.stdout.splitlines()[-1] == "gate passed", out.stdout + out.stderr
     assert out.stdout.split()[:2] == ["rejected", "new"]
     assert "check PASS on the code, FAIL with the defect put back: at t = 1 the amount follows exp(-rate t)" in out.stdout
     commit_ledger(repo)
-    out = physverify("replay", "claims", "--trusted", cwd=tmp_path)
+    out = cli("replay", "claims", "--trusted", cwd=tmp_path)
     assert (out.returncode, out.stdout.split()[:2]) == (EXIT_OK, ["rejected", "unchanged"]), out.stdout
     (tmp_path / "decay.py").write_text(DECAY_REFACTORED)
-    out = physverify("replay", "claims", "--trusted", cwd=tmp_path)
+    out = cli("replay", "claims", "--trusted", cwd=tmp_path)
     assert out.returncode == EXIT_FINDING, out.stdout + out.stderr
     assert out.stdout.split()[:2] == ["not", "decidable"] and "undecidable" in out.stdout.split()[2]
     assert "the checks cannot tell the code from the variant" in out.stdout

@@ -11,6 +11,8 @@ Set PHYSVERIFY_SCREENSHOT=docs/report.png to refresh the screenshot in the docs.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -20,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fixtures import Ran, init_repo, run_process
+from support.fixtures import Ran, init_repo
+
+from physverify import cli as _cli
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, installed by .ci/install
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm"
@@ -33,7 +37,17 @@ pytestmark = [
 
 
 def physverify(*args: str, cwd: Path) -> Ran:
-    return run_process(*args, cwd=cwd)
+    """``physverify ARGS`` run in this process by ``cli.main``, as the ``cli`` fixture runs it, but usable by the
+    module's fixture too: these runs are read for their exit code and the files they write, and each claim
+    still runs in its own child (a process per run also started a fork server of its own)."""
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = _cli.main(list(args))
+    finally:
+        os.chdir(here)
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")

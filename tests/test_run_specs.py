@@ -1,12 +1,16 @@
-"""`physverify run`: a plain check suite, exit codes 0/1/2, a mistyped path never passes."""
+"""`physverify run`: a plain check suite, exit codes 0/1/2, a mistyped path never passes.
+
+The command runs in this process (the cli fixture); each spec file still runs in its own child.
+"""
 
 from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
-from support.fixtures import Ran, run_process
+from support.fixtures import Ran
 
 from physverify.run_specs import run_specs
 
@@ -29,13 +33,9 @@ def spec(folder: Path, name: str, body: str) -> Path:
     return path
 
 
-def physverify(*args: str, cwd: Path) -> Ran:
-    return run_process(*args, cwd=cwd, timeout=120)
-
-
-def test_passing_specs_exit_0_with_one_line_per_check(tmp_path: Path) -> None:
+def test_passing_specs_exit_0_with_one_line_per_check(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     spec(tmp_path, "verify_ok.py", PASSING)
-    result = physverify("run", "verify_ok.py", cwd=tmp_path)
+    result = cli("run", "verify_ok.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split()[:2] == ["EXACT", "exact"] and lines[0].endswith("energy is conserved: drift below 1e-12")
@@ -43,31 +43,31 @@ def test_passing_specs_exit_0_with_one_line_per_check(tmp_path: Path) -> None:
     assert lines[-1] == "1 PASS, 1 EXACT in 1 spec file"
 
 
-def test_a_failing_check_exits_1(tmp_path: Path) -> None:
+def test_a_failing_check_exits_1(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     spec(tmp_path, "verify_ok.py", PASSING)
     spec(tmp_path, "verify_bad.py", FAILING)
-    result = physverify("run", "verify_ok.py", "verify_bad.py", cwd=tmp_path)
+    result = cli("run", "verify_ok.py", "verify_bad.py", cwd=tmp_path)
     assert result.returncode == 1
     assert "FAIL" in result.stdout and "observed order 3.00 (expected 4)" in result.stdout
 
 
-def test_a_mistyped_path_or_a_spec_without_checks_exits_2(tmp_path: Path) -> None:
+def test_a_mistyped_path_or_a_spec_without_checks_exits_2(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     spec(tmp_path, "verify_ok.py", PASSING)
     spec(tmp_path, "verify_empty.py", "def checks():\n    return []\n")
-    mistyped = physverify("run", "verify_ok.py", "verfy_ok.py", cwd=tmp_path)
+    mistyped = cli("run", "verify_ok.py", "verfy_ok.py", cwd=tmp_path)
     assert mistyped.returncode == 2 and "LOAD-ERROR verfy_ok.py: no such file" in mistyped.stdout
-    empty = physverify("run", "verify_empty.py", cwd=tmp_path)
+    empty = cli("run", "verify_empty.py", cwd=tmp_path)
     assert empty.returncode == 2
     assert "LOAD-ERROR verify_empty.py: checks() returned an empty list" in empty.stdout
 
 
-def test_json_output_carries_every_check_and_the_exit_code(tmp_path: Path) -> None:
+def test_json_output_carries_every_check_and_the_exit_code(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     spec(tmp_path, "verify_bad.py", FAILING)
-    result = physverify("run", "verify_bad.py", "--json", "-", cwd=tmp_path)
+    result = cli("run", "verify_bad.py", "--json", "-", cwd=tmp_path)
     data = json.loads(result.stdout)
     assert data["exit_code"] == 1 == result.returncode
     assert data["specs"][0]["checks"][0]["status"] == "FAIL"
-    physverify("run", "verify_bad.py", "--json", "out.json", cwd=tmp_path)
+    cli("run", "verify_bad.py", "--json", "out.json", cwd=tmp_path)
     written = json.loads((tmp_path / "out.json").read_text())
     for run in (written, data):  # two runs: everything but the wall-clock seconds must agree
         run["specs"][0]["checks"][0].pop("seconds")

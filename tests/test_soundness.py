@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+import numpy as np
 import pytest
 
 from physverify.checks import EXACT, FAIL, PASS
@@ -30,8 +33,58 @@ def load_benchmark() -> ModuleType:
     return module
 
 
-def test_check_order_meets_the_soundness_targets_on_the_benchmark_suite() -> None:
-    bench = load_benchmark()
+def remember_columns(errors_of: Callable[..., np.ndarray], default_ns: tuple[int, ...]) -> Callable[..., np.ndarray]:
+    """``errors_of`` that computes each step count's column once per (tableaux, problem), whatever ``ns`` asks.
+
+    The benchmark integrates every step count from scratch, one column at a time, for the same
+    batch of tableaux: a column does not depend on which other step counts are asked with it, so
+    the table served from remembered columns is the one errors_of would compute. The fixed-window
+    test asks for the 12 levels of NS; the sequential test's levels include them (the measured
+    true orders come from those), so it integrates only the levels it adds.
+    """
+    columns: dict[tuple[object, ...], np.ndarray] = {}
+
+    def remembered(tableaux: list[Any], problem: Any, ns: tuple[int, ...] | None = None) -> np.ndarray:
+        ns = default_ns if ns is None else ns
+        key = (tuple(tableaux), problem)
+        missing = tuple(n for n in dict.fromkeys(ns) if (*key, n) not in columns)
+        if missing:
+            for n, column in zip(missing, errors_of(tableaux, problem, missing).T):
+                columns[(*key, n)] = column
+        return np.stack([columns[(*key, n)] for n in ns], axis=1)
+
+    return remembered
+
+
+def remember_judgements(judge: Callable[[Any, list[int]], str]) -> Callable[[Any, list[int]], str]:
+    """``_judge(pair, ns)``, check_order's status on the pair's errors at ``ns``, worked out once per (pair, ns).
+
+    It is a pure function of the pair's measured errors and the levels; the sequential runs ask it
+    again for every 4-level window that the plans of n0, 2 n0 and 4 n0 share.
+    """
+    seen: dict[tuple[int, tuple[int, ...]], str] = {}
+    pairs: list[Any] = []  # kept alive, so that no id() is reused while it is remembered
+
+    def remembered(pair: Any, ns: list[int]) -> str:
+        key = (id(pair), tuple(ns))
+        if key not in seen:
+            pairs.append(pair)
+            seen[key] = judge(pair, ns)
+        return seen[key]
+
+    return remembered
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    """The benchmark, loaded once for this module, with its two pure, repeated computations remembered."""
+    module = load_benchmark()
+    module.errors_of = remember_columns(module.errors_of, module.NS)
+    module._judge = remember_judgements(module._judge)
+    return module
+
+
+def test_check_order_meets_the_soundness_targets_on_the_benchmark_suite(bench: ModuleType) -> None:
     cases, kept = bench.suite()
     assert kept["mutants kept"] > 100 and sum(c.correct for c in cases) > 1000
     rates = bench.tally(cases, bench.statuses_here(cases))
@@ -42,10 +95,9 @@ def test_check_order_meets_the_soundness_targets_on_the_benchmark_suite() -> Non
 
 
 @pytest.mark.slow
-def test_refine_plans_meet_the_sequential_targets_of_issue_16() -> None:
+def test_refine_plans_meet_the_sequential_targets_of_issue_16(bench: ModuleType) -> None:
     # convergence_study with refine(n0, max_n=8192), n0 = 2 ... 12, on every kept pair: a verdict
     # is taken only once it holds with one more level
-    bench = load_benchmark()
     kept_pairs, _ = bench.pairs(bench.sequential_ns())
     runs = bench.sequential_runs(kept_pairs)
     correct = [r for r in runs if r.correct]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from support.fixtures import run_process
 from physverify import (
     ERROR,
     FAIL,
@@ -249,9 +249,10 @@ def examples(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("claim", [pytest.param(name, marks=() if "ising" in name else pytest.mark.slow)
                                    for name in sorted(FIXES)])
-def test_the_seeded_defect_is_confirmed_and_the_fixed_code_rejected(examples: Path, claim: str) -> None:
+def test_the_seeded_defect_is_confirmed_and_the_fixed_code_rejected(examples: Path, claim: str, cli: Any) -> None:
+    # in this process (the claim still runs in its own child): what is checked is the printed verdict and lines
     code, defect, fix = FIXES[claim]
-    ran = run_process("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
+    ran = cli("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
     assert (ran.returncode, ran.stdout.split(" (")[0]) == (1, "confirmed"), ran.stdout + ran.stderr
     assert "control PASS" in ran.stdout and "check FAIL" in ran.stdout
     page = PAGE.read_text(encoding="utf-8")
@@ -260,7 +261,7 @@ def test_the_seeded_defect_is_confirmed_and_the_fixed_code_rejected(examples: Pa
     text = (examples / code).read_text(encoding="utf-8")
     assert text.count(defect) == 1
     (examples / code).write_text(text.replace(defect, fix), encoding="utf-8")
-    ran = run_process("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
+    ran = cli("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
     assert (ran.returncode, ran.stdout.split(" (")[0]) == (0, "rejected"), ran.stdout + ran.stderr
 
 
@@ -275,19 +276,21 @@ def checks_without_time(ledger: Path) -> list[bytes]:
 
 
 @pytest.mark.slow
-def test_replaying_a_stochastic_claim_gives_byte_identical_checks_in_both_isolation_modes(tmp_path: Path) -> None:
+def test_replaying_a_stochastic_claim_gives_byte_identical_checks_in_both_isolation_modes(tmp_path: Path,
+                                                                                          cli: Any) -> None:
+    # the replays run in this process; each claim still runs in a fresh child or one forked by the server
     claims = tmp_path / "claims"
     claims.mkdir()
     for name in ("claim_gillespie_waiting_time.py", "gillespie.py"):
         shutil.copy(EXAMPLES / name, claims / name)
     ledger = claims / "confirm_ledger.jsonl"
     for isolation in ("fresh", "fork", "fresh", "fork"):
-        ran = run_process("replay", "claims", "--trusted", "--record-all", "--isolation", isolation, cwd=tmp_path)
+        ran = cli("replay", "claims", "--trusted", "--record-all", "--isolation", isolation, cwd=tmp_path)
         assert "confirmed" in ran.stdout, ran.stdout + ran.stderr
     lines = checks_without_time(ledger)
     assert len(lines) == 4 and len(set(lines)) == 1
     assert b'"seed": 3' in lines[0] and b"numpy.random.PCG64" in lines[0]
     before = ledger.read_bytes()
     for isolation in ("fresh", "fork"):  # an unchanged replay writes nothing
-        run_process("replay", "claims", "--trusted", "--isolation", isolation, cwd=tmp_path)
+        cli("replay", "claims", "--trusted", "--isolation", isolation, cwd=tmp_path)
     assert ledger.read_bytes() == before

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -391,11 +392,12 @@ def checks():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("half", "verdict", "code"), [("0.5", "rejected", 0), ("1.0", "confirmed", 1)])
-def test_a_claim_file_written_for_0_6_0_runs_unchanged(tmp_path: Path, half: str, verdict: str, code: int) -> None:
+def test_a_claim_file_written_for_0_6_0_runs_unchanged(tmp_path: Path, half: str, verdict: str, code: int,
+                                                      cli: Any) -> None:
     (tmp_path / "solver.py").write_text(SOLVER_060.replace("HALF = 0.5", f"HALF = {half}"))
     (tmp_path / "claim_060.py").write_text(CLAIM_060)
-    done = subprocess.run([sys.executable, "-m", "physverify", "confirm", "claim_060.py", "--trusted", "--json", "-"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    # in this process (the cli fixture): the claim file, what is tested, still runs in its own child
+    done = cli("confirm", "claim_060.py", "--trusted", "--json", "-", cwd=tmp_path)
     record = json.loads(done.stdout)
     assert (done.returncode, record["verdict"]) == (code, verdict), record["reason"]
     assert len(record["checks"]) == 4 and "ERROR" not in [c["status"] for c in record["checks"]]

@@ -1,15 +1,18 @@
 """``confirm init --kind``, the examples of docs/real-code.md, and the stand-ins pattern (issue 18,
 items 5 and 6): every kind's template, filled with the page's example ADAPTER block, runs through
-``physverify confirm`` as a process to the verdict the page names."""
+``physverify confirm`` to the verdict the page names (in this process, through the cli fixture: the
+claim runs in its own child; the usage errors, which argparse prints, come from a real process)."""
 
 from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from support.fixtures import run_process
+from support.fixtures import Ran, run_process
 from test_adapters import verdict
 
 from physverify.templates import ADAPTER_END, ADAPTER_START, KINDS
@@ -29,9 +32,9 @@ def examples() -> dict[str, tuple[str, str, str]]:
     return {kind: (solver, word, block) for kind, solver, word, block in EXAMPLE.findall(text)}
 
 
-def init(tmp_path: Path, kind: str) -> Path:
-    ran = run_process("confirm", "init", "claim.py", "--kind", kind, "--text", "a claim about the code",
-                      "--file", "code.py", "--line", "3", cwd=tmp_path)
+def init(cli: Callable[..., Ran], tmp_path: Path, kind: str) -> Path:
+    ran = cli("confirm", "init", "claim.py", "--kind", kind, "--text", "a claim about the code",
+              "--file", "code.py", "--line", "3", cwd=tmp_path)
     assert ran.returncode == 0 and "fill in source, reference and impact, then the ADAPTER block" in ran.stdout
     return tmp_path / "claim.py"
 
@@ -42,8 +45,8 @@ def fill_claim(path: Path) -> None:
     path.write_text(text.replace('"impact": "FILL IN"', '"impact": "used"'), encoding="utf-8")
 
 
-def confirm(tmp_path: Path) -> str:
-    ran = run_process("confirm", "claim.py", "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
+def confirm(cli: Callable[..., Ran], tmp_path: Path) -> str:
+    ran = cli("confirm", "claim.py", "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
     return verdict(ran) + "\n" + ran.stdout
 
 
@@ -53,28 +56,28 @@ def test_the_page_has_one_example_for_every_kind() -> None:
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_a_template_of_each_kind_does_not_load_until_claim_is_filled_and_then_names_the_adapter_to_write(
-        tmp_path: Path, kind: str) -> None:
-    path = init(tmp_path, kind)
+        tmp_path: Path, kind: str, cli: Any) -> None:
+    path = init(cli, tmp_path, kind)
     text = path.read_text(encoding="utf-8")
     assert f"kind {kind}" in text and "THE REFERENCE MUST COME FROM THE PHYSICS" in text
     assert "isolates the claimed effect" in text
-    assert "claim.py: CLAIM['source'] is still 'FILL IN'; fill it in" in confirm(tmp_path)
+    assert "claim.py: CLAIM['source'] is still 'FILL IN'; fill it in" in confirm(cli, tmp_path)
     fill_claim(path)
-    out = confirm(tmp_path)
+    out = confirm(cli, tmp_path)
     assert out.startswith("not decidable") and "NotImplementedError: FILL IN the adapter" in out, out
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_each_kind_filled_with_the_page_s_example_adapter_runs_to_its_documented_verdict(tmp_path: Path,
-                                                                                       kind: str) -> None:
+                                                                                       kind: str, cli: Any) -> None:
     solver, documented, block = examples()[kind]
     shutil.copy(ROOT / solver, tmp_path / Path(solver).name)
-    path = init(tmp_path, kind)
+    path = init(cli, tmp_path, kind)
     fill_claim(path)
     text, count = ADAPTER.subn(lambda _: block.rstrip("\n"), path.read_text(encoding="utf-8"))
     assert count == 1
     path.write_text(text, encoding="utf-8")
-    out = confirm(tmp_path)
+    out = confirm(cli, tmp_path)
     assert out.split("\n", 1)[0] == documented, out
     assert "control PASS" in out or "control EXACT" in out, out
 
@@ -106,7 +109,7 @@ STALE = ("    v = v + 0.5 * dt * acceleration(r)\n    r = r + dt * v\n    v = v 
          "    a = acceleration(r)\n    v = v + 0.5 * dt * a\n    r = r + dt * v\n    v = v + 0.5 * dt * a")
 
 
-def kepler_claim(tmp_path: Path, stale: bool = False, stand_ins: bool = True) -> str:
+def kepler_claim(cli: Callable[..., Ran], tmp_path: Path, stale: bool = False, stand_ins: bool = True) -> str:
     code = (KEPLER / "kepler.py").read_text(encoding="utf-8")
     assert STALE[0] in code
     (tmp_path / "kepler.py").write_text(code.replace(*STALE) if stale else code, encoding="utf-8")
@@ -114,7 +117,7 @@ def kepler_claim(tmp_path: Path, stale: bool = False, stand_ins: bool = True) ->
     if not stand_ins:
         claim = re.sub(r"^stand_in\(.*$", "", claim, flags=re.MULTILINE)
     (tmp_path / "claim.py").write_text(claim, encoding="utf-8")
-    return confirm(tmp_path)
+    return confirm(cli, tmp_path)
 
 
 def test_the_page_s_stand_ins_are_the_example_claim_s() -> None:
@@ -125,16 +128,16 @@ def test_the_page_s_stand_ins_are_the_example_claim_s() -> None:
 @pytest.mark.parametrize(("stale", "expected"), [(False, "rejected"), (True, "confirmed")],
                          ids=["leapfrog", "stale-acceleration"])
 def test_a_code_compiled_with_numba_that_imports_astropy_for_a_constant_is_judged_through_stand_ins(
-        tmp_path: Path, stale: bool, expected: str) -> None:
-    assert kepler_claim(tmp_path, stale).split("\n", 1)[0] == expected
+        tmp_path: Path, stale: bool, expected: str, cli: Any) -> None:
+    assert kepler_claim(cli, tmp_path, stale).split("\n", 1)[0] == expected
 
 
-def test_without_the_stand_ins_the_same_claim_cannot_even_import_the_code(tmp_path: Path) -> None:
+def test_without_the_stand_ins_the_same_claim_cannot_even_import_the_code(tmp_path: Path, cli: Any) -> None:
     """Proves the stand-ins carry the two tests above: numba and astropy are not installed here."""
     import importlib.util
 
     assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("astropy") is None
-    out = kepler_claim(tmp_path, stand_ins=False)
+    out = kepler_claim(cli, tmp_path, stand_ins=False)
     assert out.startswith("not decidable") and "No module named 'astropy'" in out, out
 
 

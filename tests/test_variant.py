@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.fix_claims import (
@@ -32,7 +34,7 @@ from support.fix_claims import (
     LEAPFROG_DEFECT,
     burgers_claim,
 )
-from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo, run_process
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, clean_env, init_repo
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -149,22 +151,25 @@ def _project(tmp_path: Path, solver_name: str, solver: str, claim: str) -> Path:
     return root
 
 
-def _confirm(root: Path, *extra: str, claim: str = "claim.py") -> tuple[int, dict, str]:
+# confirm runs in this process through the ``cli`` fixture: these tests read its verdict, its ledger line
+# and the files it leaves; the claim and its variant still run in the claim's own child. What only a
+# process shows (SIGKILL of physverify during the variant run) starts a real one below.
+def _confirm(cli: Callable[..., Ran], root: Path, *extra: str, claim: str = "claim.py") -> tuple[int, dict, str]:
     """Run confirm with --json - and return the exit code, the ledger line and stderr."""
-    done = run_process("confirm", claim, "--trusted", "--json", "-", *extra, cwd=root)
+    done = cli("confirm", claim, "--trusted", "--json", "-", *extra, cwd=root)
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout), done.stderr
 
 
-def _text(root: Path, claim: str = "claim.py") -> tuple[int, str]:
-    done = run_process("confirm", claim, "--trusted", "--ledger", "text.jsonl", cwd=root)
+def _text(cli: Callable[..., Ran], root: Path, claim: str = "claim.py") -> tuple[int, str]:
+    done = cli("confirm", claim, "--trusted", "--ledger", "text.jsonl", cwd=root)
     return done.returncode, done.stdout + done.stderr
 
 
-def test_an_identity_check_confirms_the_slip_behind_a_first_order_scheme(tmp_path: Path) -> None:
+def test_an_identity_check_confirms_the_slip_behind_a_first_order_scheme(tmp_path: Path, cli: Any) -> None:
     root = _project(tmp_path, "burgers.py", BURGERS_DEFECT, burgers_claim(BURGERS_IDENTITY_CHECKS))
     before = _sha(root / "burgers.py")
-    code, output = _text(root)
+    code, output = _text(cli, root)
     assert code == 1, output
     assert output.startswith("confirmed (impact: used): the checks fail, and the claimed fix makes them pass"), output
     assert "  check FAIL the copies agree for a sine wave: u(0) and u(1) differ by" in output
@@ -176,17 +181,17 @@ def test_an_identity_check_confirms_the_slip_behind_a_first_order_scheme(tmp_pat
     assert _sha(root / "burgers.py") == before and not (root / "__pycache__").exists()
 
 
-def test_the_identity_check_rejects_the_claim_on_the_fixed_code(tmp_path: Path) -> None:
+def test_the_identity_check_rejects_the_claim_on_the_fixed_code(tmp_path: Path, cli: Any) -> None:
     root = _project(tmp_path, "burgers.py", BURGERS, burgers_claim(BURGERS_IDENTITY_CHECKS))
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"]) == (0, "rejected"), record["reason"]
     assert record["reason"].startswith("the checks pass, and fail with the claimed defect put back")
     assert record["variant"]["held"] == "fix" and record["variant"]["checks"][0]["status"] == "FAIL"
 
 
-def test_an_order_check_is_blind_to_the_slip_and_gives_not_decidable(tmp_path: Path) -> None:
+def test_an_order_check_is_blind_to_the_slip_and_gives_not_decidable(tmp_path: Path, cli: Any) -> None:
     root = _project(tmp_path, "burgers.py", BURGERS_DEFECT, burgers_claim(BURGERS_ORDER_CHECKS))
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"]) == (2, "not decidable")
     assert "the checks cannot tell the code from the variant" in record["reason"]
     assert record["checks"][0]["status"] == record["variant"]["checks"][0]["status"] == "PASS"
@@ -194,34 +199,35 @@ def test_an_order_check_is_blind_to_the_slip_and_gives_not_decidable(tmp_path: P
     plain = "\n".join(line for line in burgers_claim(BURGERS_ORDER_CHECKS).splitlines()
                       if not line.lstrip().startswith(('"defect"', '"fix"')))
     (root / "plain.py").write_text(plain + "\n")
-    code, record, _ = _confirm(root, claim="plain.py")
+    code, record, _ = _confirm(cli, root, claim="plain.py")
     assert (code, record["verdict"]) == (0, "rejected") and "variant" not in record
 
 
 @pytest.mark.parametrize("solver", [LEAPFROG, LEAPFROG_DEFECT], ids=["fixed", "defect"])
-def test_the_backward_leapfrog_with_a_frictionless_control_is_never_confirmed(tmp_path: Path, solver: str) -> None:
+def test_the_backward_leapfrog_with_a_frictionless_control_is_never_confirmed(tmp_path: Path, solver: str,
+                                                                               cli: Any) -> None:
     root = _project(tmp_path, "leapfrog.py", solver, LEAPFROG_CLAIM)
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"]) == (2, "not decidable"), record["reason"]
     assert "the checks fail with and without the change" in record["reason"]
     assert "a wrong expected order" in record["reason"]
 
 
-def test_a_wrong_suspicion_whose_fix_breaks_correct_code_is_rejected(tmp_path: Path) -> None:
+def test_a_wrong_suspicion_whose_fix_breaks_correct_code_is_rejected(tmp_path: Path, cli: Any) -> None:
     claim = DECAY_CLAIM.replace('    "impact": "used",\n', f'    "impact": "used",\n    "defect": "{DECAY_RIGHT_LINE}",\n'
                                 f'    "fix": "{DECAY_WRONG_FIX}",\n')
     root = _project(tmp_path, "decay.py", DECAY_SOLVER, claim)
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"]) == (0, "rejected"), record["reason"]
     assert record["reason"].startswith("the checks pass, and the suggested change breaks them")
     assert record["variant"] == {**record["variant"], "held": "defect", "line": 6}
 
 
-def test_fork_and_fresh_give_the_same_ledger_line(tmp_path: Path) -> None:
+def test_fork_and_fresh_give_the_same_ledger_line(tmp_path: Path, cli: Any) -> None:
     root = _project(tmp_path, "burgers.py", BURGERS_DEFECT, burgers_claim(BURGERS_IDENTITY_CHECKS))
     lines = []
     for mode in ("fork", "fresh"):
-        _, record, _ = _confirm(root, "--isolation", mode)
+        _, record, _ = _confirm(cli, root, "--isolation", mode)
         for outcome in [record["control"], *record["checks"], record["variant"]["control"], *record["variant"]["checks"]]:
             outcome.pop("seconds")
         record.pop("date")
@@ -234,7 +240,7 @@ import pkg.burgers as imported_first  # imported by a helper, before the claim f
 '''
 
 
-def test_the_variant_is_served_under_any_name_also_when_a_helper_imports_it_first(tmp_path: Path) -> None:
+def test_the_variant_is_served_under_any_name_also_when_a_helper_imports_it_first(tmp_path: Path, cli: Any) -> None:
     root = tmp_path / "project"
     (root / "pkg").mkdir(parents=True)
     (root / "claims").mkdir()
@@ -257,18 +263,18 @@ def where():
     claim = claim.replace("def checks():\n    return [", "def checks():\n    where()\n    return [")
     (root / "claims" / "claim.py").write_text(claim)
     before = _sha(root / "pkg" / "burgers.py")
-    code, record, stderr = _confirm(root, claim="claims/claim.py")
+    code, record, stderr = _confirm(cli, root, claim="claims/claim.py")
     assert (code, record["verdict"]) == (1, "confirmed"), record["reason"] + stderr
     assert _sha(root / "pkg" / "burgers.py") == before
     assert not list(root.rglob("*.pyc")) and not list(root.rglob("__pycache__"))
 
 
-def test_a_claim_that_never_imports_its_file_is_not_decidable(tmp_path: Path) -> None:
+def test_a_claim_that_never_imports_its_file_is_not_decidable(tmp_path: Path, cli: Any) -> None:
     root = _project(tmp_path, "burgers.py", BURGERS_DEFECT, "")
     (root / "copy_of_burgers.py").write_text(BURGERS_DEFECT)
     (root / "claim.py").write_text(burgers_claim(BURGERS_IDENTITY_CHECKS).replace("import burgers\n",
                                                                                  "import copy_of_burgers as burgers\n"))
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"]) == (2, "not decidable")
     assert "the claim never imported burgers.py" in record["reason"]
 
@@ -282,19 +288,19 @@ def test_a_claim_that_never_imports_its_file_is_not_decidable(tmp_path: Path) ->
     ({"file": "../outside.py"}, "is not a file inside the repository or next to the claim"),
 ])
 def test_hostile_keys_are_load_errors_and_the_file_is_unchanged(tmp_path: Path, change: dict[str, str],
-                                                                words: str) -> None:
+                                                                words: str, cli: Any) -> None:
     claim = burgers_claim(BURGERS_IDENTITY_CHECKS, defect=change.get("defect", BURGERS_DEFECT_LINE),
                           fix=change.get("fix", BURGERS_FIX_LINE))
     if "file" in change:
         claim = claim.replace('"file": "burgers.py"', f'"file": "{change["file"]}"')
         (tmp_path / "outside.py").write_text(BURGERS_DEFECT)  # holds the defect, outside the root
     root = _project(tmp_path, "burgers.py", BURGERS_DEFECT, claim)
-    _assert_load_error(root, words)
+    _assert_load_error(cli, root, words)
 
 
-def _assert_load_error(root: Path, words: str) -> None:
+def _assert_load_error(cli: Callable[..., Ran], root: Path, words: str) -> None:
     before = _sha(root / "burgers.py")
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"]) == (2, "not decidable")
     assert words in record["reason"], record["reason"]
     assert record["control"] is None and "variant" not in record  # nothing ran
@@ -302,36 +308,36 @@ def _assert_load_error(root: Path, words: str) -> None:
     assert len((root / "confirm_ledger.jsonl").read_text().splitlines()) == 1  # the load error is recorded
 
 
-def test_a_symlink_to_a_file_outside_the_root_is_not_looked_into(tmp_path: Path) -> None:
+def test_a_symlink_to_a_file_outside_the_root_is_not_looked_into(tmp_path: Path, cli: Any) -> None:
     outside = tmp_path / "elsewhere" / "burgers.py"
     outside.parent.mkdir()
     outside.write_text(BURGERS_DEFECT)
     root = _project(tmp_path, "real.py", "x = 1\n", burgers_claim(BURGERS_IDENTITY_CHECKS))
     (root / "burgers.py").symlink_to(outside)
     before = _sha(outside)
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert code == 2 and "is not a file inside the repository or next to the claim" in record["reason"]
     assert _sha(outside) == before and record["control"] is None
 
 
-def test_a_text_present_twice_is_a_load_error_naming_both_lines(tmp_path: Path) -> None:
+def test_a_text_present_twice_is_a_load_error_naming_both_lines(tmp_path: Path, cli: Any) -> None:
     solver = BURGERS_DEFECT + "\n\ndef other(new):\n    return new\n"  # a second function with the same last line
     claim = burgers_claim(BURGERS_IDENTITY_CHECKS, line=1, defect="return new", fix="return new.copy()")
     first = BURGERS_DEFECT.splitlines().index("    return new") + 1
-    _assert_load_error(_project(tmp_path, "burgers.py", solver, claim),
+    _assert_load_error(cli, _project(tmp_path, "burgers.py", solver, claim),
                        f"the defect occurs 2 times in burgers.py (lines {first}, {len(solver.splitlines())}) "
                        "and none starts at line 1")
 
 
-def test_a_1_mb_key_is_a_load_error(tmp_path: Path) -> None:
+def test_a_1_mb_key_is_a_load_error(tmp_path: Path, cli: Any) -> None:
     claim = burgers_claim(BURGERS_IDENTITY_CHECKS, defect="x" * 1_000_000)
-    _assert_load_error(_project(tmp_path, "burgers.py", BURGERS_DEFECT, claim),
+    _assert_load_error(cli, _project(tmp_path, "burgers.py", BURGERS_DEFECT, claim),
                        "CLAIM['defect'] is 1,000,000 characters long")
 
 
-def test_a_moved_line_works_and_records_where_the_text_was_found(tmp_path: Path) -> None:
+def test_a_moved_line_works_and_records_where_the_text_was_found(tmp_path: Path, cli: Any) -> None:
     root = _project(tmp_path, "burgers.py", BURGERS_DEFECT, burgers_claim(BURGERS_IDENTITY_CHECKS, line=3))
-    code, record, _ = _confirm(root)
+    code, record, _ = _confirm(cli, root)
     assert (code, record["verdict"], record["line"]) == (1, "confirmed", 3)
     assert record["variant"]["line"] == BURGERS_FIX_AT
 

@@ -1,7 +1,10 @@
 """Hostile files in a repository under test: claim files, imports, physverify.yaml, the ledger (issue 13).
 
 Each test runs the real command line in a real git repository and checks what a user sees:
-an exit code the docs promise, no traceback, and one ledger line for every claim run.
+an exit code the docs promise, no traceback, and one ledger line for every claim run. Most run it
+in this process (the cli fixture: an exception escaping the command fails the test there, and each
+claim still runs in its own child); those about a hang (the FIFO, the alias bomb) start a real
+process with a time limit, so a hang fails the test instead of stopping the suite.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import git
@@ -25,6 +29,7 @@ DEEP_REFERENCE = "\n\ndef reference_unused():\n    return math" + ".e" * 1500 + 
 
 
 def physverify(*args: str, cwd: Path) -> Ran:
+    """The command as a real process (ended after run_process's time limit)."""
     return run_process(*args, cwd=cwd)
 
 
@@ -49,11 +54,12 @@ def root_of(repo: git.Repo) -> Path:
     return Path(repo.working_tree_dir or ".")
 
 
-def test_confirm_records_a_claim_whose_reference_is_1500_levels_deep(project: git.Repo) -> None:
+def test_confirm_records_a_claim_whose_reference_is_1500_levels_deep(project: git.Repo,
+        cli: Callable[..., Ran]) -> None:
     """Item 7: the reference scan raised RecursionError; confirm exited 1 with a traceback and no ledger line."""
     root = root_of(project)
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM + DEEP_REFERENCE)
-    done = physverify("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
+    done = cli("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
     assert done.returncode == EXIT_OK and "Traceback" not in done.stderr, done.stderr
     assert [line["verdict"] for line in lines(root / "ledger.jsonl")] == ["rejected"]
 
@@ -64,24 +70,25 @@ def test_confirm_records_a_claim_whose_reference_is_1500_levels_deep(project: gi
     ('"file": "decay.py"', '"file": "' + "x" * 300 + '.py"'),
     ('"file": "decay.py"', '"file": "decay.py", "repo": "' + "a/" * 3000 + '"'),
 ])
-def test_confirm_records_a_claim_whose_paths_no_file_system_allows(project: git.Repo, old: str, new: str) -> None:
+def test_confirm_records_a_claim_whose_paths_no_file_system_allows(project: git.Repo, old: str, new: str,
+        cli: Callable[..., Ran]) -> None:
     """Item 7: a NUL or an overlong name in CLAIM's file or repo raised in confirm: exit 1, a traceback, no line."""
     root = root_of(project)
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace(old, new))
-    done = physverify("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
+    done = cli("confirm", "claims/claim_decay.py", "--ledger", "ledger.jsonl", "--trusted", cwd=root)
     assert done.returncode == EXIT_ERROR and "Traceback" not in done.stderr, done.stderr
     (line,) = lines(root / "ledger.jsonl")
     assert line["verdict"] == "not decidable" and "CLAIM[" in str(line["reason"])
 
 
-def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo) -> None:
+def test_replay_records_every_claim_beside_hostile_ones(project: git.Repo, cli: Callable[..., Ran]) -> None:
     """Items 7 and 26: one bad claim file stopped replay from writing a line for any claim."""
     root = root_of(project)
     claims = root / "claims"
     (claims / "claim_deep.py").write_text(DECAY_CLAIM + DEEP_REFERENCE)
     (claims / "claim_unparseable.py").write_text(DECAY_CLAIM + "\nX = " + "-" * 100_000 + "1\n")
     (claims / "claim_huge.py").write_text(DECAY_CLAIM + "\nTABLE = [" + "0, " * MAX_CLAIM_BYTES + "]\n")
-    done = physverify("replay", "claims", "--trusted", "--jobs", "2", "--format", "json", cwd=root)
+    done = cli("replay", "claims", "--trusted", "--jobs", "2", "--format", "json", cwd=root)
     # three new claims that cannot load fail the gate (issue 10), and each still gets its line
     assert done.returncode == EXIT_FINDING and "Traceback" not in done.stderr, done.stderr
     recorded = {line["claim_key"]: line for line in lines(claims / "confirm_ledger.jsonl")}
@@ -104,32 +111,34 @@ def test_replay_skips_a_fifo_and_a_device_named_like_claims(project: git.Repo) -
 
 
 @pytest.mark.parametrize("how", ["--changed-since", "--pre-commit"])
-def test_a_relative_import_above_the_root_does_not_stop_the_gate(project: git.Repo, how: str) -> None:
+def test_a_relative_import_above_the_root_does_not_stop_the_gate(project: git.Repo, how: str,
+        cli: Callable[..., Ran]) -> None:
     """Item 8: `from ............ import x`, even in a function never called, raised IndexError in every commit's hook."""
     root = root_of(project)
     (root / "claims" / "helpers.py").write_text("def never_called():\n    from ............ import x\n")
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace("import decay\n", "import decay\nimport helpers\n"))
-    assert physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root).returncode == EXIT_OK
+    assert cli("replay", "claims", "--trusted", "--jobs", "1", cwd=root).returncode == EXIT_OK
     project.index.add(["claims/helpers.py", "claims/claim_decay.py", "claims/confirm_ledger.jsonl"])
     project.index.commit("the claim is rejected")
     (root / "decay.py").write_text(DECAY_DEFECT)
     project.index.add(["decay.py"])
     if how == "--changed-since":
-        done = physverify("replay", "claims", "--trusted", "--jobs", "1", "--changed-since", "HEAD", cwd=root)
+        done = cli("replay", "claims", "--trusted", "--jobs", "1", "--changed-since", "HEAD", cwd=root)
     else:
-        done = physverify("replay", "--pre-commit", "decay.py", cwd=root)
+        done = cli("replay", "--pre-commit", "decay.py", cwd=root)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == EXIT_FINDING and "regressed" in done.stdout, done.stdout + done.stderr
 
 
-def test_a_byte_order_mark_on_the_ledger_keeps_the_baseline_so_a_regression_fails_the_gate(project: git.Repo) -> None:
+def test_a_byte_order_mark_on_the_ledger_keeps_the_baseline_so_a_regression_fails_the_gate(project: git.Repo,
+        cli: Callable[..., Ran]) -> None:
     """Item 12: with a BOM the first line was skipped, the regression was reported as new and the gate passed."""
     root = root_of(project)
-    assert physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root).returncode == EXIT_OK
+    assert cli("replay", "claims", "--trusted", "--jobs", "1", cwd=root).returncode == EXIT_OK
     ledger = root / "claims" / "confirm_ledger.jsonl"
     ledger.write_bytes(b"\xef\xbb\xbf" + ledger.read_bytes())  # an editor saved it
     (root / "decay.py").write_text(DECAY_DEFECT)
-    done = physverify("replay", "claims", "--trusted", "--jobs", "1", cwd=root)
+    done = cli("replay", "claims", "--trusted", "--jobs", "1", cwd=root)
     assert done.returncode == EXIT_FINDING and "regressed" in done.stdout, done.stdout + done.stderr
     assert "line skipped" not in done.stdout + done.stderr
 
@@ -166,14 +175,14 @@ _forge()
 '''
 
 
-def test_a_trusted_claim_can_forge_its_verdict_and_the_docs_say_so(project: git.Repo) -> None:
+def test_a_trusted_claim_can_forge_its_verdict_and_the_docs_say_so(project: git.Repo, cli: Callable[..., Ran]) -> None:
     """Item 27: a real FAIL reported as rejected; docs/confirm.md and the README must say it plainly."""
     root = root_of(project)
     (root / "decay.py").write_text(DECAY_DEFECT)  # the claim's check really fails on this code
-    honest = physverify("confirm", "claims/claim_decay.py", "--ledger", "honest.jsonl", "--trusted", cwd=root)
+    honest = cli("confirm", "claims/claim_decay.py", "--ledger", "honest.jsonl", "--trusted", cwd=root)
     assert honest.returncode == EXIT_FINDING, honest.stdout + honest.stderr
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM + FORGER)
-    forged = physverify("confirm", "claims/claim_decay.py", "--ledger", "forged.jsonl", "--trusted", cwd=root)
+    forged = cli("confirm", "claims/claim_decay.py", "--ledger", "forged.jsonl", "--trusted", cwd=root)
     assert forged.returncode == EXIT_OK and forged.stdout.startswith("rejected"), forged.stdout + forged.stderr
     docs = Path(__file__).resolve().parents[2]
     for page in ("docs/confirm.md", "README.md"):

@@ -100,6 +100,7 @@ def victim(done: str) -> str:
 VICTIM = DECAY_CLAIM.replace("import decay\n", "import decay\nimport os, time\n").replace(
     "def _compare(t):\n",
     "def _compare(t):\n    deadline = time.monotonic() + 90\n"
+    "    if WAIT:\n        open(f'{DONE}.{os.getpid()}.waiting', 'w').close()  # running: what a signaller waits for\n"
     "    while WAIT and not os.path.exists(DONE) and time.monotonic() < deadline:\n        time.sleep(0.05)\n",
 )
 
@@ -121,11 +122,13 @@ def _server():
 '''
 
 SIGNALLER = DECAY_CLAIM.replace("import decay\n", '''import decay
-import os, signal, time
+import glob, os, signal, time
 ''' + SIGNALLER_SERVER + '''
 
 def _signal():
-    time.sleep(1.0)  # the siblings are running
+    deadline = time.monotonic() + 60  # until the victims run beside it: each notes its pid once it waits for DONE
+    while len(glob.glob(glob.escape(DONE) + ".*.waiting")) < VICTIMS and time.monotonic() < deadline:
+        time.sleep(0.02)
     server = _server()
     if server is not None:
         os.kill(server, getattr(signal, SIG))
@@ -137,9 +140,10 @@ def _signal():
 )
 
 
-def signaller(done: str, sig: str) -> str:
-    """Claim A, sending ``sig`` (a name: SIGKILL, SIGSTOP) to the fork server, then writing ``done``."""
-    return SIGNALLER.replace("CLAIM = {", f"DONE = {done!r}\nSIG = {sig!r}\nCLAIM = {{", 1)
+def signaller(done: str, sig: str, victims: int = 2) -> str:
+    """Claim A: once ``victims`` victims of ``done`` are running, sends ``sig`` (a name: SIGKILL, SIGSTOP) to the
+    fork server, then writes ``done``."""
+    return SIGNALLER.replace("CLAIM = {", f"DONE = {done!r}\nSIG = {sig!r}\nVICTIMS = {victims}\nCLAIM = {{", 1)
 
 
 def plain() -> str:
