@@ -15,16 +15,22 @@ from physverify import replay as replay_module
 from physverify.replay import replay
 
 
-def test_planning_freezes_as_it_goes_and_the_run_unfreezes_at_its_end(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def _committed(tmp_path: Path, *names: str) -> Path:
+    """A committed repository with decay.py and one decay claim per name in claims/; returns its root."""
     root = tmp_path / "project"
     (root / "claims").mkdir(parents=True)
     repository = init_repo(root)
     (root / "decay.py").write_text(DECAY_SOLVER)
-    for name in ("a", "b", "c"):
+    for name in names:
         (root / "claims" / f"{name}_claim.py").write_text(DECAY_CLAIM)
     repository.git.add(".")
     repository.index.commit("claims")
+    return root
+
+
+def test_planning_freezes_as_it_goes_and_the_run_unfreezes_at_its_end(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _committed(tmp_path, "a", "b", "c")
     frozen: list[int] = []
     real_freeze = gc.freeze
 
@@ -43,13 +49,7 @@ def test_planning_freezes_as_it_goes_and_the_run_unfreezes_at_its_end(tmp_path: 
 
 
 def test_a_run_that_ends_with_an_error_gives_back_what_it_froze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    repository = init_repo(root)
-    (root / "decay.py").write_text(DECAY_SOLVER)
-    (root / "claims" / "a_claim.py").write_text(DECAY_CLAIM)
-    repository.git.add(".")
-    repository.index.commit("a claim")
+    root = _committed(tmp_path, "a")
 
     def interrupted(*_: object) -> None:  # Ctrl-C as the run ends
         raise KeyboardInterrupt
@@ -64,13 +64,7 @@ def test_a_run_that_ends_with_an_error_gives_back_what_it_froze(tmp_path: Path, 
 def test_a_process_that_froze_its_own_objects_keeps_them_frozen(tmp_path: Path) -> None:
     """gc.freeze acts on the whole process: a program that froze its objects (a server before it forks) is left
     as it was, and the run freezes nothing of its own."""
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    repository = init_repo(root)
-    (root / "decay.py").write_text(DECAY_SOLVER)
-    (root / "claims" / "a_claim.py").write_text(DECAY_CLAIM)
-    repository.git.add(".")
-    repository.index.commit("a claim")
+    root = _committed(tmp_path, "a")
     gc.freeze()
     try:
         before = gc.get_freeze_count()
