@@ -70,7 +70,9 @@ def test_a_process_that_froze_its_own_objects_keeps_them_frozen(tmp_path: Path) 
         before = gc.get_freeze_count()
         assert before > 0
         replay([root / "claims"], trusted=True, dry_run=True, jobs=1)
-        assert gc.get_freeze_count() == before
+        # an object freed meanwhile leaves the frozen ones; a freeze of the run's own would add its objects,
+        # an unfreeze would leave none
+        assert 0 < gc.get_freeze_count() <= before
     finally:
         gc.unfreeze()
 
