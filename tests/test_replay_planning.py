@@ -116,3 +116,25 @@ def test_discovery_read_ahead_stops_once_its_consumer_is_closed() -> None:
         if thread.name == "physverify-discovery":
             thread.join(10)
     assert len(produced) <= 2
+
+
+@pytest.mark.parametrize("where", ["load_baseline", "_write"])
+def test_a_run_that_ends_with_an_error_stops_its_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            where: str) -> None:
+    """Whether the baseline cannot be read or the run is interrupted later, discovery reads no further."""
+    root = _committed(tmp_path, "a")
+    closed: list[bool] = []
+
+    class Watched(replay_module._Ahead):
+        def close(self) -> None:
+            closed.append(True)
+            super().close()
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay_module, "_Ahead", Watched)
+    monkeypatch.setattr(replay_module, where, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        replay([root / "claims"], trusted=True, jobs=1)
+    assert closed == [True]

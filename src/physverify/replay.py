@@ -29,6 +29,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -470,12 +471,12 @@ class _Ahead(Iterator[_Planned]):
     Discovery reads the claims and hands them to the parse workers while the caller reads
     the committed ledger: the workers waited for the baseline before (0.3 s of a cold
     10,000-claim no-op, one core idle). The thread only reads (claim.py, cache.py and repo.py
-    lock what they share). It stops at its next claim once ``close`` is called or this
-    object is dropped (a run that ends with an error reads no further).
+    lock what they share). It stops at its next claim once ``close`` is called (``replay`` closes
+    it as the run ends, so a run that ends with an error reads no further).
     """
 
     def __init__(self, items: Iterator[_Planned]) -> None:
-        # (0, item), (1, None) at the end, (2, exception); the thread holds these, never self, so dropping self stops it
+        # (0, item), (1, None) at the end, (2, exception)
         self._found: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._done = False
@@ -496,9 +497,6 @@ class _Ahead(Iterator[_Planned]):
 
     def close(self) -> None:
         """Stop reading ahead (at the thread's next claim)."""
-        self._stop.set()
-
-    def __del__(self) -> None:
         self._stop.set()
 
 
@@ -786,15 +784,13 @@ def replay(
                                     notes=(), baseline_ref=blob[1], shard=shard)
         if _python_file(path for c in folders for path in changes.of(c.root)) and _forks(configs, run):
             _warm_up()  # a changed module is likely some claim's: the server starts while the plan is made
-    with _Freezing() as freezing:  # what the run has made so far lives to its end (see _frozen_while)
-        readings = cache.Readings(store, checkouts)
-        watch = recorder if key_material is not None else None
-        discovered = _Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))  # read while the baseline is
-        try:
-            before = load_baseline(target, baseline, committed, blob=blob)
-        except BaseException:
-            discovered.close()  # no baseline, no run: nothing more is read
-            raise
+    readings = cache.Readings(store, checkouts)
+    watch = recorder if key_material is not None else None
+    # What the run has made so far lives to its end (_frozen_while); discovery reads while the baseline is, and
+    # reads no further once the run ends, however it ends.
+    with _Freezing() as freezing, \
+            closing(_Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))) as discovered:
+        before = load_baseline(target, baseline, committed, blob=blob)
         warnings = list(before.problems) + moved + _baseline_note(before, target)
         if before.path is not None and before.path != target:
             warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
