@@ -53,6 +53,7 @@ def remember_columns(errors_of: Callable[..., np.ndarray], default_ns: tuple[int
                 columns[(*key, n)] = column
         return np.stack([columns[(*key, n)] for n in ns], axis=1)
 
+    remembered.__wrapped__ = errors_of  # type: ignore[attr-defined]  # the benchmark's own, for the test of it
     return remembered
 
 
@@ -108,3 +109,14 @@ def test_refine_plans_meet_the_sequential_targets_of_issue_16(bench: ModuleType)
     assert sum(r.status in (PASS, EXACT) for r in correct) >= 0.97 * len(correct)
     assert sum(r.status == FAIL for r in defective) >= 0.97 * len(defective)
     assert all(r.oracle is None or r.rhs > 0 for r in runs)
+
+
+def test_the_table_of_all_step_counts_at_once_is_the_table_of_each_alone(bench: ModuleType) -> None:
+    # errors_of steps the runs of every step count together (the ones still running are a prefix):
+    # each column must be bitwise what that step count alone gives, in any order of ns
+    tableaux = list(bench.CORRECT)[:3] + list(bench.mutants(bench.CORRECT[-1]))[:3]
+    ns = (12, 4, 40, 8, 24, 16)
+    for problem in bench.PROBLEMS:
+        together = bench.errors_of.__wrapped__(tableaux, problem, ns)
+        alone = np.stack([bench.errors_of.__wrapped__(tableaux, problem, (n,))[:, 0] for n in ns], axis=1)
+        assert together.shape == (len(tableaux), len(ns)) and np.array_equal(together, alone), problem.name
