@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -99,8 +99,10 @@ def test_a_claimed_file_outside_the_root_is_refused_and_never_hashed(project: Pa
     assert _ledger_texts(project.parent) == ""
 
 
-def test_confirm_never_hashes_a_claimed_file_outside_its_folder(project: Path) -> None:
-    """The command line too: CLAIM["file"] may not lead out of the repository (or the claim's folder)."""
+def test_confirm_never_hashes_a_claimed_file_outside_its_folder(project: Path, cli: Callable[..., Ran]) -> None:
+    """The command line too: CLAIM["file"] may not lead out of the repository (or the claim's folder).
+
+    In this process (the claim still runs in its own child): what is read is the JSON object printed."""
     (project / "secret_link.txt").symlink_to(project.parent / "secret.txt")
     secret_hash = hashlib.sha256(SECRET.encode()).hexdigest()
     for target in (str(project.parent / "secret.txt"), "../secret.txt", "../../secret.txt", "secret_link.txt"):
@@ -108,16 +110,10 @@ def test_confirm_never_hashes_a_claimed_file_outside_its_folder(project: Path) -
         assert confirm.find_target(project, claim, target) is None, target
     found = confirm.find_target(project, project / "claims" / "claim_decay.py", "../decay.py")  # out of claims/, in the root
     assert found is not None and found.resolve() == project / "decay.py"
-    done = subprocess.run(
-        [sys.executable, "-m", "physverify", "confirm", "claims/claim_decay.py", "--trusted", "--json", "-"],
-        cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, check=False,
-    )
+    done = cli("confirm", "claims/claim_decay.py", "--trusted", "--json", "-", cwd=project)
     assert json.loads(done.stdout)["file_sha256"] is not None  # decay.py, inside, is still hashed
     (project / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace('"decay.py"', '"../secret.txt"'))
-    done = subprocess.run(
-        [sys.executable, "-m", "physverify", "confirm", "claims/claim_decay.py", "--trusted", "--json", "-"],
-        cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, check=False,
-    )
+    done = cli("confirm", "claims/claim_decay.py", "--trusted", "--json", "-", cwd=project)
     assert json.loads(done.stdout)["file_sha256"] is None
     assert secret_hash not in _ledger_texts(project)
 
