@@ -1,15 +1,21 @@
-"""`physverify confirm` end to end: one test per verdict rule, the ledger line, safety, init."""
+"""`physverify confirm` end to end: one test per verdict rule, the ledger line, safety, init.
+
+The command runs in this process (the ``cli`` fixture; each claim still runs in its own child)
+where a test reads its printed lines, exit code and ledger; as a real process (``run_process``)
+where it is about a time limit ending a hang, the process's environment, or a refusal's
+stdout against its stderr.
+"""
 
 from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fixtures import run_process as run_cli
-from support.fixtures import init_repo
+from support.fixtures import Ran, init_repo, run_process
 
 from physverify import confirm
 from physverify.errors import RefusedError, UsageError
@@ -57,10 +63,10 @@ def ledger_lines(path: Path) -> list[dict[str, Any]]:
 
 
 # --- the verdict rules, through the command -----------------------------------------
-def test_rule_4_a_failing_check_with_a_passing_control_confirms(tmp_path: Path) -> None:
+def test_rule_4_a_failing_check_with_a_passing_control_confirms(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "observed order 1.00 (expected 1)")',
                         check('Result(FAIL, "observed order 0.00 (expected 1)")', "damping on"))
-    result = run_cli("confirm", str(claim), "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
+    result = cli("confirm", str(claim), "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "confirmed (impact: used): the control passed and 1 of 1 check failed: 'damping on' (FAIL)"
@@ -104,7 +110,7 @@ def test_rule_2_a_timeout_is_not_decidable_and_kills_the_grandchild(tmp_path: Pa
         open({str(pidfile)!r}, "w").write(str(_child.pid))
     """)
     claim = write_claim(tmp_path, "time.sleep(300)", check('Result(PASS, "")'), header=header)
-    result = run_cli("confirm", str(claim), "--trusted", "--timeout", "2", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = run_process("confirm", str(claim), "--trusted", "--timeout", "2", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout.startswith("not decidable (impact: used): timed out after 2 s")
     pid = int(pidfile.read_text())
@@ -128,10 +134,11 @@ def test_rule_1_a_reference_that_calls_the_code_under_test_is_refused_before_any
     assert not marker.exists()
 
 
-def test_allow_dependent_reference_runs_and_records_the_reason_and_the_notes(tmp_path: Path) -> None:
+def test_allow_dependent_reference_runs_and_records_the_reason_and_the_notes(tmp_path: Path,
+        cli: Callable[..., Ran]) -> None:
     header = "def reference_decay(y, dt):\n    return solver.decay(y, dt)\n"
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(FAIL, "")'), header=header)
-    result = run_cli("confirm", str(claim), "--trusted", "--ledger", "l.jsonl",
+    result = cli("confirm", str(claim), "--trusted", "--ledger", "l.jsonl",
                      "--allow-dependent-reference", "only the time grid is shared", cwd=tmp_path)
     assert result.returncode == 1
     [line] = ledger_lines(tmp_path / "l.jsonl")
@@ -140,10 +147,11 @@ def test_allow_dependent_reference_runs_and_records_the_reason_and_the_notes(tmp
 
 
 # --- load errors ----------------------------------------------------------------------
-def test_a_load_error_exits_2_with_one_line_naming_the_file_and_is_still_recorded(tmp_path: Path) -> None:
+def test_a_load_error_exits_2_with_one_line_naming_the_file_and_is_still_recorded(tmp_path: Path,
+        cli: Callable[..., Ran]) -> None:
     incomplete = {k: v for k, v in CLAIM_DICT.items() if k != "reference"}
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(FAIL, "")'), claim=incomplete)
-    result = run_cli("confirm", str(claim), "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = cli("confirm", str(claim), "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2
     first = result.stdout.splitlines()[0]
     assert first.startswith("not decidable") and str(claim) in first and "reference" in first
@@ -152,8 +160,9 @@ def test_a_load_error_exits_2_with_one_line_naming_the_file_and_is_still_recorde
     assert line["control"] is None
 
 
-def test_a_claim_file_that_cannot_be_read_is_recorded_without_claim_fields(tmp_path: Path) -> None:
-    result = run_cli("confirm", "missing_claim.py", "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
+def test_a_claim_file_that_cannot_be_read_is_recorded_without_claim_fields(tmp_path: Path,
+        cli: Callable[..., Ran]) -> None:
+    result = cli("confirm", "missing_claim.py", "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2
     [line] = ledger_lines(tmp_path / "l.jsonl")
     assert line["verdict"] == "not decidable" and "text" not in line and line["claim_sha256"] is None
@@ -167,10 +176,11 @@ def test_a_control_that_is_not_a_check_is_a_load_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["os._exit(3)", "ctypes.string_at(0)"])
-def test_a_child_that_dies_is_not_decidable_with_the_cause_and_the_stderr_tail(tmp_path: Path, how: str) -> None:
+def test_a_child_that_dies_is_not_decidable_with_the_cause_and_the_stderr_tail(tmp_path: Path, how: str,
+        cli: Callable[..., Ran]) -> None:
     header = "import ctypes, os, sys\nsys.stderr.write('solver starting\\n')\n"
     claim = write_claim(tmp_path, 'Result(PASS, "")', check(how), header=header)
-    result = run_cli("confirm", str(claim), "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = cli("confirm", str(claim), "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     [line] = ledger_lines(tmp_path / "l.jsonl")
     expected = "exited with code 3" if "exit" in how else "SIGSEGV"
@@ -183,7 +193,7 @@ def test_without_trusted_it_refuses_runs_nothing_and_writes_nothing(tmp_path: Pa
     marker = tmp_path / "ran"
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(FAIL, "")'),
                         header=f"open({str(marker)!r}, 'w').write('ran')\n")
-    result = run_cli("confirm", str(claim), "--ledger", "l.jsonl", cwd=tmp_path)
+    result = run_process("confirm", str(claim), "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("physverify: refusing to run") and "sandbox/README.md" in result.stderr
     assert not marker.exists() and not (tmp_path / "l.jsonl").exists()
@@ -191,7 +201,7 @@ def test_without_trusted_it_refuses_runs_nothing_and_writes_nothing(tmp_path: Pa
 
 def test_inside_the_sandbox_phsyverify_repo_stands_for_trusted(tmp_path: Path) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
-    result = run_cli("confirm", str(claim), "--ledger", "l.jsonl", cwd=tmp_path,
+    result = run_process("confirm", str(claim), "--ledger", "l.jsonl", cwd=tmp_path,
                      env={"PHYSVERIFY_REPO": str(tmp_path), "PHYSVERIFY_REPO_COMMIT": "abc123-dirty"})
     assert result.returncode == 0, result.stderr
     assert ledger_lines(tmp_path / "l.jsonl")[0]["repo_commit"] == "abc123-dirty"
@@ -200,7 +210,7 @@ def test_inside_the_sandbox_phsyverify_repo_stands_for_trusted(tmp_path: Path) -
 @pytest.mark.parametrize("value", ["soon", "0", "-5", "inf", "nan"])
 def test_a_timeout_that_is_not_a_positive_number_is_refused(tmp_path: Path, value: str) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
-    result = run_cli("confirm", str(claim), "--trusted", f"--timeout={value}", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = run_process("confirm", str(claim), "--trusted", f"--timeout={value}", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.startswith("physverify: --timeout must be")
     assert not (tmp_path / "l.jsonl").exists()
     with pytest.raises(UsageError):
@@ -212,9 +222,9 @@ def test_require_trust_raises_outside_the_sandbox() -> None:
         confirm.require_trust(False)
 
 
-def test_json_dash_prints_the_ledger_object_and_json_file_writes_it(tmp_path: Path) -> None:
+def test_json_dash_prints_the_ledger_object_and_json_file_writes_it(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
-    result = run_cli("confirm", str(claim), "--trusted", "--json", "-", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = cli("confirm", str(claim), "--trusted", "--json", "-", "--ledger", "l.jsonl", cwd=tmp_path)
     printed = json.loads(result.stdout)
     assert printed == ledger_lines(tmp_path / "l.jsonl")[0]
     fields = ["ledger_version", "date", "physverify", "claim_file", "claim_sha256", "text", "source", "file", "line",
@@ -222,7 +232,7 @@ def test_json_dash_prints_the_ledger_object_and_json_file_writes_it(tmp_path: Pa
               "allow_dependent_reference", "timeout_s", "stderr_tail"]
     assert set(fields) <= set(printed)
     assert printed["file_sha256"] is not None and printed["repo_commit"] is None  # found, but not in git
-    to_file = run_cli("confirm", str(claim), "--trusted", "--json", "out.json", "--ledger", "l.jsonl", cwd=tmp_path)
+    to_file = cli("confirm", str(claim), "--trusted", "--json", "out.json", "--ledger", "l.jsonl", cwd=tmp_path)
     assert json.loads((tmp_path / "out.json").read_text())["verdict"] == "rejected"
     assert to_file.stdout.startswith("rejected (impact: used): ")  # spec section 7: only --json - replaces the text
     assert len(ledger_lines(tmp_path / "l.jsonl")) == 2, "a second run appends a second line"
@@ -260,16 +270,17 @@ def test_claim_repo_points_an_adapter_folder_at_the_repository(tmp_path: Path) -
 
 
 # --- confirm init ---------------------------------------------------------------------
-def test_init_writes_a_template_that_fails_the_load_until_filled_and_never_overwrites(tmp_path: Path) -> None:
-    made = run_cli("confirm", "init", "claim_new.py", "--text", "k3 at t + h", "--file", "rk.py", "--line", "22",
+def test_init_writes_a_template_that_fails_the_load_until_filled_and_never_overwrites(tmp_path: Path,
+        cli: Callable[..., Ran]) -> None:
+    made = cli("confirm", "init", "claim_new.py", "--text", "k3 at t + h", "--file", "rk.py", "--line", "22",
                    cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     text = (tmp_path / "claim_new.py").read_text()
     assert "k3 at t + h" in text and "FILL IN" in text
     assert "MUST COME FROM THE PHYSICS" in text and "Never take it from the code under test" in text
-    again = run_cli("confirm", "init", "claim_new.py", "--text", "x", "--file", "rk.py", "--line", "1", cwd=tmp_path)
+    again = cli("confirm", "init", "claim_new.py", "--text", "x", "--file", "rk.py", "--line", "1", cwd=tmp_path)
     assert again.returncode == 2 and (tmp_path / "claim_new.py").read_text() == text
-    result = run_cli("confirm", "claim_new.py", "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = cli("confirm", "claim_new.py", "--trusted", "--ledger", "l.jsonl", cwd=tmp_path)
     assert result.returncode == 2 and "FILL IN" in result.stdout
 
 
@@ -277,7 +288,7 @@ def test_a_ledger_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: 
     marker = tmp_path / "ran"
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'),
                         header=f"open({str(marker)!r}, 'w').write('ran')\n")
-    result = run_cli("confirm", str(claim), "--trusted", "--ledger", "nodir/l.jsonl", cwd=tmp_path)
+    result = run_process("confirm", str(claim), "--trusted", "--ledger", "nodir/l.jsonl", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == "physverify: nodir/l.jsonl: the ledger's folder does not exist\n"
     assert not marker.exists()
@@ -286,7 +297,7 @@ def test_a_ledger_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: 
 def test_init_options_without_init_are_a_usage_error(tmp_path: Path) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
     for flag in ("--text", "--defect"):
-        result = run_cli("confirm", str(claim), "--trusted", flag, "x", "--ledger", "l.jsonl", cwd=tmp_path)
+        result = run_process("confirm", str(claim), "--trusted", flag, "x", "--ledger", "l.jsonl", cwd=tmp_path)
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr == ("physverify: --text, --file, --line, --defect and --fix belong to "
                                  "'confirm init CLAIM.py'; a claim file keeps them in CLAIM\n")
@@ -301,6 +312,7 @@ def test_a_child_that_printed_nothing_before_failing_has_an_empty_stderr_tail(tm
 
 def test_a_json_file_in_a_missing_folder_is_refused_before_anything_runs(tmp_path: Path) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check('Result(PASS, "")'))
-    result = run_cli("confirm", str(claim), "--trusted", "--json", "no/out.json", "--ledger", "l.jsonl", cwd=tmp_path)
+    result = run_process("confirm", str(claim), "--trusted", "--json", "no/out.json", "--ledger", "l.jsonl",
+                         cwd=tmp_path)
     assert (result.returncode, result.stderr) == (2, "physverify: no/out.json: the --json file's folder does not exist\n")
     assert not (tmp_path / "l.jsonl").exists()
