@@ -193,3 +193,32 @@ def test_a_result_without_the_claims_key_is_rejected_as_tampering(tmp_path: Path
     assert outcome.payload is None and outcome.tampered
     assert "without this claim's key reached its result stream" in (outcome.failure() or "")
     assert "(tampering)" in (outcome.failure() or "")
+
+
+def test_ctrl_c_while_waiting_for_a_claim_ends_it_and_leaves_no_stream_open() -> None:
+    """replay --jobs 1 waits in the main thread: a KeyboardInterrupt there ends the claim and closes its streams."""
+    import signal
+    import subprocess
+
+    key = protocol.new_key()
+    (out, out_child), (err, err_child) = protocol.stream_pairs()
+    watch, watch_child = socket.socketpair()
+    streams = protocol.Streams.of(out, err)
+    supervisor = subprocess.Popen(["sleep", "60"], start_new_session=True)  # stands for a supervisor that never answers
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            protocol.collect(supervisor.pid, watch, streams, key, timeout_s=60.0, start=time.monotonic(),
+                             exit_code=lambda: None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        for sock in (out_child, err_child, watch_child):
+            sock.close()
+    assert supervisor.wait(timeout=30) == -signal.SIGKILL  # ended by the interrupted wait, its whole session
+    assert out.fileno() == -1 and err.fileno() == -1 and watch.fileno() == -1

@@ -231,12 +231,16 @@ class Streams:
                     break
                 for ready, _ in self._select(selector, left):
                     self._read(ready.data, selector)
-        for sock in list(self._open):  # held open past DRAIN_S by a process that left the group: not waited for
-            self._close(sock, None)
+        self.close()  # what is still open was held past DRAIN_S by a process that left the group: not waited for
         seconds = time.monotonic() - start
         payload, tampered = (None, False) if timed_out else parse_payload(self._out.data(), key)
         tail = self._err.data().decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
         return ChildOutcome(returncode, payload, tail, timed_out, seconds, self._out.overflowed, tampered)
+
+    def close(self) -> None:
+        """Close the streams not yet at their end."""
+        for sock in list(self._open):
+            self._close(sock, None)
 
     def _select(self, selector: selectors.BaseSelector, seconds: float) -> list[tuple[selectors.SelectorKey, int]]:
         return selector.select(min(seconds, _LONGEST_SELECT_S))  # a --timeout of 1e10 is too long for epoll: wait in parts
@@ -311,13 +315,17 @@ def collect(
         ended.append(True)
         end_supervised(pid, watch)
 
-    with watch, tracked(pid, end=end):
-        told, status = streams.wait_for_status(watch, timeout_s - (time.monotonic() - start), key)
-        timed_out = not told and time.monotonic() - start >= timeout_s
-        if timed_out:
-            end()
-        elif not told:  # the supervisor is gone without a word (killed): end what it may have left
-            end_supervised(pid, watch)
+    try:
+        with watch, tracked(pid, end=end):
+            told, status = streams.wait_for_status(watch, timeout_s - (time.monotonic() - start), key)
+            timed_out = not told and time.monotonic() - start >= timeout_s
+            if timed_out:
+                end()
+            elif not told:  # the supervisor is gone without a word (killed): end what it may have left
+                end_supervised(pid, watch)
+    except BaseException:  # Ctrl-C in the waiting thread (tracked ended the claim): no stream is left open
+        streams.close()
+        raise
     if told and status is not None:
         code: int | None = os.waitstatus_to_exitcode(status)
     else:
