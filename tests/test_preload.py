@@ -47,3 +47,31 @@ def test_a_folder_provides_a_module_a_package_or_an_extension_never_a_namespace_
     asked = ["yaml", "numpy", "scipy", "fastmod", "notes", "absent"]
     assert preload.provided_top_levels([str(tmp_path), str(tmp_path / "missing")], among=asked) == {
         "yaml", "numpy", "fastmod"}
+
+
+def test_the_listings_shortcut_gives_what_asking_the_finder_for_every_name_gives(tmp_path: Path) -> None:
+    """provided_top_levels skips a name its folder's listing has no entry for: never one the finder would find."""
+    import importlib.machinery
+    import pkgutil
+
+    folder = tmp_path / "mix"
+    folder.mkdir()
+    for suffix in importlib.machinery.all_suffixes():  # a module of every kind the import system loads
+        (folder / f"kind{suffix.replace('.', '_')}{suffix}").write_text("")
+    (folder / "pkg").mkdir()
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "compiled_pkg").mkdir()
+    (folder / "compiled_pkg" / "__init__.pyc").write_bytes(b"")
+    (folder / "portion").mkdir()  # a namespace portion: no loader, not provided
+    (folder / "Upper.py").write_text("")
+    (folder / "dotted.name.py").write_text("")
+    (folder / "notes.txt").write_text("")
+    asked = ["absent", "pkg", "compiled_pkg", "portion", "Upper", "upper", "dotted", "dotted.name", "notes",
+             *(f"kind{s.replace('.', '_')}" for s in importlib.machinery.all_suffixes())]
+    finder = pkgutil.get_importer(str(folder))
+    assert finder is not None
+    every = {name for name in asked if (spec := finder.find_spec(name)) is not None and spec.loader is not None}
+    assert {"pkg", "compiled_pkg", "Upper"} <= every and not {"portion", "upper", "notes", "absent"} & every
+    for first in range(len(asked)):  # whichever name comes first (the one that fills the finder's listing)
+        order = asked[first:] + asked[:first]
+        assert preload.provided_top_levels([str(folder)], among=order) == every, order

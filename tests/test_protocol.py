@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from support.childsupport import write_spec
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT
 
 from physverify import isolate, protocol
+from physverify.procgroup import send_status
 
 
 def test_only_the_first_json_value_after_the_marker_is_read() -> None:
@@ -63,26 +65,77 @@ def test_a_result_stream_that_overflows_the_parents_buffer_is_named() -> None:
     assert "wrote more than 33 MiB to its result stream" in (outcome.failure() or "")
 
 
-def test_pipes_held_open_by_a_detached_process_cost_one_bounded_wait_not_two(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 13, item 23: the two readers used to wait DRAIN_S each, one after the other."""
+def test_streams_held_open_by_a_detached_process_cost_one_bounded_wait_not_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13, item 23: the two streams used to wait DRAIN_S each, one after the other.
+
+    The clock is the test's own: a select that finds nothing ready takes the whole time it
+    was given, one that finds data takes none, so the time waited is counted exactly.
+    """
     monkeypatch.setattr(protocol, "DRAIN_S", 0.3)
-    waits: list[float] = []
-    join = protocol.Reader.join
+    clock = [1000.0]
+    waited: list[float] = []
+    select = protocol.Streams._select
 
-    def recording_join(self: protocol.Reader, timeout: float) -> None:
-        waits.append(timeout)
-        join(self, timeout)
+    def counted_select(self: protocol.Streams, selector: object, seconds: float) -> object:
+        ready = select(self, selector, 0)  # type: ignore[arg-type]
+        if not ready:
+            clock[0] += seconds
+            waited.append(seconds)
+        return ready
 
-    monkeypatch.setattr(protocol.Reader, "join", recording_join)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()  # both write ends stay open, as a process that left the group would hold them
+    monkeypatch.setattr(protocol.Streams, "_select", counted_select)
+    monkeypatch.setattr(protocol, "time", type("Clock", (), {"monotonic": staticmethod(lambda: clock[0])}))
+    (out, out_held), (err, err_held) = protocol.stream_pairs()  # both other ends stay open, as a detached process holds them
     try:
-        outcome = protocol.Streams(os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb")).outcome(0, False, time.monotonic(), protocol.new_key())
+        out_held.sendall(b"partial output, never ended")
+        outcome = protocol.Streams.of(out, err).outcome(0, False, clock[0], protocol.new_key())
     finally:
-        os.close(out_w)
-        os.close(err_w)
-    assert outcome.payload is None and len(waits) == 2
-    assert sum(waits) <= 0.3
+        out_held.close()
+        err_held.close()
+    assert outcome.payload is None and waited
+    assert sum(waited) <= 0.3
+    assert out.fileno() == -1 and err.fileno() == -1  # closed once given up on, not left to a thread
+
+
+def test_the_status_and_both_streams_are_read_by_one_wait_in_any_order() -> None:
+    """Streams.wait_for_status drains the streams while it waits, so a child that fills them is never blocked."""
+    key = protocol.new_key()
+    (out, out_child), (err, err_child) = protocol.stream_pairs()
+    watch, watch_child = socket.socketpair()
+    streams = protocol.Streams.of(out, err)
+    result = protocol.encode_result({"load_error": None, "checks": []}, key)
+    big = b"e" * (4 * 1024 * 1024)  # far more than a socket's buffer: written only if read meanwhile
+
+    def child() -> None:
+        err_child.sendall(big)
+        out_child.sendall(result)
+        watch_child.sendall(b"noise that is not the supervisor's\n")
+        send_status(watch_child, 0, key)
+        for sock in (out_child, err_child):
+            sock.close()
+
+    thread = threading.Thread(target=child)
+    thread.start()
+    assert streams.wait_for_status(watch, 60.0, key) == (True, 0)
+    thread.join()
+    outcome = streams.outcome(0, False, time.monotonic(), key)
+    assert outcome.payload == {"load_error": None, "checks": []}
+    assert outcome.stderr_tail == "e" * protocol.STDERR_TAIL_CHARS
+    watch_child.close()
+    assert streams.wait_for_status(watch, 60.0, key) == (False, None)  # the supervisor's end without a word
+    watch.close()
+
+
+def test_a_status_with_the_wrong_tag_or_none_before_the_time_limit_is_not_told() -> None:
+    key = protocol.new_key()
+    (out, out_child), (err, err_child) = protocol.stream_pairs()
+    watch, watch_child = socket.socketpair()
+    streams = protocol.Streams.of(out, err)
+    send_status(watch_child, 0, protocol.new_key())  # another key's status: another process's forgery
+    assert streams.wait_for_status(watch, 0.2, key) == (False, None)
+    for sock in (out_child, err_child, watch_child, watch):
+        sock.close()
+    streams.outcome(None, True, time.monotonic(), key)
 
 
 def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Path, isolation: str) -> None:
@@ -140,3 +193,32 @@ def test_a_result_without_the_claims_key_is_rejected_as_tampering(tmp_path: Path
     assert outcome.payload is None and outcome.tampered
     assert "without this claim's key reached its result stream" in (outcome.failure() or "")
     assert "(tampering)" in (outcome.failure() or "")
+
+
+def test_ctrl_c_while_waiting_for_a_claim_ends_it_and_leaves_no_stream_open() -> None:
+    """replay --jobs 1 waits in the main thread: a KeyboardInterrupt there ends the claim and closes its streams."""
+    import signal
+    import subprocess
+
+    key = protocol.new_key()
+    (out, out_child), (err, err_child) = protocol.stream_pairs()
+    watch, watch_child = socket.socketpair()
+    streams = protocol.Streams.of(out, err)
+    supervisor = subprocess.Popen(["sleep", "60"], start_new_session=True)  # stands for a supervisor that never answers
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            protocol.collect(supervisor.pid, watch, streams, key, timeout_s=60.0, start=time.monotonic(),
+                             exit_code=lambda: None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        for sock in (out_child, err_child, watch_child):
+            sock.close()
+    assert supervisor.wait(timeout=30) == -signal.SIGKILL  # ended by the interrupted wait, its whole session
+    assert out.fileno() == -1 and err.fileno() == -1 and watch.fileno() == -1

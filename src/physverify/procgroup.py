@@ -397,30 +397,21 @@ def send_status(watch: socket.socket, status: int | None, key: bytes) -> None:
         pass  # the parent is gone: nobody to tell
 
 
-def read_status(watch: socket.socket, seconds: float, key: bytes) -> tuple[bool, int | None]:
-    """Wait at most ``seconds`` for the supervisor's tagged status: (True, status), or (False, None) at EOF or timeout."""
-    deadline = time.monotonic() + seconds
-    data = b""
-    while True:
-        while b"\n" in data:
-            line, data = data.split(b"\n", 1)
-            try:
-                status = json.loads(line)["status"]
-            except (ValueError, KeyError, TypeError):
-                continue  # not the supervisor's: ignored
-            if (status is None or isinstance(status, int)) and hmac.compare_digest(line + b"\n", _status_line(status, key)):
-                return True, status
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False, None
-        watch.settimeout(left)
+def status_in(data: bytes, key: bytes) -> tuple[bool, int | None, bytes]:
+    """The supervisor's tagged status in what ``watch`` gave so far: (True, status, rest), or (False, None, the unread rest).
+
+    A line that is not the supervisor's (no valid tag under ``key``) is skipped; an unfinished
+    line is kept for the next read.
+    """
+    while b"\n" in data:
+        line, data = data.split(b"\n", 1)
         try:
-            chunk = watch.recv(4096)
-        except (TimeoutError, OSError):
-            return False, None
-        if not chunk:
-            return False, None
-        data += chunk
+            status = json.loads(line)["status"]
+        except (ValueError, KeyError, TypeError):
+            continue  # not the supervisor's: ignored
+        if (status is None or isinstance(status, int)) and hmac.compare_digest(line + b"\n", _status_line(status, key)):
+            return True, status, data
+    return False, None, data
 
 
 def end_supervised(pid: int, watch: socket.socket) -> None:

@@ -9,7 +9,7 @@ read (/proc/PID/environ, /proc/PID/cmdline). A result another process wrote into
 carries no valid tag and is never used (issue 21, item 4); the streams are sockets, which
 /proc/PID/fd cannot open, so that takes more than finding the claim's process.
 
-The parent drains the child's two streams on threads (``Streams``), keeps at most
+The parent drains the child's two streams while it waits for it (``Streams``), keeps at most
 ``STDOUT_CAP`` of the result stream and the last ``STDERR_KEEP`` bytes of stderr, and reads
 the first result whose tag holds (``parse_payload``). ``ChildOutcome`` is what one child run
 gave, in either isolation mode; ``collect`` waits for a supervised child (procgroup.supervise).
@@ -21,15 +21,15 @@ import hmac
 import json
 import os
 import secrets
+import selectors
 import signal
 import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
-from physverify.procgroup import end_supervised, read_status, signal_name, tracked
+from physverify.procgroup import end_supervised, signal_name, status_in, tracked
 from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"
@@ -44,6 +44,7 @@ STDERR_KEEP = 64 * 1024
 # together (issue 13, item 23). A process that left the group on purpose (setsid) can hold
 # them open; we stop waiting.
 DRAIN_S = 5.0
+_LONGEST_SELECT_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -169,53 +170,117 @@ def parse_payload(stdout: bytes, key: bytes) -> tuple[dict[str, Any] | None, boo
 
 
 class Streams:
-    """The child's stdout (the result) and stderr, each drained on its own thread."""
+    """The child's result stream and stderr, drained by the thread that waits for the child.
 
-    def __init__(self, stdout: IO[bytes], stderr: IO[bytes]) -> None:
-        self._out = Reader(stdout, keep=STDOUT_CAP, keep_head=True)
-        self._err = Reader(stderr, keep=STDERR_KEEP, keep_head=False)
+    No thread of their own: ``wait_for_status`` reads them while it waits for the
+    supervisor's word, ``outcome`` reads what is left. Two reader threads per claim cost the
+    parent a thread start and join each, and their switching, for every claim of a replay.
+    """
+
+    def __init__(self, out: socket.socket, err: socket.socket) -> None:
+        self._out = _Kept(STDOUT_CAP, keep_head=True)
+        self._err = _Kept(STDERR_KEEP, keep_head=False)
+        self._open: dict[socket.socket, _Kept] = {out: self._out, err: self._err}
+        for sock in self._open:
+            sock.setblocking(False)
 
     @classmethod
     def of(cls, out: socket.socket, err: socket.socket) -> Streams:
         """Drain the parent's ends of the two stream sockets (closed when drained)."""
-        return cls(os.fdopen(out.detach(), "rb"), os.fdopen(err.detach(), "rb"))
+        return cls(out, err)
+
+    def wait_for_status(self, watch: socket.socket, seconds: float, key: bytes) -> tuple[bool, int | None]:
+        """Drain the streams until the supervisor's tagged status arrives on ``watch``, it ends, or ``seconds`` pass.
+
+        (True, status) once told; (False, None) at the watch's end (the supervisor died, or
+        ``end_supervised`` shut it from another thread) or at the time limit.
+        """
+        deadline = time.monotonic() + seconds
+        data = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(watch, selectors.EVENT_READ, watch)
+            for sock in self._open:
+                selector.register(sock, selectors.EVENT_READ, sock)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False, None
+                for ready, _ in self._select(selector, left):
+                    if ready.data is not watch:
+                        self._read(ready.data, selector)
+                        continue
+                    try:
+                        chunk = watch.recv(4096)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        return False, None
+                    told, status, data = status_in(data + chunk, key)
+                    if told:
+                        return True, status
 
     def outcome(self, returncode: int | None, timed_out: bool, start: float, key: bytes) -> ChildOutcome:
         """Wait (at most DRAIN_S for both streams together) for the rest of the output and parse it."""
         deadline = time.monotonic() + DRAIN_S
-        for reader in (self._out, self._err):
-            reader.join(max(0.0, deadline - time.monotonic()))
+        with selectors.DefaultSelector() as selector:
+            for sock in self._open:
+                selector.register(sock, selectors.EVENT_READ, sock)
+            while self._open:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                for ready, _ in self._select(selector, left):
+                    self._read(ready.data, selector)
+        self.close()  # what is still open was held past DRAIN_S by a process that left the group: not waited for
         seconds = time.monotonic() - start
         payload, tampered = (None, False) if timed_out else parse_payload(self._out.data(), key)
         tail = self._err.data().decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
         return ChildOutcome(returncode, payload, tail, timed_out, seconds, self._out.overflowed, tampered)
 
+    def close(self) -> None:
+        """Close the streams not yet at their end."""
+        for sock in list(self._open):
+            self._close(sock, None)
 
-class Reader:
-    """Drains one pipe on a daemon thread, keeping the head (stdout) or the tail (stderr)."""
+    def _select(self, selector: selectors.BaseSelector, seconds: float) -> list[tuple[selectors.SelectorKey, int]]:
+        return selector.select(min(seconds, _LONGEST_SELECT_S))  # a --timeout of 1e10 is too long for epoll: wait in parts
 
-    def __init__(self, stream: IO[bytes], *, keep: int, keep_head: bool) -> None:
+    def _read(self, sock: socket.socket, selector: selectors.BaseSelector) -> None:
+        try:
+            chunk = sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._open[sock].take(chunk)
+        else:
+            self._close(sock, selector)
+
+    def _close(self, sock: socket.socket, selector: selectors.BaseSelector | None) -> None:
+        if selector is not None:
+            selector.unregister(sock)
+        del self._open[sock]
+        sock.close()
+
+
+class _Kept:
+    """What is kept of one stream: its head (the result) or its tail (stderr), at most ``keep`` bytes."""
+
+    def __init__(self, keep: int, *, keep_head: bool) -> None:
         self._buffer = bytearray()
         self._keep = keep
         self._keep_head = keep_head
         self.overflowed = False
-        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
-        self._thread.start()
 
-    def _drain(self, stream: IO[bytes]) -> None:
-        with stream:
-            for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-                if self._keep_head:
-                    room = self._keep - len(self._buffer)
-                    self.overflowed = self.overflowed or len(chunk) > room
-                    self._buffer += chunk[: max(room, 0)]
-                else:
-                    self._buffer += chunk
-                    del self._buffer[: max(len(self._buffer) - self._keep, 0)]
-
-    def join(self, timeout: float) -> None:
-        """Wait at most ``timeout`` seconds for the pipe's end."""
-        self._thread.join(timeout)
+    def take(self, chunk: bytes) -> None:
+        if self._keep_head:
+            room = self._keep - len(self._buffer)
+            self.overflowed = self.overflowed or len(chunk) > room
+            self._buffer += chunk[: max(room, 0)]
+        else:
+            self._buffer += chunk
+            del self._buffer[: max(len(self._buffer) - self._keep, 0)]
 
     def data(self) -> bytes:
         """What was kept so far."""
@@ -250,13 +315,17 @@ def collect(
         ended.append(True)
         end_supervised(pid, watch)
 
-    with watch, tracked(pid, end=end):
-        told, status = read_status(watch, timeout_s - (time.monotonic() - start), key)
-        timed_out = not told and time.monotonic() - start >= timeout_s
-        if timed_out:
-            end()
-        elif not told:  # the supervisor is gone without a word (killed): end what it may have left
-            end_supervised(pid, watch)
+    try:
+        with watch, tracked(pid, end=end):
+            told, status = streams.wait_for_status(watch, timeout_s - (time.monotonic() - start), key)
+            timed_out = not told and time.monotonic() - start >= timeout_s
+            if timed_out:
+                end()
+            elif not told:  # the supervisor is gone without a word (killed): end what it may have left
+                end_supervised(pid, watch)
+    except BaseException:  # Ctrl-C in the waiting thread (tracked ended the claim): no stream is left open
+        streams.close()
+        raise
     if told and status is not None:
         code: int | None = os.waitstatus_to_exitcode(status)
     else:
