@@ -222,6 +222,37 @@ def test_a_claim_whose_server_died_is_re_run_fresh_and_a_second_failure_names_th
         forkclient.shutdown()
 
 
+def test_a_request_to_a_dead_server_leaves_no_socket_open(tmp_path: Path) -> None:
+    """The claim's streams, made before the server is asked, are closed when it cannot fork (the caller goes fresh)."""
+    import gc
+    import os
+    import signal
+    import warnings
+
+    from physverify.protocol import new_key
+
+    plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n")
+    forkclient.shutdown()
+    try:
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
+        server = forkclient.servers()[frozenset()]
+        os.kill(server.pid, signal.SIGKILL)
+        request = {"mode": "spec", "path": str(plain), "extra": [], "env": child.child_environment(None),
+                   "variant": False}
+        gc.collect()  # what earlier tests left to the collector closes now, not during the count
+        before = set(os.listdir("/proc/self/fd"))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)  # a socket left to the collector says so
+            for _ in range(3):
+                with pytest.raises(forkclient.ForkUnavailable):
+                    server.run(request, new_key(), 60.0)
+            gc.collect()
+        assert set(os.listdir("/proc/self/fd")) <= before
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+    finally:
+        forkclient.shutdown()
+
+
 def test_a_setsid_grandchild_of_a_claim_running_when_the_mcp_client_disconnects_is_ended(tmp_path: Path) -> None:
     """Issue 21, item 6: the heartbeat left by a spec that runs when the client goes away ends too."""
     import anyio

@@ -145,8 +145,12 @@ class ForkServer:
             for sock in (reply_child, out_child, err_child, watch_child):
                 sock.close()
         streams = Streams.of(out, err)
-        with reply:
-            pid = self._forked_pid(reply, watch)
+        try:
+            with reply:
+                pid = self._forked_pid(reply, watch)
+        except BaseException:  # nothing was forked (the caller may start a fresh child): its streams are not read
+            streams.close()
+            raise
         return collect(pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=lambda: None)
 
     def _forked_pid(self, reply: socket.socket, watch: socket.socket) -> int:
