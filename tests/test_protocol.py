@@ -88,7 +88,7 @@ def test_streams_held_open_by_a_detached_process_cost_one_bounded_wait_not_two(m
     (out, out_held), (err, err_held) = protocol.stream_pairs()  # both other ends stay open, as a detached process holds them
     try:
         out_held.sendall(b"partial output, never ended")
-        outcome = protocol.Streams.of(out, err).outcome(0, False, clock[0], protocol.new_key())
+        outcome = protocol.Streams(out, err).outcome(0, False, clock[0], protocol.new_key())
     finally:
         out_held.close()
         err_held.close()
@@ -102,7 +102,7 @@ def test_the_status_and_both_streams_are_read_by_one_wait_in_any_order() -> None
     key = protocol.new_key()
     (out, out_child), (err, err_child) = protocol.stream_pairs()
     watch, watch_child = socket.socketpair()
-    streams = protocol.Streams.of(out, err)
+    streams = protocol.Streams(out, err)
     result = protocol.encode_result({"load_error": None, "checks": []}, key)
     big = b"e" * (4 * 1024 * 1024)  # far more than a socket's buffer: written only if read meanwhile
 
@@ -130,7 +130,7 @@ def test_a_status_with_the_wrong_tag_or_none_before_the_time_limit_is_not_told()
     key = protocol.new_key()
     (out, out_child), (err, err_child) = protocol.stream_pairs()
     watch, watch_child = socket.socketpair()
-    streams = protocol.Streams.of(out, err)
+    streams = protocol.Streams(out, err)
     send_status(watch_child, 0, protocol.new_key())  # another key's status: another process's forgery
     assert streams.wait_for_status(watch, 0.2, key) == (False, None)
     for sock in (out_child, err_child, watch_child, watch):
@@ -203,7 +203,7 @@ def test_ctrl_c_while_waiting_for_a_claim_ends_it_and_leaves_no_stream_open() ->
     key = protocol.new_key()
     (out, out_child), (err, err_child) = protocol.stream_pairs()
     watch, watch_child = socket.socketpair()
-    streams = protocol.Streams.of(out, err)
+    streams = protocol.Streams(out, err)
     supervisor = subprocess.Popen(["sleep", "60"], start_new_session=True)  # stands for a supervisor that never answers
 
     def interrupt(signum: int, frame: object) -> None:

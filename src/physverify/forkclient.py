@@ -144,7 +144,7 @@ class ForkServer:
         finally:
             for sock in (reply_child, out_child, err_child, watch_child):
                 sock.close()
-        streams = Streams.of(out, err)
+        streams = Streams(out, err)
         try:
             with reply:
                 pid = self._forked_pid(reply, watch)

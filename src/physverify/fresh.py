@@ -67,7 +67,7 @@ def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, 
     finally:
         for sock in (out_child, err_child, watch_child):
             sock.close()
-    streams = Streams.of(out, err)
+    streams = Streams(out, err)
     try:
         watch.sendall(key)
     except OSError:

@@ -178,16 +178,12 @@ class Streams:
     """
 
     def __init__(self, out: socket.socket, err: socket.socket) -> None:
+        """The parent's ends of the two stream sockets, closed once drained (or given up on)."""
         self._out = _Kept(STDOUT_CAP, keep_head=True)
         self._err = _Kept(STDERR_KEEP, keep_head=False)
         self._open: dict[socket.socket, _Kept] = {out: self._out, err: self._err}
         for sock in self._open:
             sock.setblocking(False)
-
-    @classmethod
-    def of(cls, out: socket.socket, err: socket.socket) -> Streams:
-        """Drain the parent's ends of the two stream sockets (closed when drained)."""
-        return cls(out, err)
 
     def wait_for_status(self, watch: socket.socket, seconds: float, key: bytes) -> tuple[bool, int | None]:
         """Drain the streams until the supervisor's tagged status arrives on ``watch``, it ends, or ``seconds`` pass.
@@ -197,10 +193,7 @@ class Streams:
         """
         deadline = time.monotonic() + seconds
         data = b""
-        with selectors.DefaultSelector() as selector:
-            selector.register(watch, selectors.EVENT_READ, watch)
-            for sock in self._open:
-                selector.register(sock, selectors.EVENT_READ, sock)
+        with self._selector(watch) as selector:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -222,9 +215,7 @@ class Streams:
     def outcome(self, returncode: int | None, timed_out: bool, start: float, key: bytes) -> ChildOutcome:
         """Wait (at most DRAIN_S for both streams together) for the rest of the output and parse it."""
         deadline = time.monotonic() + DRAIN_S
-        with selectors.DefaultSelector() as selector:
-            for sock in self._open:
-                selector.register(sock, selectors.EVENT_READ, sock)
+        with self._selector() as selector:
             while self._open:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -242,13 +233,20 @@ class Streams:
         for sock in list(self._open):
             self._close(sock, None)
 
+    def _selector(self, *others: socket.socket) -> selectors.BaseSelector:
+        """A selector over ``others`` and the streams still open, each registered with itself as its data."""
+        selector = selectors.DefaultSelector()
+        for sock in (*others, *self._open):
+            selector.register(sock, selectors.EVENT_READ, sock)
+        return selector
+
     def _select(self, selector: selectors.BaseSelector, seconds: float) -> list[tuple[selectors.SelectorKey, int]]:
         return selector.select(min(seconds, _LONGEST_SELECT_S))  # a --timeout of 1e10 is too long for epoll: wait in parts
 
     def _read(self, sock: socket.socket, selector: selectors.BaseSelector) -> None:
         try:
             chunk = sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
+        except BlockingIOError:  # woken with nothing to read after all
             return
         except OSError:
             chunk = b""
