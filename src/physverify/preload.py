@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 # Always in the server: what every claim imports (numpy through physverify's studies).
 BASE_PRELOAD = ("numpy", "physverify", "physverify.checks", "physverify.child", "physverify.mms",
@@ -25,7 +26,7 @@ NEVER_PRELOAD = frozenset({
     "cupy", "dask", "distributed", "jax", "jaxlib", "matplotlib", "mpi4py", "multiprocessing", "numba",
     "petsc4py", "pycuda", "pyopencl", "ray", "slepc4py", "taichi", "tensorflow", "tkinter", "torch", "warp",
 })
-_SUFFIXES = tuple(importlib.machinery.all_suffixes())  # what a FileFinder adds to a name (_may_provide)
+_SUFFIXES = tuple(importlib.machinery.all_suffixes())  # what a FileFinder adds to a name (_listed)
 # physverify names whose work imports a module lazily (so `physverify --version` stays fast).
 _LAZY_NEEDS = {"reference_study": "scipy.integrate"}
 
@@ -157,32 +158,40 @@ def provided_top_levels(entries: Iterable[str], among: Iterable[str]) -> set[str
             finder = pkgutil.get_importer(entry)
         except (OSError, ValueError):
             continue
-        if finder is None:
+        if finder is None or not names:
             continue
-        for i, name in enumerate(names):
-            if i and not _may_provide(finder, name):
-                continue
-            try:
-                spec = finder.find_spec(name)
-            except (ImportError, OSError, ValueError):
-                continue
-            if spec is not None and spec.loader is not None:
-                found.add(name)
+        if _provides(finder, names[0]):  # the first find_spec fills the folder's listing
+            found.add(names[0])
+        listing = _listing(finder)
+        found.update(name for name in names[1:]
+                     if (listing is None or _listed(name, listing)) and _provides(finder, name))
     return found
 
 
-def _may_provide(finder: object, name: str) -> bool:
-    """False only when the folder's standard finder cannot provide ``name``: its listing has no entry for it.
+def _provides(finder: Any, name: str) -> bool:
+    """Whether ``finder`` finds ``name`` as a module or package with a loader (a namespace portion has none)."""
+    try:
+        spec = finder.find_spec(name)
+    except (ImportError, OSError, ValueError):
+        return False
+    return spec is not None and spec.loader is not None
+
+
+def _listing(finder: object) -> set[str] | None:
+    """The listing the folder's standard finder keeps of its folder, or None where it cannot answer for it.
 
     A FileFinder finds a module, package or extension X only through an entry X or X + one
-    of the import suffixes in the listing it keeps of its folder (``_path_cache``, filled by
-    the first ``find_spec``, which ``provided_top_levels`` always makes). Checking that
-    listing first spares each other name the finder's own walk, a stat of the folder and
-    a path per suffix: 1.2 ms of every claim's process. Any other finder, or a listing not
-    kept as a set (another Python), or a folder matched without regard to case
-    (PYTHONCASEOK), is asked for every name.
+    of the import suffixes in that listing (``_path_cache``, filled by its first
+    ``find_spec``, which ``provided_top_levels`` always makes). Checking it first spares each
+    other name the finder's own walk, a stat of the folder and a path per suffix: 1.2 ms of
+    every claim's process. Any other finder, a listing not kept as a set (another Python), or
+    a folder matched without regard to case (PYTHONCASEOK) gives None: every name is asked.
     """
     listing = getattr(finder, "_path_cache", None)
     if type(finder) is not importlib.machinery.FileFinder or not isinstance(listing, set) or "PYTHONCASEOK" in os.environ:
-        return True
+        return None
+    return listing
+
+
+def _listed(name: str, listing: set[str]) -> bool:
     return name in listing or any(name + suffix in listing for suffix in _SUFFIXES)
