@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 from support import hostile
@@ -46,6 +47,101 @@ def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
     finally:
         forkclient.shutdown()
     assert [o.payload["checks"][0]["message"] for o in (first, second)] == ["1", "22"]  # type: ignore[index]
+
+
+def _grow_lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """An installed module outside the repository that notes, in a file, each process importing it."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    log = tmp_path / "imported.log"
+    (lib / "pv_grow_lib.py").write_text(f"import os\nVALUE = 1\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n")
+    monkeypatch.setenv("PYTHONPATH", str(lib))  # as a process started with it: the server and physverify see it
+    monkeypatch.syspath_prepend(str(lib))
+    return lib, log
+
+
+def test_a_claim_that_needs_a_module_the_server_lacks_has_the_same_server_import_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server started first (replay starts it while the claims are read) grows; it is not replaced."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    lib, log = _grow_lib(tmp_path, monkeypatch)
+    monkeypatch.setattr(forkclient, "_STAMP_EVERY_S", 0.0)
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    plain = write_spec(folder, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",
+                       name="verify_plain.py")
+    needs = write_spec(
+        folder,
+        """
+        import sys
+        PRELOADED = "pv_grow_lib" in sys.modules
+        import pv_grow_lib
+        def checks():
+            return [Check("demo", "value", lambda: Result(PASS, f"{PRELOADED} {pv_grow_lib.VALUE}"))]
+    """,
+    )
+    forkclient.shutdown()
+    try:
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
+        server = forkclient.servers()[frozenset()]
+        assert "pv_grow_lib" not in server.preload
+        grown = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
+        assert forkclient.servers()[frozenset()] is server and "pv_grow_lib" in server.preload
+        assert log.read_text().split() == [str(server.pid)]  # imported in the server once, never in a claim
+        again = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
+        assert forkclient.servers()[frozenset()] is server
+        (lib / "pv_grow_lib.py").write_text("VALUE = 22\n")  # what it grew by is watched for edits too
+        edited = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
+        assert forkclient.servers()[frozenset()] is not server
+    finally:
+        forkclient.shutdown()
+    messages = [o.payload["checks"][0]["message"] for o in (grown, again, edited)]  # type: ignore[index]
+    assert messages == ["True 1", "True 1", "True 22"]
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGSTOP"])
+def test_a_server_that_cannot_grow_is_replaced_by_one_with_the_union(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: str
+) -> None:
+    """Dead or stopped (a claim can signal it) when a claim needs more: a new server, not a wait until _START_S."""
+    import os
+    import signal
+
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    _, log = _grow_lib(tmp_path, monkeypatch)
+    folder = tmp_path / "specs"  # the claims' repository; the module is installed outside it
+    folder.mkdir()
+    plain = write_spec(folder, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",
+                       name="verify_plain.py")
+    needs = write_spec(folder, "import sys\nPRELOADED = 'pv_grow_lib' in sys.modules\nimport pv_grow_lib\n"
+                       "def checks():\n    return [Check('demo', 'v', lambda: Result(PASS, str(PRELOADED)))]\n")
+    monkeypatch.setattr(forkclient, "_START_S", 1e6)  # a wait for the stopped server would never end
+    forkclient.shutdown()
+    try:
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
+        server = forkclient.servers()[frozenset()]
+        os.kill(server.pid, getattr(signal, sig))
+        outcomes: list[object] = []
+        asking = threading.Thread(
+            target=lambda: outcomes.append(isolate.run_child("spec", needs, timeout_s=60, isolation="fork")),
+            daemon=True)
+        asking.start()
+        asking.join(120)  # a hang detector, not a speed target: the whole call takes well under a second
+        assert outcomes, "the claim waited for the stopped server"
+        replacement = forkclient.servers()[frozenset()]
+        assert replacement is not server and {"pv_grow_lib", "numpy"} <= replacement.preload
+        outcome = outcomes[0]
+        assert outcome.payload is not None and outcome.payload["checks"][0]["message"] == "True"  # type: ignore[attr-defined]
+        assert str(replacement.pid) in log.read_text().split()
+    finally:
+        try:
+            os.kill(server.pid, signal.SIGKILL)  # what a wait for it still holds (the registry's lock) ends
+        except ProcessLookupError:
+            pass
+        forkclient.shutdown()
 
 
 def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the_client(tmp_path: Path) -> None:

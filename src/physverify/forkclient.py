@@ -4,9 +4,10 @@
 configuration (physverify.yaml's ``preload:``; forkserver.py) to fork a supervisor for the
 claim and collects it as fresh.py collects its own: the same streams and key
 (protocol.collect), the same timeout and kill. One server per configuration, so one folder's
-``preload:`` never reaches another folder's claims (issue 21, item 5). A new server is
-started when the claim needs a module the running one did not preload (preload.py) or a
-preloaded module's file changed on disk; when no server can be had, the claim gets a fresh
+``preload:`` never reaches another folder's claims (issue 21, item 5). A claim that needs a
+module the running server did not preload (preload.py) has the server import it before it
+forks (``ForkServer.grow``). A new server is started when a preloaded module's file changed on
+disk, or when the running one cannot grow; when no server can be had, the claim gets a fresh
 child. When the server died or was stopped before it forked the claim (another claim can
 signal it), the claim is re-run in a fresh child, and when that fails too the reason says
 the fork server died (issue 21, item 4).
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,17 +99,42 @@ class ForkServer:
         return self._proc.pid
 
     def _read_files(self) -> list[str]:
-        files: list[str] = []
-        while True:
-            message = _recv(self._sock, _START_S)
-            if message is None:
-                self.close()
-                raise ForkUnavailable("the fork server did not start")
-            if "ready" in message:
-                environ = message.get("environ")
-                self._environ = environ if isinstance(environ, dict) else {}
-                return files
-            files.extend(message["files"])
+        answer = _read_files(self._sock, lambda: None)  # its death ends the wait (EOF); no claim knows its pid yet
+        if answer is None:
+            self.close()
+            raise ForkUnavailable("the fork server did not start")
+        files, self._environ = answer
+        return files
+
+    def grow(self, modules: frozenset[str]) -> None:
+        """Have the running server import ``modules`` too, for a claim that needs them; ForkUnavailable when it cannot.
+
+        Cheaper than a new server with the union: no second interpreter imports numpy and
+        physverify again, and the server started while the claims were read is not thrown
+        away. Its files are watched for edits like the rest (``stale``). The caller holds
+        the registry lock, so no claim is sent to it meanwhile from this process.
+        """
+        reply, reply_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        message = json.dumps({"import": sorted(modules), "secret": self._secret}).encode()
+        with reply:
+            try:
+                with self._send_lock:
+                    socket.send_fds(self._sock, [message], [reply_child.fileno()])
+            except OSError as exc:
+                self.broken = True
+                raise ForkUnavailable(f"the fork server is gone ({exc})", died=True) from exc
+            finally:
+                reply_child.close()
+            with tracked(self._proc.pid):  # Ctrl-C while scipy imports: the server is killed, as at its start
+                answer = _read_files(reply, self._unable)
+        if answer is None:
+            self.broken = True
+            self._wake()
+            raise ForkUnavailable(self._unable() or "the fork server did not import the modules asked for", died=True)
+        for file in answer[0]:
+            if file not in self._stamps:
+                self._stamps[file] = _stamp(file)
+        self.preload = self.preload | modules
 
     def stale(self) -> bool:
         """True when a file of a preloaded module (physverify's too) changed since the server started."""
@@ -210,13 +236,19 @@ def servers() -> dict[frozenset[str], ForkServer]:
 
 
 def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path: str | None = None) -> ForkServer:
-    """The configuration's server when it preloaded ``preload`` and nothing changed, else a new one.
+    """The configuration's server, grown to ``preload`` where it lacks some; a new one when it changed or cannot grow.
 
     ``python_path`` is the PYTHONPATH the claim's own child would start with (None: this
     process's); a server started with another one would give the claim another sys.path.
     """
     with _registry_lock:
         server = _servers.get(configuration)
+        if (server is not None and not server.broken and not preload <= server.preload and not server.stale()
+                and (python_path is None or server.python_path == python_path)):
+            try:
+                server.grow(preload - server.preload)
+            except ForkUnavailable:
+                pass  # broken now: a new server with the union, below
         if (server is None or server.broken or not preload <= server.preload or server.stale()
                 or (python_path is not None and server.python_path != python_path)):
             keep = server.preload if server is not None and not server.broken else frozenset()
@@ -311,6 +343,27 @@ def _ends_within(proc: subprocess.Popen[bytes], seconds: float) -> bool:
     finally:
         os.close(pidfd)
     return bool(ready)
+
+
+def _read_files(sock: socket.socket, unable: Callable[[], str | None]) -> tuple[list[str], dict[str, str]] | None:
+    """The files of the server's modules and its environment, as it sends them once ready; None when it did not.
+
+    ``unable`` says why the server cannot answer (dead, stopped: a claim can SIGSTOP it); it is
+    asked while the server imports, so a stopped server is not waited for until _START_S.
+    """
+    files: list[str] = []
+    deadline = time.monotonic() + _START_S
+    while True:
+        while not select.select([sock], [], [], 0.05)[0]:
+            if unable() is not None or time.monotonic() >= deadline:
+                return None
+        message = _recv(sock, _START_S)  # readable now; the long timeout stays the socket's, as before
+        if message is None or "error" in message:
+            return None
+        if "ready" in message:
+            environ = message.get("environ")
+            return files, (environ if isinstance(environ, dict) else {})
+        files.extend(message["files"])
 
 
 def _recv(sock: socket.socket, seconds: float) -> dict[str, Any] | None:

@@ -21,7 +21,9 @@ client sends the run's secret; then each request is a JSON object carrying that 
 four descriptors (a reply socket, the child's result and stderr sockets, and the watch
 socket whose other end the client keeps). The server refuses a request whose secret is wrong
 or whose sender (SO_PASSCRED, checked per message) is not the process that started it
-(issue 21, item 13). It answers ``{"pid": N}`` on the reply socket once forked. The server
+(issue 21, item 13). It answers ``{"pid": N}`` on the reply socket once forked. A request
+``{"import": [MODULE...]}`` with a reply socket alone makes it import more modules first (a
+claim needs one it did not preload), answered as a start is: the files, then ready. The server
 is a subreaper too: what a killed supervisor left comes back to it and is killed.
 """
 
@@ -79,11 +81,7 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
         return
     secret = first[0]["secret"]
     _before_preload = frozenset(name.partition(".")[0] for name in sys.modules)
-    for name in preload:
-        try:
-            importlib.import_module(name)
-        except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
-            continue
+    _import(preload)
     _send_files(sock)
     # OpenSSL sets up SHA-256 on its first use: here once, not in every claim's process and
     # supervisor, which tag their result and status with it (1 ms each, most of it page copies).
@@ -111,6 +109,15 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     for pid in supervisors:  # the client is gone: so is everything it started (issue 13, item 6)
         kill_session(pid)
     end_descendants(None)  # and whatever was re-parented here, until nothing is left
+
+
+def _import(modules: Sequence[str]) -> None:
+    """Import each of ``modules`` here; one that fails is left out (its claims meet the same error themselves)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
+            continue
 
 
 def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int], tuple[int, int] | None] | None:
@@ -147,6 +154,9 @@ def _answer(
     server_fds: tuple[int, ...],
 ) -> None:
     request, fds, sender = received
+    if "import" in request:
+        _grow(request, fds, sender, client, secret)
+        return
     if len(fds) != REQUEST_FDS + (1 if request.get("variant") is True else 0):  # the fifth: a variant (issue 17)
         for fd in fds:
             os.close(fd)
@@ -166,6 +176,32 @@ def _answer(
         for fd in fds[1:]:
             os.close(fd)
     reply.close()
+
+
+def _grow(request: dict[str, Any], fds: list[int], sender: tuple[int, int] | None, client: int, secret: str) -> None:
+    """Import more modules before the next fork: a claim needs one this server did not preload.
+
+    The request carries one descriptor, its reply socket; the answer is what a start sends
+    (the files of every module loaded now, then ready), so the client watches the new ones
+    for edits too. The claims already running are not touched: a fork took what they have.
+    """
+    names = request.get("import")
+    if len(fds) != 1 or not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        for fd in fds:
+            os.close(fd)
+        return
+    reply = socket.socket(fileno=fds[0])
+    with reply:
+        refusal = _refusal(request, sender, client, secret)
+        if refusal is not None:
+            _send(reply, {"error": refusal})
+            return
+        _import(names)
+        gc.freeze()  # what the imports made joins what was frozen at the start (serve)
+        try:
+            _send_files(reply)
+        except OSError:
+            pass  # the client stopped waiting: it takes this server for broken
 
 
 def _refusal(request: dict[str, Any], sender: tuple[int, int] | None, client: int, secret: str) -> str | None:
