@@ -191,3 +191,54 @@ def test_the_fork_server_forks_only_for_its_client_with_the_runs_secret(tmp_path
     finally:
         forkclient.shutdown()
     assert not ran.exists()
+
+
+def test_the_fork_server_imports_more_only_for_its_client_with_the_runs_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import request (forkclient's grow) is held to the same two checks as a fork request."""
+    import json
+    import os
+    import socket
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    log = tmp_path / "imported.log"
+    (lib / "pv_asked_lib.py").write_text(f"import os\nopen({str(log)!r}, 'a').write(str(os.getpid()))\n")
+    monkeypatch.setenv("PYTHONPATH", str(lib))  # the server's path has the module
+    plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",
+                       name="verify_plain.py")
+
+    def ask(server: forkclient.ForkServer, secret: str) -> dict[str, object]:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        socket.send_fds(server._sock, [json.dumps({"import": ["pv_asked_lib"], "secret": secret}).encode()],
+                        [theirs.fileno()])
+        theirs.close()
+        with mine:
+            mine.settimeout(60)
+            return json.loads(mine.recv(1 << 20))  # type: ignore[no-any-return]
+
+    forkclient.shutdown()
+    try:
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
+        server = forkclient.servers()[frozenset()]
+        assert ask(server, "0" * 64) == {"error": "refused: the request does not carry this run's secret"}
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a process that got hold of the client's socket, with the right secret
+            try:
+                os.write(write_end, json.dumps(ask(server, server._secret)).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        os.waitpid(pid, 0)
+        other = json.loads(os.read(read_end, 1 << 16))
+        os.close(read_end)
+        assert other == {"error": f"refused: the request came from process {pid}, not from the process that "
+                                  "started the server"}
+        assert not log.exists()
+        answer = ask(server, server._secret)  # the client itself: imported, and the answer is its files
+        assert "files" in answer and log.read_text() == str(server.pid)
+        assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None  # still serving
+    finally:
+        forkclient.shutdown()
