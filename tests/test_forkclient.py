@@ -9,7 +9,7 @@ from pathlib import Path
 
 from support import hostile
 import pytest
-from support.childsupport import SPEC_HEADER, assert_ends_soon, start_sleeper, write_spec
+from support.childsupport import SPEC_HEADER, assert_ends_soon, noting_module, start_sleeper, write_spec
 
 from physverify import child, forkclient, fresh, isolate
 
@@ -54,7 +54,7 @@ def _grow_lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pa
     lib = tmp_path / "lib"
     lib.mkdir()
     log = tmp_path / "imported.log"
-    (lib / "pv_grow_lib.py").write_text(f"import os\nVALUE = 1\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n")
+    noting_module(lib, "pv_grow_lib", log, "VALUE = 1\n")
     monkeypatch.setenv("PYTHONPATH", str(lib))  # as a process started with it: the server and physverify see it
     monkeypatch.syspath_prepend(str(lib))
     return lib, log

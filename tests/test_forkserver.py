@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.childsupport import write_spec
+from support.childsupport import noting_module, write_spec
 
 from physverify import forkclient, isolate
 
@@ -22,10 +23,7 @@ def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml
     claims = tmp_path / "claims"
     claims.mkdir()
     log = tmp_path / "imports.log"
-    # decay.py notes every process that imports it; only the claim's own child may
-    (claims / "decay.py").write_text(
-        f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + DECAY_SOLVER
-    )
+    noting_module(claims, "decay", log, DECAY_SOLVER)  # only the claim's own child may import it
     (claims / "claim_decay.py").write_text(
         DECAY_CLAIM.replace('f"{got:.6g} against {want:.6g}"', "str(os.getpid())").replace(
             "import math\n", "import math\nimport os\n", 1
@@ -158,9 +156,28 @@ def _ask(server: forkclient.ForkServer, request: dict[str, object]) -> dict[str,
     return answer  # type: ignore[no-any-return]
 
 
+def _refused_from_another_process(ask: Callable[[], dict[str, object]]) -> None:
+    """``ask`` from a forked copy of this process (it holds the client's socket and secret): the server refuses it."""
+    import json
+    import os
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, json.dumps(ask()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    other = json.loads(os.read(read_end, 1 << 16))
+    os.close(read_end)
+    assert other == {"error": f"refused: the request came from process {pid}, not from the process that "
+                              "started the server"}
+
+
 def test_the_fork_server_forks_only_for_its_client_with_the_runs_secret(tmp_path: Path) -> None:
     """Issue 21, item 13: a request with another secret, or from another process holding the socket, is refused."""
-    import json
     import os
 
     ran = tmp_path / "ran"
@@ -174,19 +191,7 @@ def test_the_fork_server_forks_only_for_its_client_with_the_runs_secret(tmp_path
         request = {"mode": "spec", "path": str(spec), "extra": [], "env": dict(os.environ), "key": "00" * 32}
         wrong = _ask(server, {**request, "secret": "0" * 64})
         assert wrong == {"error": "refused: the request does not carry this run's secret"}
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # a process that got hold of the client's socket, with the right secret (a copy of its memory)
-            try:
-                os.write(write_end, json.dumps(_ask(server, {**request, "secret": server._secret})).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        os.waitpid(pid, 0)
-        other = json.loads(os.read(read_end, 1 << 16))
-        os.close(read_end)
-        assert other == {"error": f"refused: the request came from process {pid}, not from the process that "
-                                  "started the server"}
+        _refused_from_another_process(lambda: _ask(server, {**request, "secret": server._secret}))
         assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None  # still serving
     finally:
         forkclient.shutdown()
@@ -198,13 +203,12 @@ def test_the_fork_server_imports_more_only_for_its_client_with_the_runs_secret(
 ) -> None:
     """An import request (forkclient's grow) is held to the same two checks as a fork request."""
     import json
-    import os
     import socket
 
     lib = tmp_path / "lib"
     lib.mkdir()
     log = tmp_path / "imported.log"
-    (lib / "pv_asked_lib.py").write_text(f"import os\nopen({str(log)!r}, 'a').write(str(os.getpid()))\n")
+    noting_module(lib, "pv_asked_lib", log)
     monkeypatch.setenv("PYTHONPATH", str(lib))  # the server's path has the module
     plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",
                        name="verify_plain.py")
@@ -223,22 +227,10 @@ def test_the_fork_server_imports_more_only_for_its_client_with_the_runs_secret(
         assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
         server = forkclient.servers()[frozenset()]
         assert ask(server, "0" * 64) == {"error": "refused: the request does not carry this run's secret"}
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # a process that got hold of the client's socket, with the right secret
-            try:
-                os.write(write_end, json.dumps(ask(server, server._secret)).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        os.waitpid(pid, 0)
-        other = json.loads(os.read(read_end, 1 << 16))
-        os.close(read_end)
-        assert other == {"error": f"refused: the request came from process {pid}, not from the process that "
-                                  "started the server"}
+        _refused_from_another_process(lambda: ask(server, server._secret))
         assert not log.exists()
         answer = ask(server, server._secret)  # the client itself: imported, and the answer is its files
-        assert "files" in answer and log.read_text() == str(server.pid)
+        assert "files" in answer and log.read_text().split() == [str(server.pid)]
         assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None  # still serving
     finally:
         forkclient.shutdown()

@@ -16,6 +16,13 @@ def write_spec(folder: Path, body: str, name: str = "verify_case.py") -> Path:
     return path
 
 
+def noting_module(folder: Path, name: str, log: Path, body: str = "") -> Path:
+    """A module ``name`` in ``folder`` that appends, to ``log``, the pid of each process importing it, then ``body``."""
+    path = folder / f"{name}.py"
+    path.write_text(f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + body)
+    return path
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
