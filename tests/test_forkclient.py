@@ -101,6 +101,28 @@ def test_a_claim_that_needs_a_module_the_server_lacks_has_the_same_server_import
     assert messages == ["True 1", "True 1", "True 22"]
 
 
+def test_numpy_comes_to_the_server_with_the_first_claim_that_may_use_it(tmp_path: Path) -> None:
+    """The server replay starts while the claims are read has no numpy; a claim that uses numpy grows it."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    probe = "import sys\nHAS = 'numpy' in sys.modules\n"
+    pure = write_spec(tmp_path, probe + "def checks():\n    return [Check('demo', 'n', lambda: Result(PASS, str(HAS)))]\n",
+                      name="verify_pure.py")
+    arrays = write_spec(tmp_path, probe + "import numpy as np\n"
+                        "def checks():\n    return [Check('demo', 'n', lambda: Result(PASS, str(HAS)))]\n",
+                        name="verify_arrays.py")
+    forkclient.shutdown()
+    try:
+        forkclient.start()
+        server = forkclient.servers()[frozenset()]
+        seen = [isolate.run_child("spec", spec, timeout_s=60, isolation="fork") for spec in (pure, arrays, pure)]
+        assert forkclient.servers()[frozenset()] is server and "numpy" in server.preload
+    finally:
+        forkclient.shutdown()
+    # the last claim is forked from the grown server: within one configuration the server has the union, as before
+    assert [o.payload["checks"][0]["message"] for o in seen] == ["False", "True", "True"]  # type: ignore[index]
+
+
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGSTOP"])
 def test_a_server_that_cannot_grow_is_replaced_by_one_with_the_union(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: str

@@ -75,3 +75,39 @@ def test_the_listings_shortcut_gives_what_asking_the_finder_for_every_name_gives
     for first in range(len(asked)):  # whichever name comes first (the one that fills the finder's listing)
         order = asked[first:] + asked[:first]
         assert preload.provided_top_levels([str(folder)], among=order) == every, order
+
+
+def test_numpy_is_preloaded_for_a_claim_that_may_use_it_and_only_then(tmp_path: Path) -> None:
+    """The standard library and physverify's numpy-free names do not import numpy; anything else may."""
+    (tmp_path / "pure_model.py").write_text("import math\n")
+    (tmp_path / "array_model.py").write_text("import numpy as np\n")
+    cases = {
+        "import math\nimport pure_model\nfrom physverify import PASS, Check, Result, refine\n": False,
+        "from physverify.checks import Check\nimport physverify.refine\nfrom physverify import checks\n": False,
+        "import pure_model\nfrom physverify import Check, mms_order_study\n": True,
+        "import array_model\nfrom physverify import Check\n": True,  # through the repository's own module
+        "import physverify\n": True,  # any of its names may follow
+        "import yaml\nfrom physverify import Check\n": True,  # an installed module
+    }
+    for number, (text, numpy) in enumerate(cases.items()):
+        claim_path = tmp_path / f"claim_{number}.py"
+        claim_path.write_text(text)
+        chosen = preload.preload_for(claim_path, [str(tmp_path)])
+        assert set(preload.BASE_PRELOAD) <= chosen, text
+        assert (set(preload.NUMPY_PRELOAD) <= chosen) is numpy and ("numpy" in chosen) is numpy, text
+
+
+def test_the_numpy_free_names_are_the_packages_names_from_modules_that_do_not_import_numpy() -> None:
+    """Held to physverify's own table of its public names, and to a fresh interpreter's imports."""
+    import subprocess
+    import sys
+
+    import physverify
+
+    free = {name for name, module in physverify._LAZY.items() if module in preload._NUMPY_FREE_MODULES}
+    assert preload._NUMPY_FREE_NAMES == free | {"__version__", "checks"}
+    names = sorted(preload._NUMPY_FREE_NAMES - {"checks"})
+    code = (f"import sys\nfrom physverify import {', '.join(names)}\nfrom physverify import checks\n"
+            "import physverify.refine\nprint('numpy' in sys.modules)")
+    answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert answer.stdout.strip() == "False"

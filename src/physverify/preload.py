@@ -1,7 +1,8 @@
 """Which modules the fork server preloads for a claim (DESIGN.md, "Warm start"; issue 11, item 2).
 
-Numpy and physverify always; besides them, the installed (never the repository's) third-party
-modules the claim's static import closure takes from outside the repository, and what
+physverify's core always; numpy and physverify's numerics whenever the claim's static import
+closure may use them (``_needs_numpy``: nearly every claim); besides them, the installed (never
+the repository's) third-party modules that closure takes from outside the repository, and what
 physverify.yaml's ``preload:`` names. Modules that start threads, an MPI runtime or a GPU
 context at import are left out unless named: a fork does not carry those over.
 """
@@ -17,9 +18,20 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-# Always in the server: what every claim imports (numpy through physverify's studies).
-BASE_PRELOAD = ("numpy", "physverify", "physverify.checks", "physverify.child", "physverify.mms",
-                "physverify.order", "physverify.studies", "ctypes")
+# Always in the server: what every claim's process imports (the replay's server starts with these
+# alone, while the claims are read, and imports NUMPY_PRELOAD when the first claim that needs it
+# comes: forkclient.ForkServer.grow).
+BASE_PRELOAD = ("physverify", "physverify.checks", "physverify.child", "ctypes")
+# For every claim that may use numpy: numpy, and physverify's numerics, which import it.
+NUMPY_PRELOAD = ("numpy", "physverify.mms", "physverify.order", "physverify.studies")
+# What ``from physverify import ...`` may name without numpy being imported: the names the
+# package takes from physverify.checks and physverify.refine (tests/test_preload.py holds this
+# to physverify's own table), and those modules themselves.
+_NUMPY_FREE_NAMES = frozenset({
+    "ERROR", "EXACT", "FAIL", "INCONCLUSIVE", "PASS", "SKIP", "STATUSES", "Check", "CheckOutcome", "OrderResult",
+    "Result", "SkipCheck", "requires", "run_check", "Refinement", "refine", "__version__", "checks",
+})
+_NUMPY_FREE_MODULES = frozenset({"physverify.checks", "physverify.refine"})
 # Never preloaded unless physverify.yaml's ``preload:`` names them: they start threads, an MPI
 # runtime or a GPU context at import, which a fork does not carry over (issue 11, item 2).
 NEVER_PRELOAD = frozenset({
@@ -33,7 +45,8 @@ _LAZY_NEEDS = {"reference_study": "scipy.integrate"}
 
 def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
                 imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None) -> frozenset[str]:
-    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``.
+    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``,
+    and NUMPY_PRELOAD when that closure may use numpy.
 
     ``imports`` are the file's own (its reading), so the claim file is not read again. With
     them, the answer is remembered for the claim's folder, sys.path and imports: the claims
@@ -68,11 +81,29 @@ def _preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str],
     root = Path(extra[0]) if extra else path.parent
     roots = repo.import_roots(path.parent, root)
     found: set[str] = set()
+    numpy = False
     for module, names in affected.outside_imports(path, root, roots, imports):
         found.update(_candidates(module, names))
+        numpy = numpy or _needs_numpy(module, names)
     # physverify.yaml is repository content too: what it names must also live outside the repository
     asked = {m for m in explicit if _preloadable(m, root, allow_any=True)}
-    return frozenset(BASE_PRELOAD) | {m for m in found if _preloadable(m, root)} | asked
+    chosen = frozenset(BASE_PRELOAD) | {m for m in found if _preloadable(m, root)} | asked
+    return chosen | frozenset(NUMPY_PRELOAD) if numpy else chosen
+
+
+def _needs_numpy(module: str, names: tuple[str, ...]) -> bool:
+    """Whether an import of ``names`` from ``module`` (none: ``import module``) may import numpy in the claim.
+
+    Only the standard library and physverify's numpy-free names are known not to; any other
+    installed module is taken to (most that physics claims import do). A claim that imports
+    numpy where no static import shows it (``importlib``) imports it in its own process.
+    """
+    top = module.split(".")[0]
+    if top == "physverify":
+        if module in _NUMPY_FREE_MODULES:
+            return False
+        return module != "physverify" or not names or not set(names) <= _NUMPY_FREE_NAMES
+    return top not in sys.stdlib_module_names and top != "__future__"
 
 
 def _candidates(module: str, names: tuple[str, ...]) -> set[str]:
