@@ -88,7 +88,7 @@ def _preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str],
     # physverify.yaml is repository content too: what it names must also live outside the repository
     asked = {m for m in explicit if _preloadable(m, root, allow_any=True)}
     chosen = frozenset(BASE_PRELOAD) | {m for m in found if _preloadable(m, root)} | asked
-    return chosen | frozenset(NUMPY_PRELOAD) if numpy else chosen
+    return (chosen | frozenset(NUMPY_PRELOAD)) if numpy else chosen
 
 
 def _needs_numpy(module: str, names: tuple[str, ...]) -> bool:
