@@ -89,7 +89,11 @@ class ForkServer:
         self._sock = mine
         mine.send(json.dumps({"secret": self._secret}).encode())  # never on its command line or in its environment
         with tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
-            files = self._read_files()
+            answer = _read_files(self._sock, lambda: None)  # its death ends the wait (EOF); no claim knows its pid yet
+        if answer is None:
+            self.close()
+            raise ForkUnavailable("the fork server did not start")
+        files, self._environ = answer
         self._stamps = {file: _stamp(file) for file in files}
         self._checked = time.monotonic()
 
@@ -97,14 +101,6 @@ class ForkServer:
     def pid(self) -> int:
         """The server process's pid."""
         return self._proc.pid
-
-    def _read_files(self) -> list[str]:
-        answer = _read_files(self._sock, lambda: None)  # its death ends the wait (EOF); no claim knows its pid yet
-        if answer is None:
-            self.close()
-            raise ForkUnavailable("the fork server did not start")
-        files, self._environ = answer
-        return files
 
     def grow(self, modules: frozenset[str]) -> None:
         """Have the running server import ``modules`` too, for a claim that needs them; ForkUnavailable when it cannot.
@@ -243,23 +239,25 @@ def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path
     """
     with _registry_lock:
         server = _servers.get(configuration)
-        if (server is not None and not server.broken and not preload <= server.preload and not server.stale()
-                and (python_path is None or server.python_path == python_path)):
-            try:
-                server.grow(preload - server.preload)
-            except ForkUnavailable:
-                pass  # broken now: a new server with the union, below
-        if (server is None or server.broken or not preload <= server.preload or server.stale()
-                or (python_path is not None and server.python_path != python_path)):
-            keep = server.preload if server is not None and not server.broken else frozenset()
-            if server is not None:
-                _retire(server)
-            _servers.pop(configuration, None)
-            refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
-            server = ForkServer(preload | keep, python_path)  # the union within one configuration: its claims rarely differ much
-            if not _exit_hook:
-                _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
-            _servers[configuration] = server
+        if server is not None and not (server.broken or server.stale()
+                                       or (python_path is not None and server.python_path != python_path)):
+            if not preload <= server.preload:
+                try:
+                    server.grow(preload - server.preload)
+                except ForkUnavailable:
+                    pass  # broken now: a new server with the union, below
+            if not server.broken:
+                server.users += 1
+                return server
+        keep = server.preload if server is not None and not server.broken else frozenset()
+        if server is not None:
+            _retire(server)
+        _servers.pop(configuration, None)
+        refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
+        server = ForkServer(preload | keep, python_path)  # the union within one configuration: its claims rarely differ much
+        if not _exit_hook:
+            _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
+        _servers[configuration] = server
         server.users += 1
         return server
 
