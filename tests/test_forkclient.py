@@ -9,7 +9,7 @@ from pathlib import Path
 
 from support import hostile
 import pytest
-from support.childsupport import SPEC_HEADER, assert_ends_soon, noting_module, start_sleeper, write_spec
+from support.childsupport import SPEC_HEADER, assert_ends_soon, installed_noting_module, start_sleeper, write_spec
 
 from physverify import child, forkclient, fresh, isolate
 
@@ -49,24 +49,13 @@ def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
     assert [o.payload["checks"][0]["message"] for o in (first, second)] == ["1", "22"]  # type: ignore[index]
 
 
-def _grow_lib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """An installed module outside the repository that notes, in a file, each process importing it."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    log = tmp_path / "imported.log"
-    noting_module(lib, "pv_grow_lib", log, "VALUE = 1\n")
-    monkeypatch.setenv("PYTHONPATH", str(lib))  # as a process started with it: the server and physverify see it
-    monkeypatch.syspath_prepend(str(lib))
-    return lib, log
-
-
 def test_a_claim_that_needs_a_module_the_server_lacks_has_the_same_server_import_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The server started first (replay starts it while the claims are read) grows; it is not replaced."""
     if not isolate.fork_supported():
         pytest.skip("fork mode is Linux only")
-    lib, log = _grow_lib(tmp_path, monkeypatch)
+    module, log = installed_noting_module(tmp_path, monkeypatch, "pv_grow_lib", "VALUE = 1\n")
     monkeypatch.setattr(forkclient, "_STAMP_EVERY_S", 0.0)
     folder = tmp_path / "specs"
     folder.mkdir()
@@ -92,7 +81,7 @@ def test_a_claim_that_needs_a_module_the_server_lacks_has_the_same_server_import
         assert log.read_text().split() == [str(server.pid)]  # imported in the server once, never in a claim
         again = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
         assert forkclient.servers()[frozenset()] is server
-        (lib / "pv_grow_lib.py").write_text("VALUE = 22\n")  # what it grew by is watched for edits too
+        module.write_text("VALUE = 22\n")  # what it grew by is watched for edits too
         edited = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
         assert forkclient.servers()[frozenset()] is not server
     finally:
@@ -133,7 +122,7 @@ def test_a_server_that_cannot_grow_is_replaced_by_one_with_the_union(
 
     if not isolate.fork_supported():
         pytest.skip("fork mode is Linux only")
-    _, log = _grow_lib(tmp_path, monkeypatch)
+    _, log = installed_noting_module(tmp_path, monkeypatch, "pv_grow_lib", "VALUE = 1\n")
     folder = tmp_path / "specs"  # the claims' repository; the module is installed outside it
     folder.mkdir()
     plain = write_spec(folder, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.childsupport import noting_module, write_spec
+from support.childsupport import installed_noting_module, noting_module, write_spec
 
 from physverify import forkclient, isolate
 
@@ -205,11 +205,7 @@ def test_the_fork_server_imports_more_only_for_its_client_with_the_runs_secret(
     import json
     import socket
 
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    log = tmp_path / "imported.log"
-    noting_module(lib, "pv_asked_lib", log)
-    monkeypatch.setenv("PYTHONPATH", str(lib))  # the server's path has the module
+    _, log = installed_noting_module(tmp_path, monkeypatch, "pv_asked_lib")  # on the server's path
     plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n",
                        name="verify_plain.py")
 

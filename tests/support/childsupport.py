@@ -6,6 +6,10 @@ import os
 import textwrap
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 SPEC_HEADER = "from physverify import Check, Result, PASS, FAIL\n"
 
@@ -21,6 +25,22 @@ def noting_module(folder: Path, name: str, log: Path, body: str = "") -> Path:
     path = folder / f"{name}.py"
     path.write_text(f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + body)
     return path
+
+
+def installed_noting_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                            body: str = "") -> tuple[Path, Path]:
+    """``noting_module`` in ``tmp_path/lib``, outside any claims folder below ``tmp_path``: (its file, its log).
+
+    On PYTHONPATH, so a fork server started now finds it as an installed module, and on this
+    process's sys.path, so preload.py does too.
+    """
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    log = tmp_path / "imported.log"
+    path = noting_module(lib, name, log, body)
+    monkeypatch.setenv("PYTHONPATH", str(lib))
+    monkeypatch.syspath_prepend(str(lib))
+    return path, log
 
 
 def pid_alive(pid: int) -> bool:
