@@ -199,9 +199,11 @@ def _shard_written(result: ReplayResult) -> Written:
     each finding once; the log says how the shard went in one line.
     """
     from physverify import report
+    from physverify.text import visible
 
     gate = "gate failed" if result.exit_code else "gate holds"
-    line = f"physverify replay, shard {result.shard}: {gate}; {result.summary()}; the merge job reports each claim"
+    # The summary names the ledger, a path physverify.yaml chose: shown like every other value from the repository.
+    line = f"physverify replay, shard {result.shard}: {gate}; {visible(result.summary())}; the merge job reports each claim"
     return Written(annotations=line, summary="", outputs={**outputs(result), "report": ""},
                    exit_code=result.exit_code, sarif=None, shard_result=report.render("json", result))
 
@@ -369,8 +371,11 @@ def _write_file(path: Path, data: bytes, mode: int) -> Path:
 
 
 def neutralise(text: str) -> list[str]:
-    """``text`` as log lines the runner cannot read as workflow commands (neither ``::cmd::`` nor ``##[cmd]``)."""
-    return [f"sandbox| {line.replace('##[', '# #[')}" for line in text.splitlines()]
+    """``text`` as log lines the runner cannot read as workflow commands (neither ``::cmd::`` nor ``##[cmd]``),
+    with no control character or bidi mark left raw: the code inside wrote it, so ``visible`` shows it."""
+    from physverify.text import visible
+
+    return [f"sandbox| {visible(line)}" for line in text.splitlines()]
 
 
 def _shown(path: Path, workspace: Path) -> Path:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from physverify import settings
 from physverify.claim import NO_WAIT, not_regular
 from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
-from physverify.text import visible
+from physverify.text import json_safe, visible
 from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_OK
 
@@ -177,13 +177,16 @@ def _serialise(record: Mapping[str, Any]) -> bytes:
     inf and nan become null: JSON has no spelling for them, and jq or a browser refuses
     the NaN token Python would write. A string holding a lone surrogate (undecodable
     command-line bytes) is written with \\u escapes, which read back to the same string.
+    So are C1 controls, U+2028/U+2029, bidi marks and the runner's ``##[`` (text.json_safe):
+    a claim's text holding one would otherwise end the line for a reader that splits as
+    str.splitlines does, or reorder the line where a reviewer reads the committed ledger.
     """
     finite = _finite(dict(record))
-    text = json.dumps(finite, ensure_ascii=False, allow_nan=False, default=_json_default)
+    text = json_safe(json.dumps(finite, ensure_ascii=False, allow_nan=False, default=_json_default))
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
-        data = json.dumps(finite, ensure_ascii=True, allow_nan=False, default=_json_default).encode("ascii")
+        data = json_safe(json.dumps(finite, ensure_ascii=True, allow_nan=False, default=_json_default)).encode("ascii")
     return data + b"\n"  # json.dumps escapes "\n" inside strings, so this is the only one
 
 

@@ -12,6 +12,11 @@ and files physverify did not write. Two things go wrong with them:
   runner's workflow command ("::warning::"), or is not allowed in XML 1.0. Bidirectional
   formatting marks reorder what a reader sees. ``visible`` shows each of them as an
   escape (ESC as the four characters ``\\x1b``), so the text stays readable and inert.
+- The GitHub runner also reads its older command form, ``##[name]data``, anywhere in a line
+  of the log, not only at its start (actions/runner, ActionCommand.TryParse finds the
+  prefix with IndexOf; ``##[stop-commands]TOKEN`` switches every later command off). A
+  label printed in the middle of physverify's own line is still a command there, so
+  ``visible`` shows the second "#" of ``##[`` as ``\\x23`` and ``dumps`` as ``\\u0023``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ _UNSAFE_RE = re.compile(f"[{_UNSAFE}]")
 # them: C0 is escaped by json.dumps already, surrogates are gone after ``clean``.
 _JSON_UNSAFE_RE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# The runner's legacy workflow-command prefix; none of physverify's outputs holds it whole.
+LEGACY_COMMAND = "##["
 
 
 def clean_str(text: str) -> str:
@@ -71,11 +78,12 @@ def clean(value: Any) -> Any:
 
 
 def visible(text: object, keep: str = "") -> str:
-    """``str(text)`` on one line: every control, line-breaking or bidi character as an escape.
+    """``str(text)`` on one line: every control, line-breaking or bidi character as an escape, and no ``##[``.
 
     Characters in ``keep`` (say "\\n" for a multi-line XML text) stay as they are.
     """
-    return _UNSAFE_RE.sub(lambda m: m.group() if m.group() in keep else _escape(m), str(text))
+    shown = _UNSAFE_RE.sub(lambda m: m.group() if m.group() in keep else _escape(m), str(text))
+    return shown.replace(LEGACY_COMMAND, "#\\x23[")  # an escape starts with "\\", so none makes a new "##["
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
@@ -83,9 +91,17 @@ def dumps(value: Any, indent: int | None = None) -> str:
 
     The escapes read back to the same characters, so nothing but surrogates changes.
     """
-    body = json.dumps(clean(value), indent=indent, ensure_ascii=False, default=lambda v: clean_str(str(v)))
-    # Only a JSON string can hold these characters, and \uXXXX is the same character there.
-    return _JSON_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", body)
+    return json_safe(json.dumps(clean(value), indent=indent, ensure_ascii=False, default=lambda v: clean_str(str(v))))
+
+
+def json_safe(body: str) -> str:
+    """JSON text ``body`` with C1 controls, line separators, bidi marks and the runner's ``##[`` as \\u escapes.
+
+    Only a JSON string can hold these characters ("#" is no JSON syntax), and \\uXXXX is the
+    same character there, so the document reads back to the same value.
+    """
+    escaped = _JSON_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", body)
+    return escaped.replace(LEGACY_COMMAND, "#\\u0023[")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -11,6 +11,7 @@ follow the OASIS SARIF 2.1.0 specification (sarifLog > runs > tool.driver.rules,
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from physverify import __version__
 from physverify.gate import TRANSITIONS, UNCHANGED
@@ -49,8 +50,20 @@ def _level(run: ClaimRun) -> str:
     return "warning" if run.verdict == CONFIRMED else "note"
 
 
+def _uri(path: str) -> str:
+    """``path`` as a relative URI reference (RFC 3986), as SARIF's artifactLocation.uri must be (SARIF 2.1.0, 3.4.3).
+
+    A path is the repository's (a claim's file name, CLAIM["file"]): raw, a "#" or "?" cut
+    it short for every reader that parses the URI, a "%2e%2e" read back as "..", and a
+    first segment with a colon ("https:", "javascript:") made it an absolute URI of the
+    claim's choosing. Every character but the unreserved ones and "/" is percent-encoded
+    as UTF-8, so the reader decodes exactly the path that was given.
+    """
+    return quote(path, safe="/", encoding="utf-8", errors="backslashreplace")
+
+
 def _location(run: ClaimRun) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": run.target or run.key, "uriBaseId": "%SRCROOT%"}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(run.target or run.key), "uriBaseId": "%SRCROOT%"}}
     if run.line is not None and run.line >= 1:  # SARIF regions count lines from 1
         physical["region"] = {"startLine": run.line}
     return {"physicalLocation": physical}
