@@ -8,6 +8,7 @@ that begins with ``::`` is a workflow command: only physverify may write one.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,8 @@ def test_a_sandboxed_claim_writing_workflow_commands_to_every_stdout_reaches_non
              '    for _fd in ("1", "2"):\n'
              '        try:\n'
              '            with open(f"/proc/{_p}/fd/{_fd}", "w") as _h:\n'
-             '                _h.write("::warning::injected\\n##[warning]injected\\n")\n'
+             '                _h.write("::warning::injected\\n##[warning]injected\\n"\n'
+             '                         "x ###[error]injected \\x1b]52;c;aGk=\\x07\\x1b[2J \\u202e \\x9b31m\\n")\n'
              '        except OSError:\n'
              '            pass\n')
     (root / "claims" / "claim_decay.py").write_text(spray + claim)
@@ -121,7 +123,17 @@ def test_a_sandboxed_claim_writing_workflow_commands_to_every_stdout_reaches_non
     assert ran["code"] in (1, 2), ran["stdout"] + ran["stderr"]
     assert "injected" in ran["stdout"]  # it did write, and it is shown, as plain text
     _only_ours(ran["stdout"])
+    # the terminal escapes (an OSC 52 clipboard write, a screen clear) and the bidi mark are shown as escapes
+    assert "\\x1b]52;c;aGk=\\x07\\x1b[2J \\u202e \\x9b31m" in ran["stdout"]
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", ran["stdout"])
     assert not any(line.lstrip().startswith("::") for line in ran["stderr"].splitlines())
+
+
+def test_what_the_sandbox_printed_reaches_the_log_as_inert_lines() -> None:
+    """The sandboxed run's output is the claim's: each line prefixed, every control and bidi mark shown, no "##["."""
+    lines = action.neutralise("::warning::a\n  ##[error]b ###[stop-commands]t\r\x1b]52;c;aGk=\x07\x1b[2J\u2028\u202ez\x00")
+    assert lines == ["sandbox| ::warning::a", "sandbox|   #\\x23[error]b ##\\x23[stop-commands]t",
+                     "sandbox| \\x1b]52;c;aGk=\\x07\\x1b[2J", "sandbox| \\u202ez\\x00"]
 
 
 # --- the report file is the runner's choice (issue 21, item 1) ----------------------------

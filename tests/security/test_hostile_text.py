@@ -63,6 +63,8 @@ def _lines(output: str) -> list[str]:
 
 def _assert_no_forged_lines(output: str, fmt: str) -> None:
     output.encode("utf-8")  # strict: a lone surrogate raises here
+    # The runner's legacy command form counts anywhere in a line (actions/runner, ActionCommand.TryParse).
+    assert "##[" not in output, fmt
     for line in _lines(output):
         if line.startswith("::"):
             assert fmt == "github" and COMMAND_LINE.match(line), (fmt, line)
@@ -216,7 +218,7 @@ SPECIALS = [
     "\ud800", "\udfff", "\udcff", "\x00", "\x1b", "\x1b]52;c;aGk=\x07", "\x9b31m", "\n", "\r", "\r\n", "\x85", "\x0b",
     "\x0c", "\x1c", "\u2028", "\u2029", "\u202e", "\u2066", "\u200f", "\ufffe", "::", "::warning::x", "\n::error::y",
     "gate passed", "<script>", "<!--", "]]>", "&amp;", "|", "`", "``", "\\", "[x](y)", "![i](u)", "*", "_", "$", "%",
-    "%0A", ":", ",",
+    "%0A", ":", ",", "##[", "#", "##[stop-commands]t", "[",
 ]
 hostile_text = st.lists(
     st.one_of(st.sampled_from(SPECIALS), st.text(st.characters(exclude_categories=()), max_size=4)), max_size=6
