@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from physverify import __version__, handler
 from physverify.errors import PhysverifyError, UsageError
@@ -205,13 +205,24 @@ def _sandbox(args: argparse.Namespace) -> int:
     folders = _replay_dirs_and_files(parsed)[0] if parsed.command == "replay" else []
     inner = sandbox.Inner(tuple(raw), parsed.command, folders=tuple(folders), timeout=getattr(parsed, "timeout", None),
                           jobs=getattr(parsed, "jobs", None))
+    # The code inside can write to the inner physverify's streams: every line reaches ours through visible.
     run = sandbox.sandbox(inner, backend=args.backend, memory=args.memory, pids=args.pids,
-                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout=args.timeout)
+                          repo=Path(args.repo) if args.repo else None, image=args.image, timeout=args.timeout,
+                          relay=(_flushed(sys.stdout), _flushed(sys.stderr)))
     for note in run.notes:
         sys.stderr.write(f"physverify sandbox ({run.backend}): {visible(note)}\n")
     if run.problem:
         sys.stderr.write(f"physverify: {visible(run.problem)}\n")
     return run.exit_code
+
+
+def _flushed(stream: TextIO) -> Callable[[str], None]:
+    """A writer of whole lines to ``stream`` that flushes each, so the relayed run reads as it goes."""
+    def write(text: str) -> None:
+        stream.write(text)
+        stream.flush()
+
+    return write
 
 
 def _ledger_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

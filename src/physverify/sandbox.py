@@ -235,12 +235,17 @@ def sandbox(
     image: str | None = None,
     timeout: str | None = None,
     capture: bool = False,
+    relay: Relay | None = None,
 ) -> SandboxRun:
     """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes.
 
     With ``capture`` the run's stdout and stderr do not reach the caller's: the last
     CAPTURE_BYTES of both come back in ``output`` (the Action, whose stdout the runner reads
-    for workflow commands, prints them neutralised).
+    for workflow commands, prints them neutralised). With ``relay`` (the command line's
+    stdout and stderr writers) each line goes to its writer as it comes, shown through
+    ``visible``: the code inside can write to the inner physverify's own streams, and
+    passed on as bytes a screen clear, an OSC 52 clipboard write or a ``##[`` command reached
+    the terminal or a CI log as it was (issue 13).
     """
     from physverify.confirm import parse_timeout
 
@@ -256,7 +261,7 @@ def sandbox(
     created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
     try:
         run = _run_bwrap if chosen == "bwrap" else functools.partial(_run_engine, chosen, image=image)
-        ran = run(plan, limits, outer, _Tail() if capture else None)
+        ran = run(plan, limits, outer, _Tail() if capture else _Relay(*relay) if relay is not None else None)
     finally:
         for path in created:  # an unused one is removed again
             if path.lstat().st_size == 0:
@@ -288,7 +293,7 @@ def _known_exit(ran: SandboxRun) -> SandboxRun:
     return replace(ran, exit_code=EXIT_ERROR, problem=problem)
 
 
-def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Tail | None) -> SandboxRun:
+def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Output | None) -> SandboxRun:
     from physverify import _cgroup  # POSIX only (resource): imported when bwrap runs
 
     argv = bwrap_argv(plan, limits, python=python_paths())
@@ -300,7 +305,7 @@ def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Tail | None) -> 
     return _ran(code, "bwrap", argv, group.notes, outer, timed_out, tail)
 
 
-def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Tail | None, *,
+def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Output | None, *,
                 image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
         raise _no_image(engine, image)
@@ -319,9 +324,57 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Ta
     return _ran(code, engine, argv, notes, outer, timed_out, tail)
 
 
-def _streams(tail: _Tail | None) -> tuple[int | None, int | None]:
-    """Return Popen's stdout and stderr: the caller's, or one pipe for ``tail``."""
-    return (None, None) if tail is None else (subprocess.PIPE, subprocess.STDOUT)
+def _streams(tail: _Output | None) -> tuple[int | None, int | None]:
+    """Return Popen's stdout and stderr: the caller's, one pipe for a ``_Tail``, two for a ``_Relay``."""
+    if tail is None:
+        return None, None
+    return (subprocess.PIPE, subprocess.PIPE) if isinstance(tail, _Relay) else (subprocess.PIPE, subprocess.STDOUT)
+
+
+# The command line's writers for the run's stdout and stderr (``sandbox(relay=...)``).
+Relay = tuple[Callable[[str], object], Callable[[str], object]]
+
+
+class _Relay:
+    """Copies the run's stdout and stderr to two writers in threads, line by line, each line through ``visible``.
+
+    Tabs stay (they move no cursor but to a tab stop); a line longer than CAPTURE_BYTES is
+    passed on in pieces, so a claim writing without end never makes one held whole.
+    """
+
+    def __init__(self, out: Callable[[str], object], err: Callable[[str], object]) -> None:
+        self.writers = (out, err)
+        self.threads: list[threading.Thread] = []
+
+    def start(self, proc: subprocess.Popen[bytes]) -> None:
+        for stream, write in zip((proc.stdout, proc.stderr), self.writers):
+            if stream is not None:
+                thread = threading.Thread(target=_relay_lines, args=(stream, write), daemon=True)
+                thread.start()
+                self.threads.append(thread)
+
+    def join(self) -> None:
+        """Wait for both pipes to end (every process inside has ended), as ``_Tail.text`` does."""
+        for thread in self.threads:
+            thread.join(timeout=_ENGINE_PROBE_S)
+
+
+def _relay_lines(stream: IO[bytes], write: Callable[[str], object]) -> None:
+    from physverify.text import visible
+
+    def shown(line: bytes) -> str:
+        return visible(line.decode("utf-8", errors="replace"), keep="\t") + "\n"
+
+    pending = b""
+    for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+        *whole, pending = (pending + chunk).split(b"\n")
+        for line in whole:
+            write(shown(line))
+        if len(pending) > CAPTURE_BYTES:
+            write(shown(pending))
+            pending = b""
+    if pending:
+        write(shown(pending))
 
 
 class _Tail:
@@ -331,9 +384,10 @@ class _Tail:
         self.kept = bytearray()
         self.thread: threading.Thread | None = None
 
-    def start(self, stream: IO[bytes]) -> None:
-        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        self.thread.start()
+    def start(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.stdout is not None:
+            self.thread = threading.Thread(target=self._read, args=(proc.stdout,), daemon=True)
+            self.thread.start()
 
     def _read(self, stream: IO[bytes]) -> None:
         for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
@@ -347,21 +401,26 @@ class _Tail:
         return bytes(self.kept).decode("utf-8", errors="replace")
 
 
+_Output = _Tail | _Relay
+
+
 def _ran(code: int, backend: str, argv: Sequence[str], notes: tuple[str, ...], outer: float,
-         timed_out: bool, tail: _Tail | None) -> SandboxRun:
+         timed_out: bool, tail: _Output | None) -> SandboxRun:
+    if isinstance(tail, _Relay):
+        tail.join()  # every line shown before the caller writes its notes
     problem = None
     if timed_out:
         problem = (f"sandbox: the run did not finish within {outer:g} s (the outer limit; sandbox/README.md, "
                    "\"Time\") and was ended with everything in it; no ledger line was written for a claim it did not finish")
     return SandboxRun(EXIT_ERROR if timed_out else code, backend, tuple(argv), timed_out, notes, problem,
-                      output=tail.text() if tail is not None else "")
+                      output=tail.text() if isinstance(tail, _Tail) else "")
 
 
 def _wait(proc: subprocess.Popen[bytes], outer: float,
-          stop: Callable[[subprocess.Popen[bytes]], object], tail: _Tail | None = None) -> tuple[int, bool]:
+          stop: Callable[[subprocess.Popen[bytes]], object], tail: _Output | None = None) -> tuple[int, bool]:
     """Return (exit code, timed out) of ``proc``, stopping it at ``outer`` seconds or on Ctrl-C."""
-    if tail is not None and proc.stdout is not None:
-        tail.start(proc.stdout)
+    if tail is not None:
+        tail.start(proc)
     try:
         return proc.wait(timeout=outer), False
     except subprocess.TimeoutExpired:

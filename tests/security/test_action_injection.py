@@ -103,6 +103,15 @@ def test_the_sandboxed_step_reads_no_physverify_yaml_through_a_link(workspace: t
     assert "oauth_token" not in ran["stdout"] + ran["stderr"] + ran["summary"]
 
 
+def _import_the_physverify_under_test(root: Path) -> None:
+    """Make the interpreter inside the sandbox import this process's physverify (a worktree's source, not the
+    installed one): a link in the workspace root, first on sys.path for ``python -m``, to the package folder the
+    sandbox binds read-only."""
+    import physverify
+
+    (root / "physverify").symlink_to(Path(physverify.__file__).resolve().parent)
+
+
 @needs_bwrap
 def test_a_sandboxed_claim_writing_workflow_commands_to_every_stdout_reaches_none(
     workspace: tuple[Path, str], tmp_path: Path
@@ -119,6 +128,7 @@ def test_a_sandboxed_claim_writing_workflow_commands_to_every_stdout_reaches_non
              '        except OSError:\n'
              '            pass\n')
     (root / "claims" / "claim_decay.py").write_text(spray + claim)
+    _import_the_physverify_under_test(root)
     ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
     assert ran["code"] in (1, 2), ran["stdout"] + ran["stderr"]
     assert "injected" in ran["stdout"]  # it did write, and it is shown, as plain text

@@ -10,7 +10,10 @@
   marks were written raw into its lines, so ``str.splitlines`` split one record in two and
   a U+202E reordered how the verdict after it reads.
 - SARIF's artifactLocation.uri was the repository's path as it is: a "#" or "?" cut it,
-  "%2e%2e" read back as "..", and a CLAIM["file"] of "https://..." was an absolute URI.
+  "%2e%2e" read back as "..", and a CLAIM["file"] of "https://..." was an absolute URI
+  (one that code scanning's upload refuses: "unrecognized SARIF location URI scheme").
+- ``physverify sandbox`` gave the run its own stdout and stderr: code under test that wrote
+  to the inner physverify's streams (/proc/PID/fd/1) reached the terminal byte for byte.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
 from test_action import _run_locally, make_workspace
 
+import physverify
 from physverify.verdict import EXIT_FINDING
 
 LEGACY = "##["
@@ -135,3 +139,34 @@ def test_a_shards_log_line_shows_a_ledger_path_that_holds_a_legacy_command(works
     assert "physverify replay, shard 1/1:" in ran["stdout"]
     assert "#\\x23[error]injected/ledger.jsonl" in ran["stdout"]
     assert LEGACY not in ran["stdout"] + ran["stderr"]
+
+
+# --- physverify sandbox on a terminal ------------------------------------------------------
+needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+# Module-level lines of a claim: write to every stream of every process it can see, the inner physverify's among them.
+SPRAY = (
+    "import os as _os\n"
+    "for _p in _os.listdir('/proc'):\n"
+    "    for _fd in ('1', '2'):\n"
+    "        try:\n"
+    "            with open(f'/proc/{_p}/fd/{_fd}', 'w') as _h:\n"
+    "                _h.write('\\x1b]52;c;aGk=\\x07\\x1b[2J sprayed \\u202e ##[error]injected\\x9b31m\\n')\n"
+    "        except OSError:\n"
+    "            pass\n"
+)
+
+
+@needs_bwrap
+def test_what_sandboxed_code_writes_to_the_inner_streams_reaches_the_terminal_shown(tmp_path: Path) -> None:
+    root = _repo(tmp_path, {"claim_decay.py": SPRAY + DECAY_CLAIM})
+    # The interpreter inside imports the physverify under test: a link in the repository's root (python -m puts
+    # the working folder first on sys.path) to this process's package, which the sandbox binds read-only.
+    (root / "physverify").symlink_to(Path(physverify.__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-m", "physverify", "sandbox", "--", "confirm", "claims/claim_decay.py"],
+                          cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
+    out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
+    assert done.returncode == EXIT_FINDING, out + err
+    assert out.count("confirmed (impact: used)") == 1
+    assert "\\x1b]52;c;aGk=\\x07\\x1b[2J sprayed \\u202e #\\x23[error]injected\\x9b31m" in out + err  # written, shown
+    assert RAW.search(out + err) is None and "\x1b" not in out + err and LEGACY not in out + err
+    assert "physverify sandbox (bwrap): memory:" in err  # the sandbox's own notes still on stderr
