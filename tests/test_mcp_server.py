@@ -133,7 +133,7 @@ def test_the_server_lists_three_tools_and_refuses_calls_without_trust_or_with_a_
     assert is_error and "refusing to run the code under test" in text, text
     # a bad timeout reaches the client as a one-line error
     is_error, text = bad_timeout
-    assert is_error and "--timeout must be a positive" in text, text
+    assert is_error and "timeout must be a positive" in text and "--timeout" not in text, text
 
 
 def test_confirm_claim_returns_the_verdict_then_the_ledger_line_and_appends_it(project: Path) -> None:

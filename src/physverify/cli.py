@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -274,6 +275,8 @@ def _ledger(args: argparse.Namespace) -> int:
         _emit(ledger_text.render_merge(merged))
         return merged.exit_code
     path = _ledger_path(args.ledger, args.claims)
+    if args.ledger is not None and not os.path.lexists(path):  # a typo in --ledger is not "no lines yet"
+        raise UsageError(f"{path}: no such ledger file")
     _check_output(args.json, "--json")
     if args.ledger_command == "show":
         shown = ledger.show(path, args.claim)
