@@ -21,12 +21,13 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, StrictBool, ValidationError
 
 from physverify import __version__, handler
@@ -118,7 +119,8 @@ def _checked_tool(fn: Callable[..., Any], name: str, description: str) -> Tool:
     """``fn`` as a _CheckedTool: no argument it does not name, no value of another JSON type."""
     tool = _CheckedTool.from_function(fn, name=name, description=description, structured_output=False)
     lenient = tool.fn_metadata.arg_model
-    strict = type(lenient.__name__, (lenient,), {"model_config": ConfigDict(extra="forbid", strict=True)})
+    strict = cast(type[ArgModelBase],
+                  type(lenient.__name__, (lenient,), {"model_config": ConfigDict(extra="forbid", strict=True)}))
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)  # the published schema says so: additionalProperties
     return tool
