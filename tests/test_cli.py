@@ -319,3 +319,19 @@ def test_a_blank_reason_for_a_dependent_reference_is_refused_and_nothing_is_writ
     assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
     assert done.stderr.startswith("physverify: --allow-dependent-reference needs the reason in words")
     assert not (root / "l.jsonl").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["replay", "--shard", "-1/2"], "physverify replay: argument --shard: expected one argument (for a value that "
+     "starts with '-', write --shard=VALUE) (see 'physverify replay --help')"),
+    (["report", "--max-plots", "many"], "physverify report: argument --max-plots: invalid int value: 'many' "
+     "(see 'physverify report --help')"),
+    (["replay", "--jbos", "2"], "physverify: unrecognized arguments: --jbos (see 'physverify --help')"),
+    (["confirm"], "physverify confirm: the following arguments are required: CLAIM.py (see 'physverify confirm --help')"),
+], ids=["a value like a flag", "a wrong type", "a misspelled flag", "a missing argument"])
+def test_a_usage_error_argparse_finds_is_one_line_naming_the_flag(
+    tmp_path: Path, physverify: Callable[..., Ran], args: list[str], message: str
+) -> None:
+    """argparse printed its usage block (five lines for replay) before the one line that says what is wrong."""
+    done = physverify(*args, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (ExitCode.ERROR, "", message + "\n")

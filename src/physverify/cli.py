@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from physverify import __version__, handler
 from physverify.errors import PhysverifyError, UsageError
@@ -323,8 +323,18 @@ def _warn(problems: Sequence[str]) -> None:
         sys.stderr.write(f"physverify: warning: {visible(problem)}\n")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line as every other error (its own is the usage block, then the error)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument --") and message.endswith(": expected one argument"):
+            flag = message.removeprefix("argument ").split(":")[0].split("/")[0]  # "--shard -1/2": argparse saw a flag
+            message += f" (for a value that starts with '-', write {flag}=VALUE)"
+        self.exit(EXIT_ERROR, f"{self.prog}: {visible(message)} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="physverify", allow_abbrev=False,
         description="Settle suspected defects in physics simulation code against references written from the "
         "physics, and keep the verdicts as a gate.",
