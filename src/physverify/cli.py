@@ -334,7 +334,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="physverify", allow_abbrev=False,
         description="Settle suspected defects in physics simulation code against references written from the "
         "physics, and keep the verdicts as a gate.",
