@@ -335,3 +335,29 @@ def test_a_usage_error_argparse_finds_is_one_line_naming_the_flag(
     """argparse printed its usage block (five lines for replay) before the one line that says what is wrong."""
     done = physverify(*args, cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (ExitCode.ERROR, "", message + "\n")
+
+
+MARKING_CLAIM = TINY_CLAIM.replace(
+    'def control():\n', 'def control():\n    open(__file__ + ".ran", "w").close()\n'
+)
+
+
+@pytest.mark.parametrize("command", ["confirm", "replay"])
+@pytest.mark.parametrize("kind", ["FIFO", "device"])
+def test_a_ledger_that_is_a_fifo_or_a_device_is_refused_before_the_claim_runs(
+    project: git.Repo, cli: Callable[..., Ran], command: str, kind: str
+) -> None:
+    """The append refused it, but only after the run: minutes of a claim lost, the verdict with them."""
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "claim_ok.py").write_text(MARKING_CLAIM)
+    ledger = root / "special.jsonl"
+    if kind == "FIFO":
+        __import__("os").mkfifo(ledger)
+    else:
+        ledger.symlink_to("/dev/null")
+    target = ["claims/claim_ok.py"] if command == "confirm" else ["claims"]
+    done = cli(command, *target, "--trusted", "--ledger", "special.jsonl", cwd=root)
+    what = "a FIFO" if kind == "FIFO" else "a device or socket"
+    assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
+    assert done.stderr == f"physverify: special.jsonl: the ledger is {what}, not a regular file\n"
+    assert not (root / "claims" / "claim_ok.py.ran").exists()

@@ -76,7 +76,7 @@ def _check_output(output: str | None, flag: str) -> None:
         return
     from physverify.ledger import check_writable
 
-    check_writable(Path(output), f"the {flag} file")
+    check_writable(Path(output), f"the {flag} file", regular=False)  # a pipe will do: --json >(jq .)
 
 
 # --- the parser -----------------------------------------------------------------------
