@@ -158,6 +158,18 @@ def test_bytes_that_are_not_utf8_are_a_load_error_with_the_hash(tmp_path: Path) 
     assert "is not valid utf-8 text" in str(error) and error.sha256 is not None
 
 
+def test_latin1_on_the_first_line_names_the_byte_and_says_how_to_fix_it(tmp_path: Path) -> None:
+    """tokenize says only "invalid or missing encoding declaration" for bytes in the first two lines."""
+    error = load_error(write(tmp_path, "# Schr\xf6dinger\n".encode("latin-1") + claim_source().encode()))
+    assert "is not valid utf-8 text (bytes b'\\xf6' at offset 6, line 1); save it as UTF-8, or name its encoding" \
+        in str(error), str(error)
+
+
+def test_a_nul_byte_is_a_load_error_without_a_line_of_none(tmp_path: Path) -> None:
+    error = load_error(write(tmp_path, claim_source().encode() + b"\0\n"))
+    assert str(error).endswith("is not valid Python: source code string cannot contain null bytes"), str(error)
+
+
 def test_an_unknown_coding_line_is_a_load_error(tmp_path: Path) -> None:
     assert "cannot be decoded" in str(load_error(write(tmp_path, "# coding: klingon\n" + claim_source())))
 

@@ -248,3 +248,116 @@ def test_building_the_parser_does_not_import_the_sandbox() -> None:
     probe = "import sys\nfrom physverify import cli\ncli.build_parser()\nprint('physverify.sandbox' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=clean_env(), check=True)
     assert done.stdout.strip() == "False"
+
+
+# --- bad input from the command line: one line, exit 2, nothing written --------------------
+# A name longer than any file system allows (255 bytes): the system refuses it with ENAMETOOLONG
+# wherever it is first touched, which pathlib's is_dir() and exists() pass on.
+LONG = "n" * 300
+
+
+@pytest.mark.parametrize("args", [
+    ["replay", "--trusted", LONG],
+    ["replay", "--trusted", "claims", "--ledger", LONG + ".jsonl"],
+    ["replay", "--trusted", "claims", "--output", LONG],
+    ["confirm", "--trusted", "claims/claim_ok.py", "--ledger", LONG + ".jsonl"],
+    ["confirm", "--trusted", "claims/claim_ok.py", "--json", LONG],
+    ["run", LONG + ".py"],
+    ["report", "--ledger", LONG],
+    ["ledger", "log", "--claims", LONG],
+    ["ledger", "merge", "claims/claim_ok.py", "-o", LONG],
+    ["mcp", "--root", LONG],
+], ids=lambda args: " ".join(a if a != LONG and not a.startswith(LONG) else "LONG" for a in args))
+def test_a_name_longer_than_the_file_system_allows_is_one_line_and_exit_2(
+    project: git.Repo, physverify: Callable[..., Ran], args: list[str]
+) -> None:
+    root = Path(project.working_tree_dir or "")
+    done = physverify(*args, cwd=root)
+    assert done.returncode == ExitCode.ERROR, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr and "bug" not in done.stderr, done.stderr
+    assert done.stderr.startswith("physverify: ") and "File name too long" in done.stderr, done.stderr
+    assert len(done.stderr) < 200  # the name is shown cut in the middle, not whole
+    assert not (root / "claims" / "confirm_ledger.jsonl").exists()
+
+
+def test_confirm_records_a_claim_path_longer_than_the_file_system_allows_as_a_load_error(
+    project: git.Repo, physverify: Callable[..., Ran]
+) -> None:
+    """Spec section 3: a claim file that cannot be read is still one ledger line, without CLAIM fields."""
+    root = Path(project.working_tree_dir or "")
+    done = physverify("confirm", "--trusted", LONG + ".py", "--ledger", "l.jsonl", cwd=root)
+    assert done.returncode == ExitCode.ERROR and done.stderr == "", done.stderr
+    assert done.stdout.startswith("not decidable: ") and "cannot be read: File name too long" in done.stdout
+    (line,) = (root / "l.jsonl").read_text().splitlines()
+    assert '"verdict": "not decidable"' in line and '"claim_sha256": null' in line
+
+
+@pytest.mark.parametrize("command", [["ledger", "log"], ["ledger", "show", "claims/claim_ok.py"]])
+def test_a_ledger_named_with_ledger_that_does_not_exist_is_an_error_not_an_empty_history(
+    project: git.Repo, cli: Callable[..., Ran], command: list[str]
+) -> None:
+    """A typo in --ledger printed "No ledger lines" and exit 0 (report and merge already refused it)."""
+    done = cli(*command, "--ledger", "claims/confirm_ledgr.jsonl", cwd=Path(project.working_tree_dir or ""))
+    assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
+    assert done.stderr == f"physverify: {Path('claims/confirm_ledgr.jsonl')}: no such ledger file\n"
+
+
+def test_a_ref_of_thousands_of_characters_is_shown_shortened(project: git.Repo, cli: Callable[..., Ran]) -> None:
+    done = cli("replay", "claims", "--trusted", "--baseline", "a" * 5000, cwd=Path(project.working_tree_dir or ""))
+    assert done.returncode == ExitCode.ERROR and done.stderr.startswith("physverify: --baseline: 'aaa")
+    assert "is not a commit" in done.stderr and len(done.stderr) < 300
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_a_blank_reason_for_a_dependent_reference_is_refused_and_nothing_is_written(
+    project: git.Repo, cli: Callable[..., Ran], reason: str
+) -> None:
+    """Spec rule 1: the reason is what the ledger keeps next to the notes it overrides; a blank one keeps nothing."""
+    root = Path(project.working_tree_dir or "")
+    done = cli("confirm", "claims/claim_ok.py", "--trusted", "--ledger", "l.jsonl",
+               "--allow-dependent-reference", reason, cwd=root)
+    assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
+    assert done.stderr.startswith("physverify: --allow-dependent-reference needs the reason in words")
+    assert not (root / "l.jsonl").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["replay", "--shard", "-1/2"], "physverify replay: argument --shard: expected one argument (for a value that "
+     "starts with '-', write --shard=VALUE) (see 'physverify replay --help')"),
+    (["report", "--max-plots", "many"], "physverify report: argument --max-plots: invalid int value: 'many' "
+     "(see 'physverify report --help')"),
+    (["replay", "--jbos", "2"], "physverify: unrecognized arguments: --jbos (see 'physverify --help')"),
+    (["confirm"], "physverify confirm: the following arguments are required: CLAIM.py (see 'physverify confirm --help')"),
+], ids=["a value like a flag", "a wrong type", "a misspelled flag", "a missing argument"])
+def test_a_usage_error_argparse_finds_is_one_line_naming_the_flag(
+    tmp_path: Path, physverify: Callable[..., Ran], args: list[str], message: str
+) -> None:
+    """argparse printed its usage block (five lines for replay) before the one line that says what is wrong."""
+    done = physverify(*args, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (ExitCode.ERROR, "", message + "\n")
+
+
+MARKING_CLAIM = TINY_CLAIM.replace(
+    'def control():\n', 'def control():\n    open(__file__ + ".ran", "w").close()\n'
+)
+
+
+@pytest.mark.parametrize("command", ["confirm", "replay"])
+@pytest.mark.parametrize("kind", ["FIFO", "device"])
+def test_a_ledger_that_is_a_fifo_or_a_device_is_refused_before_the_claim_runs(
+    project: git.Repo, cli: Callable[..., Ran], command: str, kind: str
+) -> None:
+    """The append refused it, but only after the run: minutes of a claim lost, the verdict with them."""
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "claim_ok.py").write_text(MARKING_CLAIM)
+    ledger = root / "special.jsonl"
+    if kind == "FIFO":
+        __import__("os").mkfifo(ledger)
+    else:
+        ledger.symlink_to("/dev/null")
+    target = ["claims/claim_ok.py"] if command == "confirm" else ["claims"]
+    done = cli(command, *target, "--trusted", "--ledger", "special.jsonl", cwd=root)
+    what = "a FIFO" if kind == "FIFO" else "a device or socket"
+    assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
+    assert done.stderr == f"physverify: special.jsonl: the ledger is {what}, not a regular file\n"
+    assert not (root / "claims" / "claim_ok.py.ran").exists()

@@ -82,6 +82,11 @@ def test_an_empty_file_means_the_defaults(tmp_path: Path) -> None:
         ("timeout: !!float\n", "line 1: tags ('tag:yaml.org,2002:float') are not allowed"),
         ("timeout: !!timestamp x\n", "line 1: tags ('tag:yaml.org,2002:timestamp') are not allowed"),
         ("timeout: 2001-13-45\n", "line 1: '2001-13-45' cannot be read (month must be in 1..12)"),
+        # an int no float holds: math.isfinite raised OverflowError, an internal error at exit 3
+        pytest.param("timeout: " + "9" * 400 + "\n", "timeout must be a positive number of seconds, not 99999",
+                     id="a timeout of 400 digits"),
+        # PyYAML's own message spans two lines and names "<unicode string>" rather than the file
+        ("jobs: 2\ntimeout: \"\x1b[2J\"\n", "line 2 holds the character U+001B, which YAML does not allow in a file"),
     ],
 )
 def test_each_mistake_is_a_config_error_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -112,6 +117,15 @@ def test_a_yaml_alias_bomb_is_refused_before_anything_expands(tmp_path: Path) ->
     message = str(raised.value)
     assert message.startswith(f"{tmp_path / 'physverify.yaml'}: line 1: anchors and aliases (&a) are not allowed")
     assert len(message) < len(str(tmp_path)) + 200
+
+
+def test_thousands_of_unknown_keys_are_named_five_and_counted(tmp_path: Path) -> None:
+    """A file of 50,000 keys made one message line of every key, about 500 kB."""
+    with pytest.raises(ConfigError) as raised:
+        load_config(write(tmp_path, "".join(f"key{i:05d}: 1\n" for i in range(50_000))))
+    message = str(raised.value)
+    assert "unknown keys 'key00000', 'key00001', 'key00002', 'key00003', 'key00004' and 49,995 more (known: " in message
+    assert len(message) < len(str(tmp_path)) + 300
 
 
 def test_a_huge_wrong_value_is_shown_shortened(tmp_path: Path) -> None:

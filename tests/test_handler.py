@@ -36,3 +36,21 @@ def test_what_no_entry_point_handles_is_left_to_propagate() -> None:
 
 def test_the_old_exit_names_are_the_enum() -> None:
     assert EXIT_ERROR is ExitCode.ERROR and int(EXIT_ERROR) == 2 and f"{EXIT_ERROR}" == "2"
+
+
+def test_a_path_the_system_refuses_is_that_paths_one_line_at_exit_2_not_a_bug() -> None:
+    """pathlib's is_dir() and exists() pass on ENAMETOOLONG: a name a person gave, refused wherever it is touched."""
+    import errno
+
+    long = "claims/" + "n" * 300 + ".py"
+    failed = handler.failure(OSError(errno.ENAMETOOLONG, "File name too long", long))
+    assert failed is not None and failed.exit_code == ExitCode.ERROR and not failed.bug
+    assert failed.message.endswith("nnn.py: File name too long") and failed.message.startswith("claims/nnn")
+    assert len(failed.message) < 120
+    odd = handler.failure(OSError(errno.EACCES, "Permission denied", "a\nb"))
+    assert odd is not None and odd.message == "a\\nb: Permission denied"  # one line whatever the name holds
+
+
+def test_an_os_error_that_names_no_file_is_still_a_bug() -> None:
+    failed = handler.failure(OSError(22, "Invalid argument"))
+    assert failed is not None and failed.bug and failed.exit_code == EXIT_CRASH

@@ -133,7 +133,7 @@ def test_the_server_lists_three_tools_and_refuses_calls_without_trust_or_with_a_
     assert is_error and "refusing to run the code under test" in text, text
     # a bad timeout reaches the client as a one-line error
     is_error, text = bad_timeout
-    assert is_error and "--timeout must be a positive" in text, text
+    assert is_error and "timeout must be a positive" in text and "--timeout" not in text, text
 
 
 def test_confirm_claim_returns_the_verdict_then_the_ledger_line_and_appends_it(project: Path) -> None:
@@ -278,3 +278,50 @@ def test_confirm_claim_with_a_timeout_of_1e10_gives_its_verdict_and_line(project
     assert not is_error, text  # issue 21, item 10: an error with no reason before
     assert text.startswith("rejected")
     assert _ledger_lines(project / "confirm_ledger.jsonl")[0]["timeout_s"] == 1e10
+
+
+def test_every_bad_argument_is_one_line_naming_it_and_the_server_keeps_serving(project: Path) -> None:
+    """The SDK let an argument it does not know pass unseen ("timout": 5 ran with the default 300 s) and took
+    true for 1 s and "2" for 2 jobs; its message for a wrong type was pydantic's four lines with a link."""
+    long_name = "claims/" + "n" * 300 + ".py"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True, "timout": 5}),
+        ("confirm_claim", {"trusted": True}),
+        ("confirm_claim", {"claim": 5, "trusted": "yes", "timeout": True}),
+        ("replay_claims", {"trusted": True, "jobs": "2"}),
+        ("replay_claims", {"trusted": True, "record_all": 1}),
+        ("run_checks", {"specs": "verify_decay.py", "trusted": True}),
+        ("replay_claims", {"trusted": True, "changed_since": "no-such-ref"}),
+        ("confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True, "allow_dependent_reference": " "}),
+        ("confirm_claim", {"claim": long_name, "trusted": True}),
+        ("confirm_claim", {"claim": "claims/claim_decay.py", "trusted": True, "timeout": 30}),  # still serving
+    ]
+    answers = _calls(project, calls)
+    expected = [
+        "Error executing tool confirm_claim: timout is not one of its arguments "
+        "(allow_dependent_reference, claim, ledger, timeout, trusted)",
+        "Error executing tool confirm_claim: claim is required",
+        "Error executing tool confirm_claim: claim: input should be a valid string, not 5; trusted: input should be "
+        "a valid boolean, not 'yes'; timeout: input should be a valid number, not True",
+        "Error executing tool replay_claims: jobs: input should be a valid integer, not '2'",
+        "Error executing tool replay_claims: record_all: input should be a valid boolean, not 1",
+        "Error executing tool run_checks: specs: input should be a valid list, not 'verify_decay.py'",
+        f"Error executing tool replay_claims: changed_since: 'no-such-ref' is not a commit in {project.resolve()}",
+        "Error executing tool confirm_claim: allow_dependent_reference needs the reason in words",
+    ]
+    for (is_error, text), want, (tool, arguments) in zip(answers, expected, calls):
+        assert is_error and text.startswith(want) and "\n" not in text, (tool, arguments, text)
+    is_error, text = answers[-2]  # a name no file system allows: confirm's load error, as at the terminal
+    assert not is_error and text.startswith("not decidable: claims/nnn") and "File name too long" in text, text
+    is_error, text = answers[-1]
+    assert not is_error and text.startswith("rejected (impact: used)"), text
+    # the two lines of the last two calls: nothing refused ran or wrote
+    assert [line["verdict"] for line in _ledger_lines(project / "confirm_ledger.jsonl")] == ["not decidable", "rejected"]
+
+
+def test_the_published_schemas_say_no_other_argument_is_taken(project: Path) -> None:
+    async def body(client: Client) -> list[Any]:
+        return (await client.list_tools()).tools
+
+    for tool in _session(project, body):
+        assert tool.input_schema.get("additionalProperties") is False, tool.name

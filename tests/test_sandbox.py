@@ -413,3 +413,23 @@ def test_sizes_read_as_docker_reads_them(text: str, size: int) -> None:
 def test_a_size_that_is_not_one_is_refused(text: str) -> None:
     with pytest.raises(UsageError, match="--memory"):
         sandbox.parse_size(text)
+
+
+@pytest.mark.parametrize("text", ["8589934592g", "9999999999999999999999999", "9" * 5000],
+                         ids=["8 EiB in g", "25 digits", "5000 digits"])
+def test_a_size_beyond_what_setrlimit_takes_is_refused_before_anything_starts(text: str) -> None:
+    """A limit over 8 EiB failed inside the child's preexec_fn: an internal error at exit 3 (or, past 4,300
+    digits, int()'s own ValueError)."""
+    with pytest.raises(UsageError, match="give a positive size of at most 8 EiB") as raised:
+        sandbox.parse_size(text)
+    assert len(str(raised.value)) < 150
+    assert sandbox.parse_size("8388607t") == 8388607 * 2**40  # just under 8 EiB is still a size
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--memory", "99999999999999999999999g"], "--memory '99999999999999999999999g': give a positive size of at most"),
+    (["--pids", "99999999999999999999"], "--pids 99999999999999999999: give a positive number of processes of at most"),
+], ids=["memory", "pids"])
+def test_a_limit_no_system_takes_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    done = run_process("sandbox", *args, "--", "confirm", "c.py", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith(f"physverify: {message}") and done.stderr.count("\n") == 1

@@ -56,8 +56,8 @@ from pathlib import Path
 from physverify import __version__, claim, parsepool, repo, settings
 from physverify.claim import ClaimReading, StaticReading
 
-FORMAT = 2  # bump when StaticReading or what claim.py puts in it changes meaning (2: a lone surrogate
-# in CLAIM's file or repo is a load error)
+FORMAT = 3  # bump when StaticReading or what claim.py puts in it changes meaning (2: a lone surrogate
+# in CLAIM's file or repo is a load error; 3: text that is not UTF-8 names its line, a NUL byte no "line None")
 PACK_FORMAT = 2  # the form of a checkout's file of readings (2: entries as lists)
 SHARD_FORMAT = 1  # the form of a shard's file (entries as [written_ns, key, ...], by key)
 SHARDS = 256  # an entry's file: the first two hex digits of its key

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Protocol
 
 from physverify import specscan, templates, variant
 from physverify.errors import PhysverifyError
-from physverify.text import clip
+from physverify.text import clip, short_repr
 
 REQUIRED_KEYS = ("text", "source", "file", "line", "reference", "impact")
 OPTIONAL_KEYS = (
@@ -478,20 +478,36 @@ def _parse(data: bytes) -> ast.Module:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         source = data.decode(encoding)
-    except (SyntaxError, LookupError) as exc:  # a bad or unknown coding line
+    except SyntaxError as exc:  # a bad coding line, or no coding line and bytes in the first two lines that are not UTF-8
+        raise _Problem(_not_utf8(data) or f"cannot be decoded: {exc}") from None
+    except LookupError as exc:  # an unknown coding line
         raise _Problem(f"cannot be decoded: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise _Problem(
-            f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start})"
-        ) from None
+        raise _Problem(_not_text(exc)) from None
     try:
         return _parse_bounded(source, "<claim>")  # the caller holds _PARSE_LOCK
-    except SyntaxError as exc:
-        raise _Problem(f"is not valid Python: {exc.msg} (line {exc.lineno})") from None
+    except SyntaxError as exc:  # a NUL byte is a SyntaxError without a line (3.12)
+        where = f" (line {exc.lineno})" if exc.lineno is not None else ""
+        raise _Problem(f"is not valid Python: {exc.msg}{where}") from None
     except ValueError as exc:  # null bytes
         raise _Problem(f"is not valid Python: {clip(str(exc))}") from None
     except (RecursionError, MemoryError) as exc:  # thousands of levels: the parser's stack ran out
         raise _Problem(f"is nested too deeply to be read ({clip(str(exc)) or type(exc).__name__})") from None
+
+
+def _not_utf8(data: bytes) -> str | None:
+    """The load error of bytes that are not UTF-8 (tokenize says only "invalid or missing encoding declaration")."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _not_text(exc)
+    return None
+
+
+def _not_text(exc: UnicodeDecodeError) -> str:
+    line = exc.object.count(b"\n", 0, exc.start) + 1
+    return (f"is not valid {exc.encoding} text (bytes {exc.object[exc.start:exc.end]!r} at offset {exc.start}, "
+            f"line {line}); save it as UTF-8, or name its encoding in a coding line (PEP 263)")
 
 
 imports_in = specscan.imports_in  # the import statements of a tree: one walk of its statements, in specscan.py
@@ -677,7 +693,7 @@ def _line_number(line: str | int | None) -> int:
     try:
         number = int(str(line).strip())
     except ValueError:
-        raise PhysverifyError(f"confirm init: --line must be an integer line number, not {line!r}") from None
+        raise PhysverifyError(f"confirm init: --line must be an integer line number, not {short_repr(line)}") from None
     if number < 1:
         raise PhysverifyError(f"confirm init: --line is {number}; line numbers start at 1")
     return number

@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from physverify import __version__, handler
 from physverify.errors import PhysverifyError, UsageError
@@ -75,7 +76,7 @@ def _check_output(output: str | None, flag: str) -> None:
         return
     from physverify.ledger import check_writable
 
-    check_writable(Path(output), f"the {flag} file")
+    check_writable(Path(output), f"the {flag} file", regular=False)  # a pipe will do: --json >(jq .)
 
 
 # --- the parser -----------------------------------------------------------------------
@@ -285,6 +286,8 @@ def _ledger(args: argparse.Namespace) -> int:
         _emit(ledger_text.render_merge(merged))
         return merged.exit_code
     path = _ledger_path(args.ledger, args.claims)
+    if args.ledger is not None and not os.path.lexists(path):  # a typo in --ledger is not "no lines yet"
+        raise UsageError(f"{path}: no such ledger file")
     _check_output(args.json, "--json")
     if args.ledger_command == "show":
         shown = ledger.show(path, args.claim)
@@ -331,8 +334,18 @@ def _warn(problems: Sequence[str]) -> None:
         sys.stderr.write(f"physverify: warning: {visible(problem)}\n")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line as every other error (its own is the usage block, then the error)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument --") and message.endswith(": expected one argument"):
+            flag = message.removeprefix("argument ").split(":")[0].split("/")[0]  # "--shard -1/2": argparse saw a flag
+            message += f" (for a value that starts with '-', write {flag}=VALUE)"
+        self.exit(EXIT_ERROR, f"{self.prog}: {visible(message)} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="physverify", allow_abbrev=False,
         description="Settle suspected defects in physics simulation code against references written from the "
         "physics, and keep the verdicts as a gate.",

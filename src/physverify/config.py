@@ -62,11 +62,16 @@ def ledger_setting(folder: Path, text: str, name: Path) -> Path | None:
     return _ledger(name, folder, _parse_yaml(text, name).get("ledger"))
 
 
+_KEYS_NAMED = 5  # unknown keys named in the message
+
+
 def _config(folder: Path, path: Path, data: Mapping[Any, Any]) -> Config:
     # sorted by their text: YAML keys may be numbers, dates or None, which do not compare with str
     unknown = sorted((key for key in data if key not in KNOWN_KEYS), key=short_repr)
-    if unknown:
-        named = ", ".join(short_repr(key) for key in unknown)
+    if unknown:  # a few named, the rest counted: a file of 50,000 keys must not make a line of 500 kB
+        named = ", ".join(short_repr(key) for key in unknown[:_KEYS_NAMED])
+        if len(unknown) > _KEYS_NAMED:
+            named += f" and {len(unknown) - _KEYS_NAMED:,} more"
         raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {named} (known: {', '.join(KNOWN_KEYS)})")
     return Config(
         folder=folder,
@@ -101,6 +106,9 @@ def _parse_yaml(text: str, path: Path) -> Mapping[Any, Any]:
         data = yaml.load(text, Loader=SettingsLoader)  # a SafeLoader, narrowed
     except Refused as exc:
         raise ConfigError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
+    except yaml.reader.ReaderError as exc:  # its own text spans two lines and names "<unicode string>", not the file
+        raise ConfigError(f"{path}: line {text.count(chr(10), 0, exc.position) + 1} holds the character "
+                          f"{_code_point(exc.character)}, which YAML does not allow in a file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -114,6 +122,11 @@ def _parse_yaml(text: str, path: Path) -> Mapping[Any, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a mapping of settings (known keys: {', '.join(KNOWN_KEYS)})")
     return data
+
+
+def _code_point(character: int | str) -> str:
+    """The character as U+001B (ReaderError gives its code point, or the character itself)."""
+    return f"U+{character if isinstance(character, int) else ord(character):04X}"
 
 
 # A settings file is a few lines; a repository's physverify.yaml may be anything, so it is
@@ -159,9 +172,17 @@ def _timeout(path: Path, value: object) -> float | None:
     if value is None:
         return None
     # bool is an int to Python, but "timeout: yes" is a typo, not one second
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _positive_seconds(value):
         raise _type_error(path, "timeout", "a positive number of seconds", value)
     return float(value)
+
+
+def _positive_seconds(value: float) -> bool:
+    """Whether ``value`` is a positive number that a float holds: YAML reads 400 digits as an int no float can."""
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # math.isfinite converts to float first
+        return False
 
 
 def _jobs(path: Path, value: object) -> int | None:

@@ -51,11 +51,12 @@ def confirm(
     """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
     require_trust(trusted)  # before anything is read, run or written
     seconds = parse_timeout(timeout_s)
+    reason = settings.parse_reason(allow_dependent_reference)
     destination = Path(ledger)
     _ledger.check_writable(destination)  # found before the run, not after minutes of it
     folder = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
     run = settings.resolve({"timeout_s": seconds, "isolation": isolation}, folder)
-    evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=allow_dependent_reference,
+    evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
                           isolation=run.isolation, preload=run.preload)
     _ledger.append_record(destination, evaluation.record)
     return evaluation

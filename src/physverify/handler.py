@@ -42,11 +42,23 @@ def failure(exc: BaseException) -> Failure | None:
         return Failure(ExitCode.INTERRUPTED, "interrupted")
     if isinstance(exc, Terminated):
         return Failure(ExitCode.TERMINATED, "terminated")
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        # The system refused a path a person or the repository gave (a name longer than the file system
+        # allows, a folder that cannot be entered): bad input wherever it was first touched, not a bug.
+        return Failure(ExitCode.ERROR, f"{_shortened(visible(exc.filename))}: {visible(exc.strerror)}")
     if isinstance(exc, Exception):
         return Failure(ExitCode.CRASH, f"internal error ({type(exc).__name__}: {visible(exc)}); this is a bug in "
                        "physverify, please report it with the command you ran (set PHYSVERIFY_DEBUG=1 for the "
                        "traceback)", bug=True)
     return None
+
+
+def _shortened(path: str, limit: int = 80) -> str:
+    """``path`` cut in the middle to at most ``limit`` characters: its start and its file name both show."""
+    if len(path) <= limit:
+        return path
+    tail = (limit - 3) // 2
+    return f"{path[: limit - 3 - tail]}...{path[-tail:]}"
 
 
 def debugging() -> bool:

@@ -71,15 +71,33 @@ def ordered(record: Mapping[str, Any]) -> dict[str, Any]:
     return {key: record[key] for key in FIELDS if key in record}
 
 
-def check_writable(path: Path, what: str = "the ledger") -> None:
-    """Raise PhysverifyError unless ``path`` can be created or appended to: found before anything runs."""
+def check_writable(path: Path, what: str = "the ledger", *, regular: bool = True) -> None:
+    """Raise PhysverifyError unless ``path`` can be created or appended to: found before anything runs.
+
+    ``regular``: only a regular file will do, as for the ledger (the append refuses anything else,
+    which after a run of minutes lost it); an output may be a pipe (``--json >(jq .)``).
+    """
     if path.is_dir():
         raise UsageError(f"{path}: {what} is a folder, not a file")
+    kind = _special_kind(path) if regular else None
+    if kind is not None:
+        raise UsageError(f"{path}: {what} is {kind}, not a regular file")
     if not path.parent.is_dir():
         raise UsageError(f"{path}: {what}'s folder does not exist")
     target = path if path.exists() else path.parent
     if not os.access(target, os.W_OK):
         raise UsageError(f"{path}: {what} is not writable")
+
+
+def _special_kind(path: Path) -> str | None:
+    """"a FIFO" or "a device or socket" for what ``path`` leads to, None for a regular file or nothing there."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 # --- writing --------------------------------------------------------------------------

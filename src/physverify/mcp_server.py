@@ -18,19 +18,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Image
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import StrictBool
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from pydantic import ConfigDict, StrictBool, ValidationError
 
 from physverify import __version__, handler
-from physverify.errors import PhysverifyError, RefusedError
+from physverify.errors import PhysverifyError, RefusedError, UsageError
 from physverify.ledger import DEFAULT_LEDGER
-from physverify.text import clean_str, dumps, visible
+from physverify.text import clean_str, dumps, short_repr, visible
 
 INSTRUCTIONS = (
     "physverify settles suspected defects in physics simulation code by running the code against "
@@ -87,15 +90,54 @@ def build_server(root: Path) -> MCPServer:
     root = root.resolve()
     if not root.is_dir():
         raise PhysverifyError(f"{root}: the project root given by --root is not a folder")
-    server = MCPServer("physverify", instructions=INSTRUCTIONS, version=__version__)
-    server.add_tool(_run_checks_tool(root), name="run_checks", description=RUN_CHECKS_DOC, structured_output=False)
-    server.add_tool(
-        _confirm_claim_tool(root), name="confirm_claim", description=CONFIRM_CLAIM_DOC, structured_output=False
-    )
-    server.add_tool(
-        _replay_claims_tool(root), name="replay_claims", description=REPLAY_CLAIMS_DOC, structured_output=False
-    )
-    return server
+    tools = [
+        _checked_tool(_run_checks_tool(root), "run_checks", RUN_CHECKS_DOC),
+        _checked_tool(_confirm_claim_tool(root), "confirm_claim", CONFIRM_CLAIM_DOC),
+        _checked_tool(_replay_claims_tool(root), "replay_claims", REPLAY_CLAIMS_DOC),
+    ]
+    return MCPServer("physverify", instructions=INSTRUCTIONS, version=__version__, tools=tools)
+
+
+class _CheckedTool(Tool):
+    """A tool whose arguments are checked strictly, each mistake named in one line.
+
+    The SDK's own check lets an argument it does not know pass unseen ("timout": 5 ran with
+    the default 300 s), turns true into 1 and "2" into 2, and reports a mistake in
+    pydantic's several lines with a link; a misspelled setting in physverify.yaml is an
+    error for the same reason (config.py).
+    """
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:  # `from exc`: the SDK logs the field names of a ValidationError, not values
+            raise ToolError(_arguments_problem(self.name, sorted(self.parameters.get("properties", {})), exc)) from exc
+        return await super().run(arguments, context, convert_result)
+
+
+def _checked_tool(fn: Callable[..., Any], name: str, description: str) -> Tool:
+    """``fn`` as a _CheckedTool: no argument it does not name, no value of another JSON type."""
+    tool = _CheckedTool.from_function(fn, name=name, description=description, structured_output=False)
+    lenient = tool.fn_metadata.arg_model
+    strict = cast(type[ArgModelBase],
+                  type(lenient.__name__, (lenient,), {"model_config": ConfigDict(extra="forbid", strict=True)}))
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)  # the published schema says so: additionalProperties
+    return tool
+
+
+def _arguments_problem(tool: str, known: Sequence[str], exc: ValidationError) -> str:
+    """One line naming each bad argument of a call to ``tool`` and what is wrong with it."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "the arguments"
+        if error["type"] == "missing":
+            problems.append(f"{where} is required")
+        elif error["type"] == "extra_forbidden":
+            problems.append(f"{where} is not one of its arguments ({', '.join(known)})")
+        else:
+            problems.append(f"{where}: {error['msg'].lower()}, not {short_repr(error.get('input'))}")
+    return visible(f"Error executing tool {tool}: {'; '.join(problems)}")  # the SDK's start of every tool error
 
 
 def serve(root: Path) -> None:
@@ -313,11 +355,17 @@ def _as_tool_error(call: Callable[[], _T]) -> _T:
         raise ToolError(visible(exc).replace("pass --trusted", "pass trusted: true")) from exc
     except ToolError as exc:  # the server's own refusals: sent as they are, cleaned
         raise ToolError(visible(exc)) from exc
+    except UsageError as exc:  # a value the command line takes as a flag is an argument here: name it so
+        raise ToolError(_FLAG.sub(lambda m: m.group(1).replace("-", "_"), visible(exc), count=1)) from exc
     except Exception as exc:  # the one handler (handler.py): the client gets the reason, a bug says it is one
         failed = handler.failure(exc)
         if failed is None or (failed.bug and handler.debugging()):
             raise
         raise ToolError(failed.message) from exc
+
+
+# A UsageError starts with the flag it is about ("--changed-since: ..."); the tool's argument is changed_since.
+_FLAG = re.compile(r"^--([a-z][a-z-]*)")
 
 
 __all__: Sequence[str] = (

@@ -28,6 +28,7 @@ from typing import Any
 
 from physverify.errors import PhysverifyError, UsageError
 from physverify.settings import sandbox_commit, sandbox_repo
+from physverify.text import short_repr
 
 # The variables git itself treats as local to one repository: `git rev-parse --local-env-vars`
 # prints this list (git 2.39). A child given any of them would work on the hook's repository.
@@ -305,7 +306,7 @@ def resolve(repo: Any, ref: str, flag: str) -> Any:
         return _commit_named(repo, sha.strip())
     except (git.GitCommandError, ValueError):
         shallow = " (this clone is shallow: fetch more history, e.g. fetch-depth: 0)" if _shallow(repo) else ""
-        raise UsageError(f"{flag}: {ref!r} is not a commit in {repo.working_tree_dir}{shallow}") from None
+        raise UsageError(f"{flag}: {short_repr(ref)} is not a commit in {repo.working_tree_dir}{shallow}") from None
 
 
 def _shallow(repo: Any) -> bool:
@@ -772,4 +773,13 @@ class Checkouts:
                 found = self._by_text[folder] = self.for_folder(real_path.parent)
             return found
         # the folder of the file itself, unless the claim is a link into another folder
-        return self.for_folder(claim_path.resolve().parent if claim_path.is_symlink() else claim_path.parent)
+        return self.for_folder(claim_path.resolve().parent if _is_link(claim_path) else claim_path.parent)
+
+
+def _is_link(path: Path) -> bool:
+    """Whether ``path`` is a symlink; False for a name the system refuses (too long, a folder that cannot be
+    entered): such a claim is recorded as one that cannot be read (spec section 3)."""
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False

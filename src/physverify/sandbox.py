@@ -38,6 +38,7 @@ from physverify._sandbox_plan import (
 )
 from physverify._sandbox_defaults import DEFAULT_IMAGE, DEFAULT_MEMORY, DEFAULT_PIDS, GRACE_S, IMAGE_ENV
 from physverify.errors import PhysverifyError, UsageError
+from physverify.text import short_repr
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
 __all__ = [
@@ -74,12 +75,19 @@ class SandboxRun:
 
 
 # --- sizes, repository, commit --------------------------------------------------------
+# The largest limit setrlimit and a cgroup's memory.max take (a signed 64-bit count of bytes,
+# 8 EiB); a larger one failed inside the child's preexec_fn, an internal error at exit 3.
+MAX_MEMORY_BYTES = 2**63 - 1
+MAX_PIDS = 2**22  # Linux's largest pid_max: no limit above it limits anything
+
+
 def parse_size(text: str) -> int:
     """Return the bytes of a size such as 512m, 2g or 1073741824 (binary units, as docker --memory)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)i?b?\s*", str(text).lower())
-    if match is None or int(match.group(1)) == 0:
-        raise UsageError(f"--memory {text!r}: give a positive size such as 512m or 2g")
-    return int(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " ")
+    match = re.fullmatch(r"\s*(\d{1,20})\s*([kmgt]?)i?b?\s*", str(text).lower())  # 20 digits: past 8 EiB
+    size = 0 if match is None else int(match.group(1)) * 1024 ** " kmgt".index(match.group(2) or " ")
+    if not 0 < size <= MAX_MEMORY_BYTES:
+        raise UsageError(f"--memory {short_repr(text)}: give a positive size of at most 8 EiB, such as 512m or 2g")
+    return size
 
 
 def find_repo(start: Path) -> Path:
@@ -249,8 +257,9 @@ def sandbox(
     """
     from physverify.confirm import parse_timeout
 
-    if pids < 0:
-        raise UsageError(f"--pids {pids}: give a positive number of processes (0: no limit)")
+    if not 0 <= pids <= MAX_PIDS:
+        raise UsageError(f"--pids {short_repr(pids)}: give a positive number of processes of at most {MAX_PIDS:,} "
+                         "(0: no limit)")
     outer_given = parse_timeout(timeout) if timeout is not None else None  # the rule of every --timeout
     limits = Limits(parse_size(memory), pids)
     cwd = Path.cwd()

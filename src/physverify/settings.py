@@ -103,6 +103,18 @@ def parse_isolation(value: object) -> str:
     return str(value)
 
 
+def parse_reason(value: str | None) -> str | None:
+    """--allow-dependent-reference: None, or a reason in words; UsageError for a blank one.
+
+    The reason is what the ledger keeps next to the notes it overrides (spec rule 1), so an
+    empty string would set rule 1 aside with nothing recorded.
+    """
+    if value is not None and not str(value).strip():
+        raise UsageError("--allow-dependent-reference needs the reason in words (the ledger records it next to the "
+                         "notes it overrides), not an empty text")
+    return value
+
+
 # Digits only as ASCII: str.isdigit() is true for '²', which int() refuses (issue 21, item 10).
 _MAX_SHARD_DIGITS = 9
 
