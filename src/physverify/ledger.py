@@ -31,7 +31,7 @@ from physverify.claim import NO_WAIT, not_regular
 from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.text import visible
 from physverify.errors import PhysverifyError, UsageError
-from physverify.verdict import EXIT_OK
+from physverify.verdict import EXIT_OK, VERDICTS
 
 try:  # POSIX; on Windows the single O_APPEND write is the only guard
     import fcntl
@@ -292,21 +292,58 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
     # A byte that is not UTF-8 is read as U+FFFD instead of dropping the line: a dropped
     # committed line made its claim "new", so a regression passed the gate (issue 21, item 9).
     # JSON's structure is ASCII, so the replacement never changes where a string ends.
+    notes = []
     try:
-        text, note = raw.decode("utf-8"), None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        text, note = raw.decode("utf-8", errors="replace"), "not UTF-8 text; read with each bad byte as U+FFFD"
+        text = raw.decode("utf-8", errors="replace")
+        notes.append("not UTF-8 text; read with each bad byte as U+FFFD")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        # A last line without its newline that is not valid JSON was cut off mid-write; a
-        # complete object without the newline (a hand edit) is kept.
-        if torn:
-            return _Line(number, raw, None, "the last line was cut off mid-write (no newline, not complete JSON); line skipped")
-        return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
+        value = _loose(text)
+        if value is _BROKEN:
+            # A last line without its newline that is not valid JSON was cut off mid-write; a
+            # complete object without the newline (a hand edit) is kept.
+            if torn:
+                return _Line(number, raw, None, _TORN)
+            return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
+        notes.append("a control character (such as NUL) inside a string; read as it is")
     if not isinstance(value, dict):
         return _Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
-    return _Line(number, raw, value, note)
+    if not _holds_verdict(value) and _record_key(value) is not None:
+        notes.append(f"its verdict {visible(repr(value.get('verdict')))[:60]} is not one of "
+                     f"{', '.join(VERDICTS)}, so the line is not the claim's verdict")
+    return _Line(number, raw, value, "; ".join(notes) or None)
+
+
+_TORN = "the last line was cut off mid-write (no newline, not complete JSON); line skipped"
+_BROKEN = object()
+
+
+def _loose(text: str) -> object:
+    """``text`` parsed as JSON that allows raw control characters inside strings, else _BROKEN.
+
+    physverify escapes every control character it writes, so only a hand edit (or a tool
+    writing NUL padding into a string) puts one there. json.loads refuses the line, and a
+    refused committed line made its claim "new", so a regression passed the gate (the same
+    hole as a byte that is not UTF-8, issue 21, item 9). The characters are kept as they are.
+    """
+    try:
+        return json.loads(text, strict=False)
+    except (ValueError, RecursionError):
+        return _BROKEN
+
+
+def _holds_verdict(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` holds a verdict: only such a line can be a claim's latest (the gate's baseline).
+
+    A hand-edited or wrong-typed verdict (``5``, ``"Confirmed"``, ``null``) as a claim's latest
+    line made the gate compare with nothing: the claim was "new", and its regression passed.
+    Such a line is kept and reported, and the claim's latest verdict stays its last real one.
+    """
+    verdict = record.get("verdict")
+    return isinstance(verdict, str) and verdict in VERDICTS
 
 
 # --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
@@ -358,15 +395,17 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
             line = _parse_line(number, raw, torn=torn)
             if line.problem is not None:
                 problems.append(f"{name}:{number}: {line.problem}")
-            if line.record is not None and (key := _record_key(line.record)) is not None:
+            if line.record is not None and (key := _record_key(line.record)) is not None and _holds_verdict(line.record):
                 parsed[key] = (number, line.record)
                 order.setdefault(key)
     for key, (number, raw) in deferred.items():
         if key in parsed and parsed[key][0] > number:
             continue  # a later line that needed parsing is the latest
         line = _parse_line(number, raw, torn=False)
-        if line.record is None or _record_key(line.record) != key:
-            return _latest_line_by_line(chunks(), name)  # the hint was wrong: no shortcut for this ledger
+        if line.record is None or _record_key(line.record) != key or not _holds_verdict(line.record):
+            # the hint was wrong, or the line holds no verdict (an earlier one of its key is the latest,
+            # and the shortcut kept none): no shortcut for this ledger
+            return _latest_line_by_line(chunks(), name)
         if line.problem is not None:
             problems.append(f"{name}:{number}: {line.problem}")
         parsed[key] = (number, line.record)
@@ -448,7 +487,7 @@ def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
         line = _parse_line(number, raw, torn=torn)
         if line.problem is not None:
             problems.append(f"{name}:{number}: {line.problem}")
-        if line.record is not None and (key := _record_key(line.record)) is not None:
+        if line.record is not None and (key := _record_key(line.record)) is not None and _holds_verdict(line.record):
             latest[key] = line.record  # the order of first appearance, as latest_by_claim
     return Latest(latest, problems)
 
@@ -593,15 +632,15 @@ def _normal(path: str) -> str:
 
 
 def latest_by_claim(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Return the last record of each claim key, in file order.
+    """Return the last record of each claim key that holds a verdict (``_holds_verdict``), in file order.
 
     File order, not the "date" field: the ledger is append-only, so a later line is a
-    later run even when clocks disagree; a merged ledger is already in date order.
+    later run even when clocks disagree; a merged ledger keeps each input's order.
     """
     latest: dict[str, dict[str, Any]] = {}
     for record in records:
         key = _record_key(record)
-        if key is not None:
+        if key is not None and _holds_verdict(record):
             latest[key] = dict(record)
     return latest
 

@@ -1,0 +1,108 @@
+"""The ledger and the gate under failure and hostile ledgers (the ledger audit).
+
+Each test commits a claim recorded as rejected, damages the ledger the way a hand edit, a
+hostile commit or a killed writer can, brings the defect back, and checks that the gate
+still fails (a committed line the reader drops makes its claim "new", and a new confirmed
+claim passes), or that the ledger keeps every whole line and no partial one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
+
+from physverify import replay
+from physverify.gate import REGRESSED
+from physverify.ledger import read_latest, read_ledger
+from physverify.verdict import EXIT_FINDING
+
+LEDGER = "claims/confirm_ledger.jsonl"
+KEY = "claims/claim_decay.py"
+
+
+def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[git.Repo, Path]:
+    """A repository whose committed ledger says the claim is rejected (one line, as replay wrote it)."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
+    repo = init_repo(root)
+    monkeypatch.chdir(root)
+    result = replay.replay(["claims"], trusted=True, jobs=1)
+    assert [run.verdict for run in result.claims] == ["rejected"]
+    repo.index.add(["decay.py", "claims/claim_decay.py", LEDGER])
+    repo.index.commit("the claim is rejected")
+    return repo, root
+
+
+def _commit_ledger(repo: git.Repo, root: Path, data: bytes) -> None:
+    (root / LEDGER).write_bytes(data)
+    repo.index.add([LEDGER])
+    repo.index.commit("an edited ledger")
+
+
+def _regression_fails(root: Path) -> replay.ReplayResult:
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    result = replay.replay(["claims"], trusted=True, jobs=1)
+    assert [(run.key, run.transition, run.baseline_verdict) for run in result.claims] == [(KEY, REGRESSED, "rejected")]
+    assert result.exit_code == EXIT_FINDING
+    return result
+
+
+# --- a committed line the reader must not drop ------------------------------------------
+@pytest.mark.parametrize("character", [b"\x00", b"\x01", b"\x1b", b"\t"])
+def test_a_committed_line_with_a_raw_control_character_in_a_string_still_holds_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, character: bytes
+) -> None:
+    """json.loads refuses a raw control character inside a string; the line was dropped and the claim was new."""
+    repo, root = _recorded(tmp_path, monkeypatch)
+    line = (root / LEDGER).read_bytes()
+    assert line.count(b'"reason": "') == 1
+    _commit_ledger(repo, root, line.replace(b'"reason": "', b'"reason": "' + character * 3))
+    result = _regression_fails(root)
+    assert any(":1: a control character (such as NUL) inside a string; read as it is" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("verdict", [5, "Confirmed", None, ["rejected"], {"verdict": "rejected"}, "confirmed "])
+def test_a_later_line_without_a_real_verdict_does_not_erase_the_claims_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: Any
+) -> None:
+    """A hand-edited latest line (wrong type or spelling) made the claim "new": its regression passed the gate."""
+    repo, root = _recorded(tmp_path, monkeypatch)
+    line = (root / LEDGER).read_bytes()
+    forged = json.loads(line) | {"verdict": verdict}
+    _commit_ledger(repo, root, line + json.dumps(forged).encode() + b"\n")
+    result = _regression_fails(root)
+    assert any(w.startswith(f"{LEDGER}@HEAD:2: its verdict ") and "is not the claim's verdict" in w
+               for w in result.warnings), result.warnings
+    # the line itself is kept and read, only not taken as the claim's verdict
+    assert [r.get("verdict") for r in read_ledger(root / LEDGER).records][:2] == ["rejected", verdict]
+
+
+def test_a_line_without_a_real_verdict_as_physverify_writes_lines_leaves_the_earlier_verdict(tmp_path: Path) -> None:
+    """The streamed reader's shortcut keeps one line per claim: a forged last line sends it to the full reading."""
+    good = {"ledger_version": 1, "claim_key": KEY, "verdict": "rejected", "stderr_tail": None}
+    lines = [good, {**good, "claim_key": "claims/other.py"}, {**good, "verdict": "bogus"}]
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in lines))
+    read = read_latest(path)
+    assert {key: r["verdict"] for key, r in read.latest.items()} == {KEY: "rejected", "claims/other.py": "rejected"}
+    assert len(read.problems) == 1 and read.problems[0].startswith(f"{path}:3: its verdict 'bogus' is not one of")
+
+
+def test_the_command_line_fails_the_gate_over_a_forged_latest_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, root = _recorded(tmp_path, monkeypatch)
+    line = (root / LEDGER).read_bytes()
+    _commit_ledger(repo, root, line + json.dumps(json.loads(line) | {"verdict": 0}).encode() + b"\n")
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    done = run_process("replay", "claims", "--trusted", "--jobs", "1", cwd=root)
+    assert done.returncode == EXIT_FINDING, done.stdout + done.stderr
+    assert "regressed" in done.stdout and "Traceback" not in done.stderr
