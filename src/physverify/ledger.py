@@ -120,19 +120,30 @@ def _locked_append(path: Path, fd: int, line: bytes) -> None:
         # interleave, and a reader with the lock (none needs one) would see whole lines.
         fcntl.flock(fd, fcntl.LOCK_EX)
     size = -1
+    fragment = b""
     try:
         size = os.fstat(fd).st_size
-        # A writer killed mid-line (or a hand edit) may have left the file without a final
-        # newline; the new line must not be glued onto that torn line. The fix-up newline
-        # goes into the SAME write as the line, so a crash cannot separate them.
+        if fcntl is not None:
+            # A writer killed mid-write (SIGKILL, a power cut) leaves part of its line with no
+            # newline: the kernel stops a write between two pages. Kept, it sat in the middle
+            # of the ledger for good once the next line went after it, reported on every read.
+            # It is not a line (it never got its newline, and no verdict was reported from it):
+            # holding the lock, no live writer's line can be there, so it is cut off here.
+            fragment = _unfinished_tail(fd, size)
+            if fragment:
+                size -= len(fragment)
+                os.ftruncate(fd, size)
+        # A complete last line without its newline (a hand edit) is kept: the new line must
+        # not be glued onto it. The fix-up newline goes into the SAME write as the line, so a
+        # crash cannot separate them.
         data = (b"\n" if _ends_torn(fd, size) else b"") + line
         _write_all(path, fd, data)
         os.fsync(fd)  # the line is on disk before the verdict is reported
     except OSError as exc:
         problem = f"{path}: cannot append to the ledger: {exc.strerror or exc}"
-        raise PhysverifyError(problem + _restore(fd, size)) from None
+        raise PhysverifyError(problem + _restore(fd, size, fragment)) from None
     except PhysverifyError as exc:
-        raise PhysverifyError(str(exc) + _restore(fd, size)) from None
+        raise PhysverifyError(str(exc) + _restore(fd, size, fragment)) from None
     finally:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -142,13 +153,37 @@ def _ends_torn(fd: int, size: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def _restore(fd: int, size: int) -> str:
-    """Cut the file back to ``size`` after a failed append; return what to add to the message.
+_BACK = 1 << 16  # how far back each read looks for the last newline
+
+
+def _unfinished_tail(fd: int, size: int) -> bytes:
+    """The bytes after the ledger's last newline when they are not complete JSON (a cut-off write), else b""."""
+    if not _ends_torn(fd, size):
+        return b""
+    parts: list[bytes] = []
+    end = size
+    while end > 0:
+        start = max(0, end - _BACK)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut != -1:
+            parts.append(block[cut + 1:])
+            break
+        parts.append(block)
+        end = start
+    tail = b"".join(reversed(parts))
+    head = tail.removeprefix(codecs.BOM_UTF8) if len(tail) == size else tail  # the mark only at the very start
+    return tail if _parse_line(0, head, torn=True).problem == _TORN else b""
+
+
+def _restore(fd: int, size: int, fragment: bytes = b"") -> str:
+    """Cut the file back to ``size`` (and put back ``fragment``) after a failed append; return what to add to the message.
 
     A full disk (or a file size limit) takes part of the line and refuses the rest; left
     there, the part would sit in the middle of the ledger for good once the next append
     succeeds (issue 13, item 13). We still hold the lock, so no other writer's line lies
-    beyond ``size``.
+    beyond ``size``. ``fragment``, the cut-off tail this append removed first, goes back
+    into the room it freed, so a failed append leaves the ledger exactly as it was.
     """
     if size < 0:  # the size could not be read: nothing was written
         return ""
@@ -156,6 +191,11 @@ def _restore(fd: int, size: int) -> str:
         os.ftruncate(fd, size)
     except OSError as exc:
         return f"; the part written could not be removed ({exc.strerror or exc}), so the ledger ends in a torn line"
+    try:
+        if fragment:
+            _write_all(Path(), fd, fragment)
+    except (OSError, PhysverifyError):
+        return "; the cut-off last line a killed run had left is removed, the ledger is otherwise as it was"
     return "; the ledger is as it was"
 
 
@@ -317,7 +357,9 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
     return _Line(number, raw, value, "; ".join(notes) or None)
 
 
-_TORN = "the last line was cut off mid-write (no newline, not complete JSON); line skipped"
+# Where appends lock (POSIX), the next append removes such a line (``_unfinished_tail``).
+_TORN = ("the last line was cut off mid-write (no newline, not complete JSON); line skipped"
+         + (", and the next append removes it" if fcntl is not None else ""))
 _BROKEN = object()
 
 

@@ -106,3 +106,52 @@ def test_the_command_line_fails_the_gate_over_a_forged_latest_line(tmp_path: Pat
     done = run_process("replay", "claims", "--trusted", "--jobs", "1", cwd=root)
     assert done.returncode == EXIT_FINDING, done.stdout + done.stderr
     assert "regressed" in done.stdout and "Traceback" not in done.stderr
+
+
+# --- a writer killed mid-write ----------------------------------------------------------
+# A child that appends 24 lines of 1 MiB in one write (as replay appends its lines) and says
+# "go" on stdout the moment that write starts, so the parent's SIGKILL lands inside it: the
+# kernel stops a write between two pages and leaves part of a line with no newline.
+_BIG_WRITER = r"""
+import os, sys
+from pathlib import Path
+from physverify.ledger import append_records
+records = [{"claim_key": f"claims/c{i}.py", "verdict": "rejected", "pad": "x" * (1 << 20)} for i in range(24)]
+real = os.write
+def announced(fd, data):
+    if len(data) > 1 << 20:
+        real(1, b"go\n")
+    return real(fd, data)
+os.write = announced
+append_records(Path(sys.argv[1]), records)
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_killed_inside_its_write_leaves_no_partial_line_after_the_next_append(tmp_path: Path) -> None:
+    import os
+    import random
+    import signal
+    import subprocess
+    import time
+
+    from physverify.ledger import append_record
+
+    path = tmp_path / "confirm_ledger.jsonl"
+    append_record(path, {"claim_key": KEY, "verdict": "rejected"})
+    torn = 0
+    for attempt in range(5):
+        writer = subprocess.Popen([sys.executable, "-c", _BIG_WRITER, str(path)], stdout=subprocess.PIPE)
+        assert writer.stdout is not None and writer.stdout.readline() == b"go\n"
+        time.sleep(random.uniform(0, 0.004))
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=60)
+        writer.stdout.close()
+        torn += not path.read_bytes().endswith(b"\n")
+        append_record(path, {"claim_key": "claims/after.py", "verdict": "confirmed", "attempt": attempt})
+        read = read_ledger(path)
+        assert read.problems == [], read.problems[:3]  # every line whole, none partial
+        assert path.read_bytes().endswith(b"\n")
+        assert [r["attempt"] for r in read.records if "attempt" in r] == list(range(attempt + 1))  # none lost
+    assert torn, "no kill landed inside a write: the test did not test what it is for"
+    assert read_latest(path).latest[KEY]["verdict"] == "rejected"
