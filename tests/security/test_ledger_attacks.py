@@ -155,3 +155,21 @@ def test_a_writer_killed_inside_its_write_leaves_no_partial_line_after_the_next_
         assert [r["attempt"] for r in read.records if "attempt" in r] == list(range(attempt + 1))  # none lost
     assert torn, "no kill landed inside a write: the test did not test what it is for"
     assert read_latest(path).latest[KEY]["verdict"] == "rejected"
+
+
+# --- ledger show over a hand-made line ----------------------------------------------------
+@pytest.mark.parametrize("line", [
+    {"verdict": "rejected"},  # no reason, no control, no checks
+    {"verdict": "\x1b[2Jgate passed\n::warning::x", "reason": "\x1b]0;title\x07"},
+    {"verdict": "rejected", "reason": "r", "control": "oops", "checks": [1, "two", None]},
+    {"verdict": "rejected", "reason": "r", "checks": "oops", "allow_dependent_reference": "yes"},
+    {"verdict": "rejected", "reason": "r", "allow_dependent_reference": {"notes": []}},
+])
+def test_ledger_show_prints_a_hand_made_line_without_crashing_or_a_raw_control(tmp_path: Path,
+                                                                               line: dict[str, Any]) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_text(json.dumps({"claim_key": KEY, **line}) + "\n")
+    done = run_process("ledger", "show", KEY, "--ledger", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert not any(row.startswith(("gate passed", "::")) for row in done.stdout.splitlines())
