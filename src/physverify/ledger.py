@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import heapq
 import json
 import math
 import os
@@ -771,8 +772,9 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     """Join ledgers into ``output``: date order, exact duplicates once, bad lines kept at the end.
 
     The order does not depend on the order of ``inputs`` (a CI matrix finishes in any
-    order): lines sort by date, then by their place in their own file, then by their
-    bytes. A line that is not a valid record is reported and copied after the good ones,
+    order): lines interleave by date, then by their bytes, and each input's own lines keep
+    their order (``_interleave``), so every claim's latest line is the one its ledger gave.
+    A line that is not a valid record is reported and copied after the good ones,
     so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
 
     A shard's ledger comes from a job that ran code under test (issue 21, item 8): an input
@@ -784,10 +786,11 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     _check_merge_paths(inputs, output)
     moment = now if now is not None else datetime.now(timezone.utc)
     lines = [(path, _merge_input(path)) for path in inputs]  # a list: the same input twice counts twice
-    good: dict[bytes, tuple[Any, ...]] = {}  # a distinct line -> its smallest sort key
     future: list[str] = []
+    sequences: list[list[tuple[tuple[Any, ...], bytes]]] = []  # each input's good lines, in its own order
     for path, path_lines in lines:
-        for index, line in enumerate(path_lines):
+        sequence = []
+        for line in path_lines:
             if line.record is not None:
                 date = _date_key(line.record.get("date"))
                 if date[0] and date[1] > moment:
@@ -795,10 +798,10 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
                                   f"the merge time {moment.isoformat(timespec='seconds')}; sorted first, with the "
                                   "undated lines, so it never outranks a real run")
                     date = _date_key(None)
-                key = (*date, index, line.raw)
-                good[line.raw] = min(good.get(line.raw, key), key)
+                sequence.append(((*date, line.raw), line.raw))
+        sequences.append(sequence)
     bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
-    body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + bad
+    body = _interleave(sequences) + bad
     _write_atomically(output, b"".join(raw + b"\n" for raw in body))
     problems = [
         f"{path}:{line.number}: {line.problem}" + (f" (copied to the end of {output})" if line.record is None else "")
@@ -808,6 +811,37 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     ] + future
     lines_in = sum(len(path_lines) for _, path_lines in lines)
     return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
+
+
+def _interleave(sequences: Sequence[Sequence[tuple[tuple[Any, ...], bytes]]]) -> list[bytes]:
+    """The lines of every sequence, each distinct line once (at its first place), by date, in each sequence's order.
+
+    A ledger's own order is its history (``latest_by_claim`` reads file order): a run on a
+    machine whose clock was behind still came after the line above it. Sorting every line
+    by date put such a line before the earlier run, so the merged ledger gave the claim
+    another latest verdict than the shard's own. Here the next line is the earliest among
+    the sequences' next lines (date, then bytes), and every sequence whose next line is that
+    same line moves on together, so the result does not depend on the order of the inputs.
+    """
+    heads = [(sequence[0][0], i) for i, sequence in enumerate(sequences) if sequence]
+    heapq.heapify(heads)
+    places = [0] * len(sequences)
+    seen: set[bytes] = set()
+    body: list[bytes] = []
+    while heads:
+        key, i = heapq.heappop(heads)
+        same = [i]
+        while heads and heads[0][0] == key:  # the same line at the head of other inputs: all move on
+            same.append(heapq.heappop(heads)[1])
+        raw = sequences[i][places[i]][1]
+        if raw not in seen:
+            seen.add(raw)
+            body.append(raw)
+        for j in same:
+            places[j] += 1
+            if places[j] < len(sequences[j]):
+                heapq.heappush(heads, (sequences[j][places[j]][0], j))
+    return body
 
 
 def _merge_input(path: Path) -> list[_Line]:

@@ -173,3 +173,33 @@ def test_ledger_show_prints_a_hand_made_line_without_crashing_or_a_raw_control(t
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert not any(row.startswith(("gate passed", "::")) for row in done.stdout.splitlines())
+
+
+# --- ledger merge keeps each ledger's history ------------------------------------------------
+def _line(verdict: str, date: str, key: str = KEY) -> dict[str, Any]:
+    return {"claim_key": key, "date": date, "verdict": verdict}
+
+
+def test_merge_keeps_a_later_run_with_an_earlier_date_after_the_run_above_it(tmp_path: Path) -> None:
+    """A machine whose clock was behind: sorted by date, the merged ledger gave the claim another latest verdict."""
+    from physverify.ledger import merge
+
+    path = tmp_path / "shard1.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [_line("rejected", "2026-01-02T10:00:00+00:00"),
+                                                          _line("confirmed", "2026-01-02T09:00:00+00:00")]))
+    done = run_process("ledger", "merge", str(path), "-o", str(tmp_path / "out.jsonl"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert read_latest(path).latest[KEY]["verdict"] == "confirmed"
+    assert read_latest(tmp_path / "out.jsonl").latest[KEY]["verdict"] == "confirmed"
+    # two shards that share the committed lines (with the clock step) and each add their own
+    shared = [_line("rejected", "2026-01-02T10:00:00+00:00"), _line("confirmed", "2026-01-02T09:00:00+00:00")]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps(r) + "\n" for r in [*shared, _line("rejected", "2026-01-03T00:00:00Z", "claims/x.py")]))
+    b.write_text("".join(json.dumps(r) + "\n" for r in [*shared, _line("rejected", "2026-01-01T00:00:00Z", "claims/y.py")]))
+    for n, order in enumerate(([a, b], [b, a])):
+        out = tmp_path / f"both{n}.jsonl"
+        result = merge(order, out)
+        assert (result.lines_out, result.duplicates) == (4, 2)
+        assert {k: r["verdict"] for k, r in read_latest(out).latest.items()} == {
+            KEY: "confirmed", "claims/x.py": "rejected", "claims/y.py": "rejected"}
+    assert (tmp_path / "both0.jsonl").read_bytes() == (tmp_path / "both1.jsonl").read_bytes()
