@@ -9,7 +9,11 @@ claim passes), or that the ledger keeps every whole line and no partial one.
 from __future__ import annotations
 
 import json
+import random
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +134,6 @@ append_records(Path(sys.argv[1]), records)
 @pytest.mark.slow
 def test_a_writer_killed_inside_its_write_leaves_no_partial_line_after_the_next_append(tmp_path: Path) -> None:
     import os
-    import random
-    import signal
-    import subprocess
-    import time
 
     from physverify.ledger import append_record
 
@@ -203,3 +203,81 @@ def test_merge_keeps_a_later_run_with_an_earlier_date_after_the_run_above_it(tmp
         assert {k: r["verdict"] for k, r in read_latest(out).latest.items()} == {
             KEY: "confirmed", "claims/x.py": "rejected", "claims/y.py": "rejected"}
     assert (tmp_path / "both0.jsonl").read_bytes() == (tmp_path / "both1.jsonl").read_bytes()
+
+
+# --- real physverify processes at once, and killed at random moments --------------------------
+def _physverify(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
+    from support.fixtures import clean_env
+
+    return subprocess.Popen([sys.executable, "-m", "physverify", *args], cwd=cwd, env=clean_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _claims(root: Path, folder: str, count: int, body: str = DECAY_CLAIM) -> None:
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    for i in range(count):  # each file its own claim text, so its own hash
+        (root / folder / f"claim_{i}.py").write_text(body.replace("half the rate", f"half the rate ({folder} {i})"))
+
+
+@pytest.mark.slow
+def test_two_replays_and_a_confirm_appending_to_one_ledger_at_once_keep_every_line(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    _claims(root, "a", 10)
+    _claims(root, "b", 10)
+    init_repo(root)
+    shared = root / "shared.jsonl"
+    common = ("--trusted", "--record-all", "--ledger", str(shared), "--jobs", "2")
+    running = [_physverify("replay", "a", *common, cwd=root), _physverify("replay", "b", *common, cwd=root)]
+    confirms = 0
+    while any(p.poll() is None for p in running) or confirms < 3:  # confirm runs while both replays write
+        done = run_process("confirm", "a/claim_0.py", "--trusted", "--ledger", str(shared), cwd=root)
+        assert done.returncode == 0, done.stderr
+        confirms += 1
+    assert [p.wait(timeout=300) for p in running] == [0, 0], [p.stderr.read() for p in running if p.stderr]
+    read = read_ledger(shared)
+    assert read.problems == []
+    assert shared.read_bytes().count(b"\n") == len(read.records) == 20 + confirms
+    keys = sorted(r["claim_key"] for r in read.records)
+    assert keys == sorted([f"a/claim_{i}.py" for i in range(10)] + [f"b/claim_{i}.py" for i in range(10)]
+                          + ["a/claim_0.py"] * confirms)
+    assert {r["verdict"] for r in read.records} == {"rejected"}
+
+
+_SLEEPY = DECAY_CLAIM.replace("def control():", "import time\n\n\ndef control():\n    time.sleep(0.15)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_replays_killed_at_random_moments_leave_whole_lines_and_the_next_replay_judges_right(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    _claims(root, "claims", 6, _SLEEPY)
+    repo = init_repo(root)
+    assert run_process("replay", "claims", "--trusted", "--jobs", "2", cwd=root).returncode == 0
+    repo.index.add(["decay.py", "claims", LEDGER])
+    repo.index.commit("every claim rejected")
+    committed = (root / LEDGER).read_bytes()
+    (root / "decay.py").write_text(DECAY_DEFECT)  # every run below finds six regressions to write
+    rng = random.Random(1)
+    for _ in range(4):
+        proc = _physverify("replay", "claims", "--trusted", "--jobs", "2", "--record-all", cwd=root)
+        time.sleep(rng.uniform(0.2, 1.5))
+        proc.send_signal(sig)
+        code = proc.wait(timeout=120)
+        assert code in (-sig, 143, 1), (code, proc.stderr.read() if proc.stderr else b"")
+        if proc.stderr:
+            assert b"Traceback" not in proc.stderr.read()
+            proc.stderr.close()
+        data = (root / LEDGER).read_bytes()
+        assert data.startswith(committed)
+        read = read_ledger(root / LEDGER)
+        assert read.problems == [] and data.endswith(b"\n")  # whole lines only, and each a record
+        assert len(read.records) == data.count(b"\n") and (len(read.records) - 6) % 6 == 0  # a run's lines, all or none
+    done = run_process("replay", "claims", "--trusted", "--jobs", "2", cwd=root)
+    assert done.returncode == EXIT_FINDING, done.stdout + done.stderr
+    assert sum(line.split()[:2] == ["confirmed", "regressed"] for line in done.stdout.splitlines()) == 6
