@@ -284,6 +284,26 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
     return (setting if setting is not None else first.folder / ledger.DEFAULT_LEDGER), []
 
 
+def _change_memory(target: Path, ref: str | None,
+                  blob: tuple[repo.Committed | None, str | None]) -> Mapping[str, Mapping[str, Any]]:
+    """The latest line per claim in the ledger the checked-out commit holds, when --baseline names another
+    commit whose ledger differs (a pull request against its base); else nothing.
+
+    That ledger is the change's own addition to the gate's memory: merged, it is the next
+    change's baseline, so a line in it that this run does not reproduce is judged
+    (``gate.edited_memory``). Read only when its blob differs from the baseline's.
+    """
+    if ref is None:
+        return {}
+    try:
+        head = repo.blob_at_head(target)
+    except PhysverifyError:  # not a file at HEAD: the next run's baseline refuses it, nothing to compare here
+        return {}
+    if head is None or (blob[0] is not None and head.hexsha == blob[0].hexsha):
+        return {}
+    return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
+
+
 def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
     """The working ledger's latest line per claim: what a line is compared with before it is written.
 
@@ -618,12 +638,13 @@ def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> st
 
 
 def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
-           recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool) -> ClaimRun:
+           recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
+           committed: Mapping[str, Any] | None = None) -> ClaimRun:
     record = evaluation.record
     before = base.get("verdict") if base is not None else None
     expected = item.config.expect.get(item.path.resolve())
     judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
-                        record_all=record_all)
+                        record_all=record_all, committed=committed.get("verdict") if committed else None)
     line = record.get("line")
     return ClaimRun(
         key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
@@ -634,7 +655,8 @@ def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, An
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
             record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
-            run: settings.RunSettings) -> Callable[[_Planned], ClaimRun]:
+            run: settings.RunSettings,
+            memory: Mapping[str, Mapping[str, Any]] | None = None) -> Callable[[_Planned], ClaimRun]:
     from physverify import confirm, isolate  # imported once a claim may run: a no-op hook never needs them
 
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
@@ -647,7 +669,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
                                       env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                        record_all)
+                        record_all, (memory or {}).get(item.key))
         seen.finished(judged)
         return judged
 
@@ -801,7 +823,8 @@ def replay(
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
+        memory = _change_memory(target, baseline, blob)
+        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory)
         planned = _frozen_while(renames.follow(discovered), freezing)
         stream = _selected(planned, before.latest, changes, seen, watch)
         runs = _write(_run_all(run_one, stream, workers), target, dry_run)

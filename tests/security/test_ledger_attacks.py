@@ -281,3 +281,87 @@ def test_replays_killed_at_random_moments_leave_whole_lines_and_the_next_replay_
     done = run_process("replay", "claims", "--trusted", "--jobs", "2", cwd=root)
     assert done.returncode == EXIT_FINDING, done.stdout + done.stderr
     assert sum(line.split()[:2] == ["confirmed", "regressed"] for line in done.stdout.splitlines()) == 6
+
+
+# --- a change that edits the gate's memory itself -------------------------------------------
+def _forged(root: Path) -> bytes:
+    line = (root / LEDGER).read_bytes()
+    return line + json.dumps(json.loads(line) | {"verdict": "confirmed", "reason": "forged"}).encode() + b"\n"
+
+
+@pytest.mark.parametrize("edit", ["a forged confirmed line", "the ledger emptied", "the ledger deleted"])
+@pytest.mark.parametrize("where", ["a pull request against its base", "a commit being made (pre-commit)"])
+def test_a_change_that_edits_the_ledger_with_the_regression_still_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, where: str
+) -> None:
+    """The committed ledger at the baseline is the gate's memory: the change under test cannot rewrite it."""
+    repo, root = _recorded(tmp_path, monkeypatch)
+    base = repo.head.commit.hexsha
+    ledger = root / LEDGER
+    if edit == "a forged confirmed line":
+        ledger.write_bytes(_forged(root))
+    elif edit == "the ledger emptied":
+        ledger.write_bytes(b"")
+    else:
+        ledger.unlink()
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    repo.git.add("-A")  # the edit and the regression staged together (git commit -a)
+    if where == "a pull request against its base":
+        repo.index.commit("bring the defect back and make the ledger forget")
+        result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base)
+    else:
+        result = replay.replay(["claims"], pre_commit=True, jobs=1, files=["decay.py", LEDGER])
+    assert [(run.transition, run.baseline_verdict, run.verdict) for run in result.claims] == [
+        (REGRESSED, "rejected", "confirmed")]
+    assert result.exit_code == EXIT_FINDING
+
+
+def test_a_change_that_only_forges_the_ledger_fails_so_it_cannot_become_the_next_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two steps: a change adds a forged confirmed line (its code unchanged, so it was judged "unchanged" and
+    passed); merged, that line was the next change's baseline, and the regression there passed as "unchanged"."""
+    repo, root = _recorded(tmp_path, monkeypatch)
+    base = repo.head.commit.hexsha
+    _commit_ledger(repo, root, _forged(root))  # step one: only the ledger changes
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
+    [run] = result.claims
+    assert (run.transition, run.verdict) == ("unchanged", "rejected")
+    assert result.exit_code == EXIT_FINDING
+    assert run.failures == ("the ledger this change commits says confirmed (its baseline says rejected), but this run "
+                            "gives rejected: as the next baseline, that line would let a later run pass that fails now; "
+                            "commit the line this run writes instead",)
+    done = run_process("replay", "claims", "--trusted", "--jobs", "1", "--baseline", base, "--dry-run", cwd=root)
+    assert done.returncode == EXIT_FINDING and "the ledger this change commits says confirmed" in done.stdout, done.stdout
+    # step two, had step one been merged: judged against the forged line, the regression is "unchanged"
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    second = replay.replay(["claims"], trusted=True, jobs=1, dry_run=True)
+    assert [(r.transition, r.failures) for r in second.claims] == [("unchanged", ())]
+
+
+@pytest.mark.parametrize("change", ["a fix with its line", "a fix without its line", "a line for a new claim",
+                                    "nothing in the ledger"])
+def test_honest_changes_to_the_ledger_pass_against_their_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              change: str) -> None:
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_DEFECT)  # confirmed at the base
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
+    repo = init_repo(root)
+    monkeypatch.chdir(root)
+    assert [r.verdict for r in replay.replay(["claims"], trusted=True, jobs=1).claims] == ["confirmed"]
+    repo.git.add("-A")
+    base = repo.index.commit("the defect is confirmed").hexsha
+    if change.startswith("a fix"):
+        (root / "decay.py").write_text(DECAY_SOLVER)
+        if change == "a fix with its line":
+            replay.replay(["claims"], trusted=True, jobs=1)  # the pre-commit hook writes the fix's line
+    elif change == "a line for a new claim":
+        (root / "claims" / "claim_new.py").write_text(DECAY_CLAIM.replace("half the rate", "half the rate (new)"))
+        replay.replay(["claims"], trusted=True, jobs=1)
+    else:
+        (root / "README").write_text("a change elsewhere\n")
+    repo.git.add("-A")
+    repo.index.commit(change)
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
+    assert result.exit_code == 0, [(r.key, r.transition, r.failures) for r in result.claims]
