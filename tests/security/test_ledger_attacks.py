@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -365,3 +366,36 @@ def test_honest_changes_to_the_ledger_pass_against_their_base(tmp_path: Path, mo
     repo.index.commit(change)
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
     assert result.exit_code == 0, [(r.key, r.transition, r.failures) for r in result.claims]
+
+
+# --- a read-only ledger, for root too -------------------------------------------------------
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+@pytest.mark.parametrize("command", ["replay", "confirm"])
+def test_a_ledger_on_a_read_only_mount_is_refused_before_the_claim_runs(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        command: str) -> None:
+    """chmod 444 does not stop root (tests/test_cli.py skips there); a read-only bind of the file stops anyone."""
+    from support.fixtures import clean_env
+
+    _, root = _recorded(tmp_path, monkeypatch)
+    ledger = root / LEDGER
+    before = ledger.read_bytes()
+    marker = root / "ran"
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace(
+        "def control():", f"open({str(marker)!r}, 'w').close()\n\n\ndef control():"))
+    args = ["replay", "claims", "--record-all"] if command == "replay" else ["confirm", "claims/claim_decay.py",
+                                                                            "--ledger", LEDGER]
+    done = subprocess.run(["bwrap", "--bind", "/", "/", "--ro-bind", str(ledger), str(ledger), "--dev", "/dev",
+                           "--proc", "/proc", "--", sys.executable, "-m", "physverify", *args, "--trusted"],
+                          cwd=root, env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 2 and done.stderr.startswith("bwrap:"):
+        pytest.skip(f"bubblewrap cannot bind here: {done.stderr.strip()}")
+    assert (done.returncode, done.stderr) == (2, f"physverify: {LEDGER}: the ledger is not writable\n")
+    assert ledger.read_bytes() == before and not marker.exists()
+
+
+def test_merge_counts_one_line_in_the_singular(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(_line("rejected", "2026-01-02T10:00:00+00:00")) + "\n")
+    done = run_process("ledger", "merge", "one.jsonl", "-o", "out.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "merged 1 ledger (1 line) into out.jsonl: 1 line, 0 exact duplicates dropped\n")
