@@ -27,7 +27,7 @@ import os
 import queue
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -304,6 +304,11 @@ def _change_memory(target: Path, ref: str | None,
     return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
 
 
+def _edited(memory: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The claims whose latest verdict the change's own ledger (``_change_memory``) moved from the baseline's."""
+    return {key for key, line in memory.items() if line.get("verdict") != (baseline.get(key) or {}).get("verdict")}
+
+
 def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
     """The working ledger's latest line per claim: what a line is compared with before it is written.
 
@@ -533,8 +538,10 @@ def _produce(items: Iterator[_Planned], found: queue.SimpleQueue[tuple[int, Any]
 
 
 def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Changes | None,
-              seen: _Plan, recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
-    """The claims to run (every one, or with ``changes`` the affected ones and those new to the baseline).
+              seen: _Plan, recorder: noop.Recorder | None = None,
+              edited: Collection[str] = ()) -> Iterator[_Planned]:
+    """The claims to run (every one, or with ``changes`` the affected ones, those new to the baseline, and those
+    whose verdict the change's own ledger moved, ``edited``: a ledger edit alone touches no claim's inputs).
 
     ``recorder`` is told each skipped claim, with its inputs when they were read.
     """
@@ -542,7 +549,7 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
     for item in items:
         seen.folders.add(id(item.config))
         seen.keys.append(item.key)
-        if changes is None or item.key not in before:
+        if changes is None or item.key not in before or item.key in edited:
             yield item
             continue
         changed = changes.of(item.root)
@@ -824,9 +831,10 @@ def replay(
         before = renames.baseline
         seen = _Plan(progress)
         memory = _change_memory(target, baseline, blob)
+        edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
         run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory)
         planned = _frozen_while(renames.follow(discovered), freezing)
-        stream = _selected(planned, before.latest, changes, seen, watch)
+        stream = _selected(planned, before.latest, changes, seen, watch, edited)
         runs = _write(_run_all(run_one, stream, workers), target, dry_run)
         readings.close()
         warnings += readings.problems

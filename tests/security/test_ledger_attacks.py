@@ -286,8 +286,10 @@ def test_replays_killed_at_random_moments_leave_whole_lines_and_the_next_replay_
 
 # --- a change that edits the gate's memory itself -------------------------------------------
 def _forged(root: Path) -> bytes:
-    line = (root / LEDGER).read_bytes()
-    return line + json.dumps(json.loads(line) | {"verdict": "confirmed", "reason": "forged"}).encode() + b"\n"
+    """The ledger with one more line: the claim's own line, its verdict forged to confirmed."""
+    data = (root / LEDGER).read_bytes()
+    line = next(json.loads(raw) for raw in data.splitlines() if json.loads(raw)["claim_key"] == KEY)
+    return data + json.dumps(line | {"verdict": "confirmed", "reason": "forged"}).encode() + b"\n"
 
 
 @pytest.mark.parametrize("edit", ["a forged confirmed line", "the ledger emptied", "the ledger deleted"])
@@ -399,3 +401,19 @@ def test_merge_counts_one_line_in_the_singular(tmp_path: Path) -> None:
     path.write_text(json.dumps(_line("rejected", "2026-01-02T10:00:00+00:00")) + "\n")
     done = run_process("ledger", "merge", "one.jsonl", "-o", "out.jsonl", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, "merged 1 ledger (1 line) into out.jsonl: 1 line, 0 exact duplicates dropped\n")
+
+
+def test_a_forged_ledger_line_runs_its_claim_even_when_only_affected_claims_run(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ledger edit touches no claim's inputs: with --changed-since the forged claim was skipped, and passed."""
+    repo, root = _recorded(tmp_path, monkeypatch)
+    base = repo.head.commit.hexsha
+    (root / "claims" / "claim_other.py").write_text(DECAY_CLAIM.replace("half the rate", "half the rate (other)"))
+    replay.replay(["claims"], trusted=True, jobs=1)
+    repo.git.add("-A")
+    base = repo.index.commit("a second claim").hexsha
+    _commit_ledger(repo, root, _forged(root))
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, changed_since=base, dry_run=True)
+    assert [(run.key, run.transition) for run in result.claims] == [(KEY, "unchanged")]  # the other one is skipped
+    assert result.skipped == ("claims/claim_other.py",)
+    assert result.exit_code == EXIT_FINDING and "the ledger this change commits says" in result.claims[0].failures[0]
