@@ -448,6 +448,13 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: r
                 yield _Planned(path, key, checkout, cfg, reading, real)
 
 
+def _in_shard_only(items: Iterable[_Planned], shard: tuple[int, int] | None) -> Iterator[_Planned]:
+    """The items of shard K of N (every one without a shard)."""
+    for item in items:
+        if shard is None or in_shard(item.key, *shard):
+            yield item
+
+
 FREEZE_EVERY = 256  # claims planned between two gc.freeze() calls
 
 
@@ -818,7 +825,7 @@ def replay(
     # What the run has made so far lives to its end (_frozen_while); discovery reads while the baseline is, and
     # reads no further once the run ends, however it ends.
     with _Freezing() as freezing, \
-            closing(_Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))) as discovered:
+            closing(_Ahead(_plan(configs, None, checkouts, readings.read_each, watch))) as discovered:
         before = load_baseline(target, baseline, committed, blob=blob)
         warnings = list(before.problems) + moved + _baseline_note(before, target)
         if before.path is not None and before.path != target:
@@ -833,7 +840,9 @@ def replay(
         memory = _change_memory(target, baseline, blob)
         edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
         run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory)
-        planned = _frozen_while(renames.follow(discovered), freezing)
+        # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
+        # is that shard's to judge, and this one must not report its old key as removed.
+        planned = _frozen_while(_in_shard_only(renames.follow(discovered), shard_kn), freezing)
         stream = _selected(planned, before.latest, changes, seen, watch, edited)
         runs = _write(_run_all(run_one, stream, workers), target, dry_run)
         readings.close()

@@ -417,3 +417,27 @@ def test_a_forged_ledger_line_runs_its_claim_even_when_only_affected_claims_run(
     assert [(run.key, run.transition) for run in result.claims] == [(KEY, "unchanged")]  # the other one is skipped
     assert result.skipped == ("claims/claim_other.py",)
     assert result.exit_code == EXIT_FINDING and "the ledger this change commits says" in result.claims[0].failures[0]
+
+
+# --- shards and renames ----------------------------------------------------------------------
+def test_a_claim_renamed_into_another_shard_is_not_also_removed_from_its_old_one(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each shard followed only its own claims' renames: the old key's shard reported it removed (and failed with
+    fail_on: [removed]), so the merged shards disagreed with one unsharded run."""
+    from physverify.replay import in_shard
+
+    repo, root = _recorded(tmp_path, monkeypatch)
+    (root / "claims" / "physverify.yaml").write_text("fail_on: [regressed, undecidable, removed]\n")
+    repo.git.add("-A")
+    base = repo.index.commit("removed claims fail too").hexsha
+    new = next(f"claims/claim_moved_{i}.py" for i in range(100)
+               if in_shard(f"claims/claim_moved_{i}.py", 1, 2) != in_shard(KEY, 1, 2))
+    repo.git.mv(KEY, new)
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    repo.git.add("-A")
+    repo.index.commit("rename the claim, bring the defect back")
+    whole = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
+    assert [(r.key, r.transition) for r in whole.claims] == [(new, REGRESSED)]
+    shards = [replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True, shard=f"{k}/2") for k in (1, 2)]
+    assert sorted((r.key, r.transition) for s in shards for r in s.claims) == [(new, REGRESSED)]
+    assert sorted(s.exit_code for s in shards) == [0, EXIT_FINDING]
