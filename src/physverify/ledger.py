@@ -339,6 +339,9 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
         notes.append("not UTF-8 text; read with each bad byte as U+FFFD")
+    if text.startswith("\ufeff"):  # the file's own mark is gone already: this line began another file
+        text = text[1:]
+        notes.append("a byte order mark in front of the line (two files joined?); read without it")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:

@@ -441,3 +441,13 @@ def test_a_claim_renamed_into_another_shard_is_not_also_removed_from_its_old_one
     shards = [replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True, shard=f"{k}/2") for k in (1, 2)]
     assert sorted((r.key, r.transition) for s in shards for r in s.claims) == [(new, REGRESSED)]
     assert sorted(s.exit_code for s in shards) == [0, EXIT_FINDING]
+
+
+def test_a_byte_order_mark_in_the_middle_of_a_committed_ledger_keeps_its_line(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two ledgers joined with cat, the second saved with a mark: json.loads refused that line, the claim was new."""
+    repo, root = _recorded(tmp_path, monkeypatch)
+    other = json.dumps({"claim_key": "claims/gone.py", "verdict": "rejected"}).encode() + b"\n"
+    _commit_ledger(repo, root, other + b"\xef\xbb\xbf" + (root / LEDGER).read_bytes())
+    result = _regression_fails(root)
+    assert any(":2: a byte order mark in front of the line" in w for w in result.warnings), result.warnings
