@@ -78,3 +78,39 @@ def test_a_removed_claim_fails_only_when_fail_on_names_it_and_writes_nothing() -
 
 def test_an_unknown_baseline_verdict_compares_with_nothing() -> None:
     assert gate.transition("maybe", R) == NEW
+
+
+# --- a change whose own committed ledger records what its code does not give -----------------
+# (committed, truth) -> whether that line, as the next baseline, would pass a later run the truth fails
+MASKS = {
+    (C, R): True,   # the next confirmed run would be "unchanged": a regression let through
+    (N, R): True,   # the next confirmed run would be "decided"
+    (N, C): True,   # the next not-decidable run would be "unchanged"
+    (R, C): False,  # stricter than the truth: a later confirmed or not-decidable run still fails
+    (C, N): False, (R, N): False,  # nothing fails after a not-decidable verdict
+}
+
+
+@pytest.mark.parametrize(("committed", "truth"), sorted(MASKS))
+def test_a_committed_line_masks_exactly_the_verdicts_it_would_let_through(committed: str, truth: str) -> None:
+    assert gate.masks(committed, truth) == MASKS[(committed, truth)]
+    assert not gate.masks(committed, truth, frozenset())  # a gate that fails nothing has nothing to mask
+
+
+@pytest.mark.parametrize(("before", "now", "committed", "fails"), [
+    (R, R, C, True),       # a forged confirmed line for a rejected claim
+    (None, R, C, True),    # the same for a new claim
+    (R, R, N, True),
+    (R, R, R, False),      # the change's ledger agrees with the run
+    (C, R, R, False),      # a fix committed with its line
+    (C, R, None, False),   # the change commits no line for it (the baseline's ledger)
+    (R, R, "bogus", False),  # not a verdict: never a baseline (ledger.py)
+    (R, C, R, False),      # stricter than the truth; the regression itself fails
+])
+def test_a_change_that_commits_a_line_its_code_does_not_give_fails_when_it_would_weaken_the_gate(
+    before: str | None, now: str, committed: str | None, fails: bool
+) -> None:
+    judged = gate.judge(before, now, now, None, committed=committed)
+    assert any("the ledger this change commits says" in f for f in judged.failures) == fails
+    pinned = gate.judge(before, now, now, now, committed=committed)
+    assert pinned.failures == ()  # an expect entry decides alone

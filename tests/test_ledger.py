@@ -87,23 +87,41 @@ def test_eight_processes_appending_fifty_lines_each_give_four_hundred_whole_line
     assert ledger.read_bytes().count(b"\n") == 400
 
 
-def test_a_torn_last_line_is_reported_and_the_next_append_starts_a_fresh_line(tmp_path: Path) -> None:
+def test_a_torn_last_line_is_reported_and_the_next_append_removes_it(tmp_path: Path) -> None:
+    """A writer killed mid-line leaves part of a line; the next append cuts it off, so no partial line stays."""
     ledger = tmp_path / "confirm_ledger.jsonl"
     append_record(ledger, record(verdict="rejected"))
+    whole = ledger.read_bytes()
     with ledger.open("ab") as handle:  # a writer killed mid-line
         handle.write(b'{"verdict": "confi')
-    before = ledger.read_bytes()
     read = read_ledger(ledger)
     assert [r["verdict"] for r in read.records] == ["rejected"]
-    assert read.problems == [f"{ledger}:2: the last line was cut off mid-write (no newline, not complete JSON); line skipped"]
+    assert read.problems == [f"{ledger}:2: the last line was cut off mid-write (no newline, not complete JSON); "
+                             "line skipped, and the next append removes it"]
 
     append_record(ledger, record(verdict="confirmed"))
     after = ledger.read_bytes()
-    assert after.startswith(before)  # the torn line is never rewritten
-    assert after[len(before) :] == b"\n" + json.dumps(record(verdict="confirmed"), ensure_ascii=False).encode() + b"\n"
+    assert after == whole + json.dumps(record(verdict="confirmed"), ensure_ascii=False).encode() + b"\n"
     read = read_ledger(ledger)
-    assert [r["verdict"] for r in read.records] == ["rejected", "confirmed"]
-    assert len(read.problems) == 1 and read.problems[0].startswith(f"{ledger}:2: not valid JSON")
+    assert [r["verdict"] for r in read.records] == ["rejected", "confirmed"] and read.problems == []
+
+
+@pytest.mark.parametrize("tail", [b'{"verdict": "rejected"}', b"[1, 2]", b'"a string"'])
+def test_a_complete_last_line_without_its_newline_is_never_removed(tmp_path: Path, tail: bytes) -> None:
+    ledger = tmp_path / "confirm_ledger.jsonl"
+    ledger.write_bytes(b'{"verdict": "confirmed"}\n' + tail)
+    append_record(ledger, record(verdict="confirmed"))
+    assert ledger.read_bytes().startswith(b'{"verdict": "confirmed"}\n' + tail + b"\n{")
+
+
+def test_a_cut_off_line_longer_than_one_read_back_is_removed_whole(tmp_path: Path) -> None:
+    ledger = tmp_path / "confirm_ledger.jsonl"
+    ledger.write_bytes(b'{"verdict": "confirmed"}\n{"pad": "' + b"x" * (3 * (1 << 16) + 5))
+    append_record(ledger, record(verdict="rejected"))
+    assert ledger.read_bytes() == b'{"verdict": "confirmed"}\n' + json.dumps(record(verdict="rejected")).encode() + b"\n"
+    ledger.write_bytes(b"\xef\xbb\xbf" + b'{"pad": "' + b"x" * (1 << 17))  # the only line, behind a byte order mark
+    append_record(ledger, record(verdict="rejected"))
+    assert ledger.read_bytes() == json.dumps(record(verdict="rejected")).encode() + b"\n"
 
 
 # A child that fills the disk for real under a ledger with a torn last line (so the fix-up
@@ -373,7 +391,8 @@ def test_merge_orders_by_date_drops_exact_duplicates_and_keeps_bad_lines(tmp_pat
     out = read_ledger(tmp_path / "out.jsonl")
     assert [r["claim_file"] for r in out.records] == ["claims/b.py", "claims/s.py", "claims/a.py"]
     assert (result.lines_in, result.lines_out, result.duplicates) == (5, 4, 1)
-    assert result.problems == [f"{b}:3: the last line was cut off mid-write (no newline, not complete JSON); line skipped (copied to the end of {tmp_path / 'out.jsonl'})"]
+    assert result.problems == [f"{b}:3: the last line was cut off mid-write (no newline, not complete JSON); line skipped, "
+                               f"and the next append removes it (copied to the end of {tmp_path / 'out.jsonl'})"]
     assert (tmp_path / "out.jsonl").read_bytes().endswith(b'{"cut\n')
     assert render_merge(result) == f"merged 2 ledgers (5 lines) into {tmp_path / 'out.jsonl'}: 4 lines, 1 exact duplicate dropped"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl", "out.jsonl"]  # no temporary left
@@ -569,8 +588,8 @@ def test_records_appended_together_land_in_order_after_a_torn_line_or_not_at_all
     records = [{"claim_key": f"c{i}.py", "verdict": "rejected"} for i in range(3)]
     append_records(path, records)
     lines = path.read_bytes().split(b"\n")
-    assert lines[1] == b'{"claim_key": "b.py", "verd'  # the torn line kept, on its own line
-    assert [json.loads(line) for line in lines[2:5]] == records and lines[5] == b""
+    assert lines[0] == b'{"claim_key": "a.py", "verdict": "confirmed"}'  # the torn line removed, the whole one kept
+    assert [json.loads(line) for line in lines[1:4]] == records and lines[4] == b""
     before = path.read_bytes()
     with pytest.raises(TypeError):
         append_records(path, [{"claim_key": "d.py"}, {"claim_key": "e.py", "bad": object()}])

@@ -81,8 +81,50 @@ def writes(after: str | None, recorded: str | None, record_all: bool = False) ->
     return record_all or after != recorded
 
 
+def masks(committed: str, after: str, fail_on: Collection[str] = DEFAULT_FAIL_ON) -> bool:
+    """Whether ``committed`` as a claim's baseline would pass a later verdict that ``after`` (the truth) fails.
+
+    ``confirmed`` recorded for a claim that is ``rejected`` masks its regression (the next
+    confirmed run is "unchanged"), ``not decidable`` masks both (the next run is "decided").
+    A line stricter than the truth (``rejected`` for a confirmed claim) masks nothing.
+    """
+    def fails(before: str, later: str) -> bool:
+        return bool(failures(transition(before, later), before, later, None, fail_on))
+
+    return any(fails(after, later) and not fails(committed, later) for later in VERDICTS)
+
+
+def edited_memory(before: str | None, after: str | None, committed: str | None,
+                  fail_on: Collection[str] = DEFAULT_FAIL_ON) -> tuple[str, ...]:
+    """The failure of a change whose own committed ledger records a verdict its code does not give.
+
+    ``committed`` is the claim's latest verdict in the ledger as the change under test commits
+    it (None when that ledger is the baseline's, or has no line for it). A change that adds a
+    line the run does not reproduce passes its own gate (it is judged against the baseline),
+    and once merged the line is the next change's baseline: a forged ``confirmed`` there let
+    the next change's regression through as "unchanged". So the line fails here, where the
+    run shows it untrue, when it would weaken the gate (``masks``).
+    """
+    if committed is None or after is None or committed in (before, after) or committed not in VERDICTS:
+        return ()
+    if not masks(committed, after, fail_on):
+        return ()
+    return (f"the ledger this change commits says {committed} (its baseline says {before or 'nothing'}), but "
+            f"this run gives {after}: as the next baseline, that line would let a later run pass that fails now; "
+            "commit the line this run writes instead",)
+
+
 def judge(before: str | None, after: str | None, recorded: str | None, expected: str | None,
-          fail_on: Collection[str] = DEFAULT_FAIL_ON, *, record_all: bool = False) -> Judgement:
-    """The transition, the gate failures and the write decision for one claim."""
+          fail_on: Collection[str] = DEFAULT_FAIL_ON, *, record_all: bool = False,
+          committed: str | None = None) -> Judgement:
+    """The transition, the gate failures and the write decision for one claim.
+
+    ``committed``: the claim's latest verdict in the ledger the change under test commits,
+    when that differs from the baseline's ledger (``edited_memory``); an ``expect`` entry
+    decides alone here too.
+    """
     kind = transition(before, after)
-    return Judgement(kind, failures(kind, before, after, expected, fail_on), writes(after, recorded, record_all))
+    found = failures(kind, before, after, expected, fail_on)
+    if expected is None:
+        found += edited_memory(before, after, committed, fail_on)
+    return Judgement(kind, found, writes(after, recorded, record_all))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import heapq
 import json
 import math
 import os
@@ -31,7 +32,7 @@ from physverify.claim import NO_WAIT, not_regular
 from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.text import json_safe, visible
 from physverify.errors import PhysverifyError, UsageError
-from physverify.verdict import EXIT_OK
+from physverify.verdict import EXIT_OK, VERDICTS
 
 try:  # POSIX; on Windows the single O_APPEND write is the only guard
     import fcntl
@@ -138,19 +139,30 @@ def _locked_append(path: Path, fd: int, line: bytes) -> None:
         # interleave, and a reader with the lock (none needs one) would see whole lines.
         fcntl.flock(fd, fcntl.LOCK_EX)
     size = -1
+    fragment = b""
     try:
         size = os.fstat(fd).st_size
-        # A writer killed mid-line (or a hand edit) may have left the file without a final
-        # newline; the new line must not be glued onto that torn line. The fix-up newline
-        # goes into the SAME write as the line, so a crash cannot separate them.
+        if fcntl is not None:
+            # A writer killed mid-write (SIGKILL, a power cut) leaves part of its line with no
+            # newline: the kernel stops a write between two pages. Kept, it sat in the middle
+            # of the ledger for good once the next line went after it, reported on every read.
+            # It is not a line (it never got its newline, and no verdict was reported from it):
+            # holding the lock, no live writer's line can be there, so it is cut off here.
+            fragment = _unfinished_tail(fd, size)
+            if fragment:
+                size -= len(fragment)
+                os.ftruncate(fd, size)
+        # A complete last line without its newline (a hand edit) is kept: the new line must
+        # not be glued onto it. The fix-up newline goes into the SAME write as the line, so a
+        # crash cannot separate them.
         data = (b"\n" if _ends_torn(fd, size) else b"") + line
         _write_all(path, fd, data)
         os.fsync(fd)  # the line is on disk before the verdict is reported
     except OSError as exc:
         problem = f"{path}: cannot append to the ledger: {exc.strerror or exc}"
-        raise PhysverifyError(problem + _restore(fd, size)) from None
+        raise PhysverifyError(problem + _restore(fd, size, fragment)) from None
     except PhysverifyError as exc:
-        raise PhysverifyError(str(exc) + _restore(fd, size)) from None
+        raise PhysverifyError(str(exc) + _restore(fd, size, fragment)) from None
     finally:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -160,13 +172,37 @@ def _ends_torn(fd: int, size: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def _restore(fd: int, size: int) -> str:
-    """Cut the file back to ``size`` after a failed append; return what to add to the message.
+_BACK = 1 << 16  # how far back each read looks for the last newline
+
+
+def _unfinished_tail(fd: int, size: int) -> bytes:
+    """The bytes after the ledger's last newline when they are not complete JSON (a cut-off write), else b""."""
+    if not _ends_torn(fd, size):
+        return b""
+    parts: list[bytes] = []
+    end = size
+    while end > 0:
+        start = max(0, end - _BACK)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut != -1:
+            parts.append(block[cut + 1:])
+            break
+        parts.append(block)
+        end = start
+    tail = b"".join(reversed(parts))
+    head = tail.removeprefix(codecs.BOM_UTF8) if len(tail) == size else tail  # the mark only at the very start
+    return tail if _parse_line(0, head, torn=True).problem == _TORN else b""
+
+
+def _restore(fd: int, size: int, fragment: bytes = b"") -> str:
+    """Cut the file back to ``size`` (and put back ``fragment``) after a failed append; return what to add to the message.
 
     A full disk (or a file size limit) takes part of the line and refuses the rest; left
     there, the part would sit in the middle of the ledger for good once the next append
     succeeds (issue 13, item 13). We still hold the lock, so no other writer's line lies
-    beyond ``size``.
+    beyond ``size``. ``fragment``, the cut-off tail this append removed first, goes back
+    into the room it freed, so a failed append leaves the ledger exactly as it was.
     """
     if size < 0:  # the size could not be read: nothing was written
         return ""
@@ -174,6 +210,11 @@ def _restore(fd: int, size: int) -> str:
         os.ftruncate(fd, size)
     except OSError as exc:
         return f"; the part written could not be removed ({exc.strerror or exc}), so the ledger ends in a torn line"
+    try:
+        if fragment:
+            _write_all(Path(), fd, fragment)
+    except (OSError, PhysverifyError):
+        return "; the cut-off last line a killed run had left is removed, the ledger is otherwise as it was"
     return "; the ledger is as it was"
 
 
@@ -313,21 +354,63 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
     # A byte that is not UTF-8 is read as U+FFFD instead of dropping the line: a dropped
     # committed line made its claim "new", so a regression passed the gate (issue 21, item 9).
     # JSON's structure is ASCII, so the replacement never changes where a string ends.
+    notes = []
     try:
-        text, note = raw.decode("utf-8"), None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        text, note = raw.decode("utf-8", errors="replace"), "not UTF-8 text; read with each bad byte as U+FFFD"
+        text = raw.decode("utf-8", errors="replace")
+        notes.append("not UTF-8 text; read with each bad byte as U+FFFD")
+    if text.startswith("\ufeff"):  # the file's own mark is gone already: this line began another file
+        text = text[1:]
+        notes.append("a byte order mark in front of the line (two files joined?); read without it")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        # A last line without its newline that is not valid JSON was cut off mid-write; a
-        # complete object without the newline (a hand edit) is kept.
-        if torn:
-            return _Line(number, raw, None, "the last line was cut off mid-write (no newline, not complete JSON); line skipped")
-        return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
+        value = _loose(text)
+        if value is _BROKEN:
+            # A last line without its newline that is not valid JSON was cut off mid-write; a
+            # complete object without the newline (a hand edit) is kept.
+            if torn:
+                return _Line(number, raw, None, _TORN)
+            return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
+        notes.append("a control character (such as NUL) inside a string; read as it is")
     if not isinstance(value, dict):
         return _Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
-    return _Line(number, raw, value, note)
+    if not _holds_verdict(value) and _record_key(value) is not None:
+        notes.append(f"its verdict {visible(repr(value.get('verdict')))[:60]} is not one of "
+                     f"{', '.join(VERDICTS)}, so the line is not the claim's verdict")
+    return _Line(number, raw, value, "; ".join(notes) or None)
+
+
+# Where appends lock (POSIX), the next append removes such a line (``_unfinished_tail``).
+_TORN = ("the last line was cut off mid-write (no newline, not complete JSON); line skipped"
+         + (", and the next append removes it" if fcntl is not None else ""))
+_BROKEN = object()
+
+
+def _loose(text: str) -> object:
+    """``text`` parsed as JSON that allows raw control characters inside strings, else _BROKEN.
+
+    physverify escapes every control character it writes, so only a hand edit (or a tool
+    writing NUL padding into a string) puts one there. json.loads refuses the line, and a
+    refused committed line made its claim "new", so a regression passed the gate (the same
+    hole as a byte that is not UTF-8, issue 21, item 9). The characters are kept as they are.
+    """
+    try:
+        return json.loads(text, strict=False)
+    except (ValueError, RecursionError):
+        return _BROKEN
+
+
+def _holds_verdict(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` holds a verdict: only such a line can be a claim's latest (the gate's baseline).
+
+    A hand-edited or wrong-typed verdict (``5``, ``"Confirmed"``, ``null``) as a claim's latest
+    line made the gate compare with nothing: the claim was "new", and its regression passed.
+    Such a line is kept and reported, and the claim's latest verdict stays its last real one.
+    """
+    verdict = record.get("verdict")
+    return isinstance(verdict, str) and verdict in VERDICTS
 
 
 # --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
@@ -379,15 +462,17 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
             line = _parse_line(number, raw, torn=torn)
             if line.problem is not None:
                 problems.append(f"{name}:{number}: {line.problem}")
-            if line.record is not None and (key := _record_key(line.record)) is not None:
+            if line.record is not None and (key := _record_key(line.record)) is not None and _holds_verdict(line.record):
                 parsed[key] = (number, line.record)
                 order.setdefault(key)
     for key, (number, raw) in deferred.items():
         if key in parsed and parsed[key][0] > number:
             continue  # a later line that needed parsing is the latest
         line = _parse_line(number, raw, torn=False)
-        if line.record is None or _record_key(line.record) != key:
-            return _latest_line_by_line(chunks(), name)  # the hint was wrong: no shortcut for this ledger
+        if line.record is None or _record_key(line.record) != key or not _holds_verdict(line.record):
+            # the hint was wrong, or the line holds no verdict (an earlier one of its key is the latest,
+            # and the shortcut kept none): no shortcut for this ledger
+            return _latest_line_by_line(chunks(), name)
         if line.problem is not None:
             problems.append(f"{name}:{number}: {line.problem}")
         parsed[key] = (number, line.record)
@@ -469,7 +554,7 @@ def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
         line = _parse_line(number, raw, torn=torn)
         if line.problem is not None:
             problems.append(f"{name}:{number}: {line.problem}")
-        if line.record is not None and (key := _record_key(line.record)) is not None:
+        if line.record is not None and (key := _record_key(line.record)) is not None and _holds_verdict(line.record):
             latest[key] = line.record  # the order of first appearance, as latest_by_claim
     return Latest(latest, problems)
 
@@ -614,15 +699,15 @@ def _normal(path: str) -> str:
 
 
 def latest_by_claim(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Return the last record of each claim key, in file order.
+    """Return the last record of each claim key that holds a verdict (``_holds_verdict``), in file order.
 
     File order, not the "date" field: the ledger is append-only, so a later line is a
-    later run even when clocks disagree; a merged ledger is already in date order.
+    later run even when clocks disagree; a merged ledger keeps each input's order.
     """
     latest: dict[str, dict[str, Any]] = {}
     for record in records:
         key = _record_key(record)
-        if key is not None:
+        if key is not None and _holds_verdict(record):
             latest[key] = dict(record)
     return latest
 
@@ -711,8 +796,9 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     """Join ledgers into ``output``: date order, exact duplicates once, bad lines kept at the end.
 
     The order does not depend on the order of ``inputs`` (a CI matrix finishes in any
-    order): lines sort by date, then by their place in their own file, then by their
-    bytes. A line that is not a valid record is reported and copied after the good ones,
+    order): lines interleave by date, then by their bytes, and each input's own lines keep
+    their order (``_interleave``), so every claim's latest line is the one its ledger gave.
+    A line that is not a valid record is reported and copied after the good ones,
     so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
 
     A shard's ledger comes from a job that ran code under test (issue 21, item 8): an input
@@ -724,10 +810,11 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     _check_merge_paths(inputs, output)
     moment = now if now is not None else datetime.now(timezone.utc)
     lines = [(path, _merge_input(path)) for path in inputs]  # a list: the same input twice counts twice
-    good: dict[bytes, tuple[Any, ...]] = {}  # a distinct line -> its smallest sort key
     future: list[str] = []
+    sequences: list[list[tuple[tuple[Any, ...], bytes]]] = []  # each input's good lines, in its own order
     for path, path_lines in lines:
-        for index, line in enumerate(path_lines):
+        sequence = []
+        for line in path_lines:
             if line.record is not None:
                 date = _date_key(line.record.get("date"))
                 if date[0] and date[1] > moment:
@@ -735,10 +822,10 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
                                   f"the merge time {moment.isoformat(timespec='seconds')}; sorted first, with the "
                                   "undated lines, so it never outranks a real run")
                     date = _date_key(None)
-                key = (*date, index, line.raw)
-                good[line.raw] = min(good.get(line.raw, key), key)
+                sequence.append(((*date, line.raw), line.raw))
+        sequences.append(sequence)
     bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
-    body = [raw for raw, _ in sorted(good.items(), key=lambda item: item[1])] + bad
+    body = _interleave(sequences) + bad
     _write_atomically(output, b"".join(raw + b"\n" for raw in body))
     problems = [
         f"{path}:{line.number}: {line.problem}" + (f" (copied to the end of {output})" if line.record is None else "")
@@ -748,6 +835,37 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     ] + future
     lines_in = sum(len(path_lines) for _, path_lines in lines)
     return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
+
+
+def _interleave(sequences: Sequence[Sequence[tuple[tuple[Any, ...], bytes]]]) -> list[bytes]:
+    """The lines of every sequence, each distinct line once (at its first place), by date, in each sequence's order.
+
+    A ledger's own order is its history (``latest_by_claim`` reads file order): a run on a
+    machine whose clock was behind still came after the line above it. Sorting every line
+    by date put such a line before the earlier run, so the merged ledger gave the claim
+    another latest verdict than the shard's own. Here the next line is the earliest among
+    the sequences' next lines (date, then bytes), and every sequence whose next line is that
+    same line moves on together, so the result does not depend on the order of the inputs.
+    """
+    heads = [(sequence[0][0], i) for i, sequence in enumerate(sequences) if sequence]
+    heapq.heapify(heads)
+    places = [0] * len(sequences)
+    seen: set[bytes] = set()
+    body: list[bytes] = []
+    while heads:
+        key, i = heapq.heappop(heads)
+        same = [i]
+        while heads and heads[0][0] == key:  # the same line at the head of other inputs: all move on
+            same.append(heapq.heappop(heads)[1])
+        raw = sequences[i][places[i]][1]
+        if raw not in seen:
+            seen.add(raw)
+            body.append(raw)
+        for j in same:
+            places[j] += 1
+            if places[j] < len(sequences[j]):
+                heapq.heappush(heads, (sequences[j][places[j]][0], j))
+    return body
 
 
 def _merge_input(path: Path) -> list[_Line]:

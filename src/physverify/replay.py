@@ -27,7 +27,7 @@ import os
 import queue
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -284,6 +284,31 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
     return (setting if setting is not None else first.folder / ledger.DEFAULT_LEDGER), []
 
 
+def _change_memory(target: Path, ref: str | None,
+                  blob: tuple[repo.Committed | None, str | None]) -> Mapping[str, Mapping[str, Any]]:
+    """The latest line per claim in the ledger the checked-out commit holds, when --baseline names another
+    commit whose ledger differs (a pull request against its base); else nothing.
+
+    That ledger is the change's own addition to the gate's memory: merged, it is the next
+    change's baseline, so a line in it that this run does not reproduce is judged
+    (``gate.edited_memory``). Read only when its blob differs from the baseline's.
+    """
+    if ref is None:
+        return {}
+    try:
+        head = repo.blob_at_head(target)
+    except PhysverifyError:  # not a file at HEAD: the next run's baseline refuses it, nothing to compare here
+        return {}
+    if head is None or (blob[0] is not None and head.hexsha == blob[0].hexsha):
+        return {}
+    return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
+
+
+def _edited(memory: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The claims whose latest verdict the change's own ledger (``_change_memory``) moved from the baseline's."""
+    return {key for key, line in memory.items() if line.get("verdict") != (baseline.get(key) or {}).get("verdict")}
+
+
 def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
     """The working ledger's latest line per claim: what a line is compared with before it is written.
 
@@ -423,6 +448,13 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: r
                 yield _Planned(path, key, checkout, cfg, reading, real)
 
 
+def _in_shard_only(items: Iterable[_Planned], shard: tuple[int, int] | None) -> Iterator[_Planned]:
+    """The items of shard K of N (every one without a shard)."""
+    for item in items:
+        if shard is None or in_shard(item.key, *shard):
+            yield item
+
+
 FREEZE_EVERY = 256  # claims planned between two gc.freeze() calls
 
 
@@ -513,8 +545,10 @@ def _produce(items: Iterator[_Planned], found: queue.SimpleQueue[tuple[int, Any]
 
 
 def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Changes | None,
-              seen: _Plan, recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
-    """The claims to run (every one, or with ``changes`` the affected ones and those new to the baseline).
+              seen: _Plan, recorder: noop.Recorder | None = None,
+              edited: Collection[str] = ()) -> Iterator[_Planned]:
+    """The claims to run (every one, or with ``changes`` the affected ones, those new to the baseline, and those
+    whose verdict the change's own ledger moved, ``edited``: a ledger edit alone touches no claim's inputs).
 
     ``recorder`` is told each skipped claim, with its inputs when they were read.
     """
@@ -522,7 +556,7 @@ def _selected(items: Iterable[_Planned], before: Mapping[str, Any], changes: _Ch
     for item in items:
         seen.folders.add(id(item.config))
         seen.keys.append(item.key)
-        if changes is None or item.key not in before:
+        if changes is None or item.key not in before or item.key in edited:
             yield item
             continue
         changed = changes.of(item.root)
@@ -618,12 +652,13 @@ def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> st
 
 
 def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
-           recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool) -> ClaimRun:
+           recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
+           committed: Mapping[str, Any] | None = None) -> ClaimRun:
     record = evaluation.record
     before = base.get("verdict") if base is not None else None
     expected = item.config.expect.get(item.path.resolve())
     judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
-                        record_all=record_all)
+                        record_all=record_all, committed=committed.get("verdict") if committed else None)
     line = record.get("line")
     return ClaimRun(
         key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
@@ -634,7 +669,8 @@ def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, An
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
             record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
-            run: settings.RunSettings) -> Callable[[_Planned], ClaimRun]:
+            run: settings.RunSettings,
+            memory: Mapping[str, Mapping[str, Any]] | None = None) -> Callable[[_Planned], ClaimRun]:
     from physverify import confirm, isolate  # imported once a claim may run: a no-op hook never needs them
 
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
@@ -647,7 +683,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
                                       env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                        record_all)
+                        record_all, (memory or {}).get(item.key))
         seen.finished(judged)
         return judged
 
@@ -789,7 +825,7 @@ def replay(
     # What the run has made so far lives to its end (_frozen_while); discovery reads while the baseline is, and
     # reads no further once the run ends, however it ends.
     with _Freezing() as freezing, \
-            closing(_Ahead(_plan(configs, shard_kn, checkouts, readings.read_each, watch))) as discovered:
+            closing(_Ahead(_plan(configs, None, checkouts, readings.read_each, watch))) as discovered:
         before = load_baseline(target, baseline, committed, blob=blob)
         warnings = list(before.problems) + moved + _baseline_note(before, target)
         if before.path is not None and before.path != target:
@@ -801,9 +837,13 @@ def replay(
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run)
-        planned = _frozen_while(renames.follow(discovered), freezing)
-        stream = _selected(planned, before.latest, changes, seen, watch)
+        memory = _change_memory(target, baseline, blob)
+        edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
+        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory)
+        # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
+        # is that shard's to judge, and this one must not report its old key as removed.
+        planned = _frozen_while(_in_shard_only(renames.follow(discovered), shard_kn), freezing)
+        stream = _selected(planned, before.latest, changes, seen, watch, edited)
         runs = _write(_run_all(run_one, stream, workers), target, dry_run)
         readings.close()
         warnings += readings.problems

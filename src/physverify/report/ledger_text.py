@@ -44,6 +44,10 @@ def render_merge(result: MergeResult) -> str:
     """One line: how many lines went in and out, and how many exact duplicates were dropped."""
     dropped = f", {result.duplicates} exact duplicate{'s' if result.duplicates != 1 else ''} dropped"
     return (
-        f"merged {result.inputs} ledger{'s' if result.inputs != 1 else ''} ({result.lines_in} lines) "
-        f"into {visible(result.output)}: {result.lines_out} lines{dropped}"
+        f"merged {result.inputs} ledger{'s' if result.inputs != 1 else ''} ({_lines(result.lines_in)}) "
+        f"into {visible(result.output)}: {_lines(result.lines_out)}{dropped}"
     )
+
+
+def _lines(count: int) -> str:
+    return f"{count} line{'s' if count != 1 else ''}"

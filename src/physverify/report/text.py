@@ -25,19 +25,25 @@ def _outcome_line(role: str, outcome: Mapping[str, Any], where: str = "") -> str
 
 def render_confirm(record: Mapping[str, Any]) -> str:
     """The verdict line, one line for the control and one per check, then the claim and its reference."""
+    # ``ledger show`` renders a line read back from a ledger, which a hand edit (or a hostile
+    # commit) may have given any shape: every field is looked up, never assumed.
     impact = f" (impact: {visible(record['impact'])})" if record.get("impact") else ""
-    lines = [f"{record['verdict']}{impact}: {visible(record['reason'])}"]
-    if record.get("control") is not None:
-        lines.append(_outcome_line("control", record["control"]))
-    lines.extend(_outcome_line("check", check) for check in record.get("checks") or [])
+    lines = [f"{visible(record.get('verdict'))}{impact}: {visible(record.get('reason') or '')}"]
+    control = record.get("control")
+    if isinstance(control, Mapping):
+        lines.append(_outcome_line("control", control))
+    checks = record.get("checks")
+    lines.extend(_outcome_line("check", check) for check in (checks if isinstance(checks, list) else [])
+                 if isinstance(check, Mapping))
     lines.extend(_variant_lines(record))
     if record.get("text") is not None:
         place = f"{record.get('file')}:{record.get('line')}"
         lines.append(f"  claim: {visible(record['text'])} ({visible(place)}, from {visible(record.get('source'))})")
         lines.append(f"  reference: {visible(record.get('reference'))}")
-    if record.get("allow_dependent_reference"):
-        allowed = record["allow_dependent_reference"]
-        lines.append(f"  dependent reference allowed: {visible(allowed['reason'])}")
+    allowed = record.get("allow_dependent_reference")
+    if allowed:
+        reason = allowed.get("reason") if isinstance(allowed, Mapping) else allowed
+        lines.append(f"  dependent reference allowed: {visible(reason)}")
     return "\n".join(lines)
 
 
