@@ -366,8 +366,29 @@ def test_bwrap_hides_home_and_network_and_binds_the_repository_read_only(repo: P
     assert ("--ro-bind", str(repo.resolve()), "/repo") in pairs
     assert ("--bind", str(repo.resolve() / "confirm_ledger.jsonl"), "/repo/confirm_ledger.jsonl") in pairs
     assert argv.index("/root") < argv.index("/opt/py")  # the homes are hidden before the Python is bound
-    assert argv[-8:] == ["--", "/opt/py/bin/python", "-m", "physverify", "confirm", "c.py", "--ledger",
+    assert argv[-8:] == ["--", "/opt/py/bin/python", "-c", sandbox.INNER_MAIN, "confirm", "c.py", "--ledger",
                          "/repo/confirm_ledger.jsonl"]
+
+
+def test_the_inner_command_that_cannot_import_physverify_gives_no_verdict_not_a_finding(tmp_path: Path) -> None:
+    # -S: no site-packages, so no physverify (what a sandbox that does not see the install meets).
+    # ``python -m physverify`` exits 1 there, the exit code of a confirmed defect.
+    plain = subprocess.run([sys.executable, "-S", "-m", "physverify", "--version"], cwd=tmp_path,
+                           capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")}, timeout=60)
+    assert plain.returncode == 1 and "No module named" in plain.stderr
+    stub = subprocess.run([sys.executable, "-S", "-c", sandbox.INNER_MAIN, "confirm", "c.py"], cwd=tmp_path,
+                          capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")}, timeout=60)
+    assert stub.returncode == 2, stub
+    assert stub.stderr.count("\n") == 1 and stub.stderr.startswith("physverify: cannot be imported inside the sandbox")
+
+
+def test_the_inner_command_is_the_physverify_command(tmp_path: Path) -> None:
+    ran = subprocess.run([sys.executable, "-c", sandbox.INNER_MAIN, "--version"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.startswith("physverify "), ran
+    usage = subprocess.run([sys.executable, "-c", sandbox.INNER_MAIN, "--no-such-flag"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and usage.stderr.startswith("physverify: "), usage
 
 
 def _fake_engine(folder: Path, name: str, *, answers: bool, has_image: bool = False) -> None:

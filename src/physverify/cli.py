@@ -182,7 +182,7 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run 'physverify confirm|replay ARGS' with no network, the repository read-only at /repo, "
         "only the ledger and output files writable, the home folder hidden, and memory and process limits. "
         "--trusted is not needed inside. Exit code: the inner command's 0, 1 or 2; 2 with one line when the outer "
-        "limit ended the run or physverify inside was killed.",
+        "limit ended the run, physverify inside was killed, or it cannot be imported inside.",
     )
     box.add_argument("--backend", default="auto", choices=["auto", *sandbox.BACKEND_NAMES],
                      help="auto: docker or podman when an engine answers, else bwrap (default: auto)")

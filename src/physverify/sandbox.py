@@ -127,6 +127,23 @@ def _mount_spec(host: Path, target: str, *, readonly: bool) -> str:
     return f"type=bind,source={host},target={target}" + (",readonly" if readonly else "")
 
 
+# The inner command under bwrap. ``python -m physverify`` exits 1 when physverify cannot be imported
+# inside (run from a source folder the sandbox does not bind, or an install it cannot see), and 1 is
+# the exit code of a finding: a run that never started read as a confirmed defect. So a failed
+# import is exit 2 with one line, as any other run that gives no verdict.
+INNER_MAIN = (
+    "import sys\n"
+    "try:\n"
+    "    from physverify.cli import command\n"
+    "except ImportError as exc:\n"
+    "    sys.stderr.write(f'physverify: cannot be imported inside the sandbox ({exc}); no verdict; install it with pip '\n"
+    "                     'where the sandbox can see it (the host Python and its site-packages are mounted)\\n')\n"
+    "    raise SystemExit(2) from None\n"
+    "sys.argv[0] = 'physverify'\n"
+    "raise SystemExit(command())\n"
+)
+
+
 def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), executable: str = "") -> list[str]:
     """Return the bubblewrap command line that runs ``plan`` with the host's Python."""
     argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--disable-userns",
@@ -143,7 +160,7 @@ def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), execu
     argv += [a for p in python for a in ("--ro-bind", str(p), str(p))]
     argv += ["--ro-bind", str(plan.repo), MOUNT]
     argv += [a for f in plan.writable for a in ("--bind", str(f.host), f.inside)]
-    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-m", "physverify", *plan.args]
+    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-c", INNER_MAIN, *plan.args]
 
 
 def _system_binds() -> list[str]:
