@@ -26,7 +26,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
+from support.fixtures import DECAY_CLAIM
+from support.hostile import claims_repo
 from test_action import _run_locally, make_workspace
 
 import physverify
@@ -47,15 +48,8 @@ def _hostile_claim(text: str = PAYLOAD) -> str:
 
 
 def _repo(tmp_path: Path, claims: dict[str, str]) -> Path:
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_DEFECT)
-    for name, source in claims.items():
-        (root / "claims" / name).write_text(source)
-    repo = init_repo(root)
-    repo.index.add(["decay.py", *(f"claims/{name}" for name in claims)])
-    repo.index.commit("claims")
-    return root
+    """The committed repository (support.hostile.claims_repo) holding ``claims``."""
+    return claims_repo(tmp_path, claims).parent
 
 
 def _physverify(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
