@@ -78,6 +78,7 @@ class Baseline:
     path: Path | None = None  # where that ledger is in the tree (the baseline commit's own setting)
     followed: Mapping[str, str] = field(default_factory=dict)  # a renamed claim's key -> its key in the baseline
     working: Mapping[str, Mapping[str, Any]] | None = None  # the working ledger's latest lines, when read already
+    working_id: str | None = None  # git's blob id of the working ledger's bytes ``working`` was read from
     head_copy: repo.HeadCopy | None = None  # the working ledger, found to hold HEAD's bytes (for the dirty flag)
 
 
@@ -252,10 +253,11 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
             if ref is None and found.commit is not None and working.file_stat is not None:
                 copy = repo.HeadCopy(ledger_path.absolute(), working.file_stat, working.read_ns, found.commit)
             return Baseline(working.latest, used, tuple(working.problems), found, at, working=working.latest,
-                            head_copy=copy)
+                            working_id=working.object_id, head_copy=copy)
     read = ledger.latest_of_chunks(found.chunks if found is not None else tuple, name)  # the one tolerant reader
     return Baseline(read.latest, used, tuple(read.problems), found, at,
-                    working=working.latest if working is not None else None)
+                    working=working.latest if working is not None else None,
+                    working_id=working.object_id if working is not None else None)
 
 
 def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
@@ -284,14 +286,16 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
     return (setting if setting is not None else first.folder / ledger.DEFAULT_LEDGER), []
 
 
-def _change_memory(target: Path, ref: str | None,
-                  blob: tuple[repo.Committed | None, str | None]) -> Mapping[str, Mapping[str, Any]]:
+def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | None, str | None],
+                   baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
     """The latest line per claim in the ledger the checked-out commit holds, when --baseline names another
     commit whose ledger differs (a pull request against its base); else nothing.
 
     That ledger is the change's own addition to the gate's memory: merged, it is the next
     change's baseline, so a line in it that this run does not reproduce is judged
-    (``gate.edited_memory``). Read only when its blob differs from the baseline's.
+    (``gate.edited_memory``). Read only when its blob differs from the baseline's, and not
+    read again when the working ledger ``load_baseline`` read holds the same bytes (a CI
+    checkout: the usual case).
     """
     if ref is None:
         return {}
@@ -301,6 +305,8 @@ def _change_memory(target: Path, ref: str | None,
         return {}
     if head is None or (blob[0] is not None and head.hexsha == blob[0].hexsha):
         return {}
+    if baseline.working is not None and baseline.working_id == head.hexsha:
+        return baseline.working
     return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
 
 
@@ -826,7 +832,7 @@ def replay(
     # reads no further once the run ends, however it ends.
     with _Freezing() as freezing, \
             closing(_Ahead(_plan(configs, None, checkouts, readings.read_each, watch))) as discovered:
-        before = load_baseline(target, baseline, committed, blob=blob)
+        before = loaded = load_baseline(target, baseline, committed, blob=blob)
         warnings = list(before.problems) + moved + _baseline_note(before, target)
         if before.path is not None and before.path != target:
             warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
@@ -837,7 +843,7 @@ def replay(
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        memory = _change_memory(target, baseline, blob)
+        memory = _change_memory(target, baseline, blob, loaded)
         edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
         run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory)
         # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
