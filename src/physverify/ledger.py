@@ -413,6 +413,11 @@ def _holds_verdict(record: Mapping[str, Any]) -> bool:
     return isinstance(verdict, str) and verdict in VERDICTS
 
 
+def _verdict_key(record: Mapping[str, Any]) -> str | None:
+    """The claim key of ``record`` when it can be its claim's latest line (it holds a verdict), else None."""
+    return _record_key(record) if _holds_verdict(record) else None
+
+
 # --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
 @dataclass(frozen=True)
 class Latest:
@@ -462,14 +467,14 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
             line = _parse_line(number, raw, torn=torn)
             if line.problem is not None:
                 problems.append(f"{name}:{number}: {line.problem}")
-            if line.record is not None and (key := _record_key(line.record)) is not None and _holds_verdict(line.record):
+            if line.record is not None and (key := _verdict_key(line.record)) is not None:
                 parsed[key] = (number, line.record)
                 order.setdefault(key)
     for key, (number, raw) in deferred.items():
         if key in parsed and parsed[key][0] > number:
             continue  # a later line that needed parsing is the latest
         line = _parse_line(number, raw, torn=False)
-        if line.record is None or _record_key(line.record) != key or not _holds_verdict(line.record):
+        if line.record is None or _verdict_key(line.record) != key:
             # the hint was wrong, or the line holds no verdict (an earlier one of its key is the latest,
             # and the shortcut kept none): no shortcut for this ledger
             return _latest_line_by_line(chunks(), name)
@@ -554,7 +559,7 @@ def _latest_line_by_line(chunks: Iterable[bytes], name: str) -> Latest:
         line = _parse_line(number, raw, torn=torn)
         if line.problem is not None:
             problems.append(f"{name}:{number}: {line.problem}")
-        if line.record is not None and (key := _record_key(line.record)) is not None and _holds_verdict(line.record):
+        if line.record is not None and (key := _verdict_key(line.record)) is not None:
             latest[key] = line.record  # the order of first appearance, as latest_by_claim
     return Latest(latest, problems)
 
@@ -699,15 +704,15 @@ def _normal(path: str) -> str:
 
 
 def latest_by_claim(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Return the last record of each claim key that holds a verdict (``_holds_verdict``), in file order.
+    """Return the last record of each claim key that holds a verdict (``_verdict_key``), in file order.
 
     File order, not the "date" field: the ledger is append-only, so a later line is a
     later run even when clocks disagree; a merged ledger keeps each input's order.
     """
     latest: dict[str, dict[str, Any]] = {}
     for record in records:
-        key = _record_key(record)
-        if key is not None and _holds_verdict(record):
+        key = _verdict_key(record)
+        if key is not None:
             latest[key] = dict(record)
     return latest
 
@@ -811,7 +816,7 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     moment = now if now is not None else datetime.now(timezone.utc)
     lines = [(path, _merge_input(path)) for path in inputs]  # a list: the same input twice counts twice
     future: list[str] = []
-    sequences: list[list[tuple[tuple[Any, ...], bytes]]] = []  # each input's good lines, in its own order
+    sequences: list[list[tuple[Any, ...]]] = []  # each input's good lines, in its own order: (date..., bytes)
     for path, path_lines in lines:
         sequence = []
         for line in path_lines:
@@ -822,7 +827,7 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
                                   f"the merge time {moment.isoformat(timespec='seconds')}; sorted first, with the "
                                   "undated lines, so it never outranks a real run")
                     date = _date_key(None)
-                sequence.append(((*date, line.raw), line.raw))
+                sequence.append((*date, line.raw))
         sequences.append(sequence)
     bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
     body = _interleave(sequences) + bad
@@ -837,7 +842,7 @@ def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) 
     return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
 
 
-def _interleave(sequences: Sequence[Sequence[tuple[tuple[Any, ...], bytes]]]) -> list[bytes]:
+def _interleave(sequences: Sequence[Sequence[tuple[Any, ...]]]) -> list[bytes]:
     """The lines of every sequence, each distinct line once (at its first place), by date, in each sequence's order.
 
     A ledger's own order is its history (``latest_by_claim`` reads file order): a run on a
@@ -847,7 +852,7 @@ def _interleave(sequences: Sequence[Sequence[tuple[tuple[Any, ...], bytes]]]) ->
     the sequences' next lines (date, then bytes), and every sequence whose next line is that
     same line moves on together, so the result does not depend on the order of the inputs.
     """
-    heads = [(sequence[0][0], i) for i, sequence in enumerate(sequences) if sequence]
+    heads = [(sequence[0], i) for i, sequence in enumerate(sequences) if sequence]
     heapq.heapify(heads)
     places = [0] * len(sequences)
     seen: set[bytes] = set()
@@ -857,14 +862,14 @@ def _interleave(sequences: Sequence[Sequence[tuple[tuple[Any, ...], bytes]]]) ->
         same = [i]
         while heads and heads[0][0] == key:  # the same line at the head of other inputs: all move on
             same.append(heapq.heappop(heads)[1])
-        raw = sequences[i][places[i]][1]
+        raw = key[-1]  # a line's key ends with its bytes
         if raw not in seen:
             seen.add(raw)
             body.append(raw)
         for j in same:
             places[j] += 1
             if places[j] < len(sequences[j]):
-                heapq.heappush(heads, (sequences[j][places[j]][0], j))
+                heapq.heappush(heads, (sequences[j][places[j]], j))
     return body
 
 
