@@ -139,7 +139,6 @@ INNER_MAIN = (
     "    sys.stderr.write(f'physverify: cannot be imported inside the sandbox ({exc}); no verdict; install it with pip '\n"
     "                     'where the sandbox can see it (the host Python and its site-packages are mounted)\\n')\n"
     "    raise SystemExit(2) from None\n"
-    "sys.argv[0] = 'physverify'\n"
     "raise SystemExit(command())\n"
 )
 
