@@ -17,6 +17,7 @@ from typing import Any
 from physverify import gate
 from physverify.checks import ERROR, FAIL, INCONCLUSIVE, STATUSES
 from physverify.gate import TRANSITIONS, UNCHANGED
+from physverify.text import plural
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, ExitCode, evidence
 
 __all__ = ["ClaimRun", "ReplayResult", "RunOutcome", "SpecOutcome", "exit_code", "gate_failures", "with_fail_on"]
@@ -91,13 +92,9 @@ class ReplayResult:
         """``3 claims: 2 unchanged, 1 new; 0 skipped as unaffected; 1 line written to LEDGER``."""
         counts = ", ".join(f"{n} {t}" for t, n in self.counts().items()) or "no claims run"
         return (
-            f"{_plural(len(self.claims), 'claim')}: {counts}; {len(self.skipped)} skipped as unaffected; "
-            f"{_plural(self.written, 'line')} written to {self.ledger}"
+            f"{plural(len(self.claims), 'claim')}: {counts}; {len(self.skipped)} skipped as unaffected; "
+            f"{plural(self.written, 'line')} written to {self.ledger}"
         )
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def gate_failures(run: ClaimRun, fail_on: frozenset[str]) -> tuple[str, ...]:

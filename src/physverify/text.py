@@ -122,6 +122,11 @@ def short_repr(value: object) -> str:
     return clip(_REPR.repr(value))
 
 
+def plural(n: int, noun: str) -> str:
+    """``n`` and ``noun``, with an "s" unless ``n`` is 1: "1 line", "3 lines"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def clip(text: str, limit: int = 80) -> str:
     """``text`` cut to at most ``limit`` characters, "..." marking the cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."

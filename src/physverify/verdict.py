@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import Any, Union
 
 from physverify.checks import ERROR, EXACT, FAIL, INCONCLUSIVE, PASS, SKIP, CheckOutcome
+from physverify.text import plural
 
 CONFIRMED = "confirmed"
 REJECTED = "rejected"
@@ -64,10 +65,6 @@ def _not_decidable(reason: str) -> Verdict:
     return Verdict(NOT_DECIDABLE, reason, EXIT_ERROR)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _named(outcomes: Sequence[Outcome]) -> str:
     return ", ".join(f"'{_label(o)}' ({_status(o)})" for o in outcomes)
 
@@ -95,7 +92,7 @@ def decide(
     if failed:  # rule 4: one failing check of the correct behaviour is enough
         return Verdict(
             CONFIRMED,
-            f"the control passed and {len(failed)} of {_count(len(checks), 'check')} failed: {_named(failed)}",
+            f"the control passed and {len(failed)} of {plural(len(checks), 'check')} failed: {_named(failed)}",
             EXIT_FINDING,
         )
     undecided = _undecided(checks)

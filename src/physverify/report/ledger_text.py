@@ -7,7 +7,7 @@ A ledger is a file of the repository: every value read from it is shown through
 from __future__ import annotations
 
 from physverify.ledger import LogResult, LogRow, MergeResult
-from physverify.text import clip, visible
+from physverify.text import clip, plural, visible
 
 REASON_WIDTH = 90  # a terminal line; the full reason stays in the ledger
 COMMIT_WIDTH = 12  # as `git log --oneline` abbreviates, plus "-dirty"
@@ -42,12 +42,6 @@ def _trim(reason: str) -> str:
 
 def render_merge(result: MergeResult) -> str:
     """One line: how many lines went in and out, and how many exact duplicates were dropped."""
-    dropped = f", {result.duplicates} exact duplicate{'s' if result.duplicates != 1 else ''} dropped"
-    return (
-        f"merged {result.inputs} ledger{'s' if result.inputs != 1 else ''} ({_lines(result.lines_in)}) "
-        f"into {visible(result.output)}: {_lines(result.lines_out)}{dropped}"
-    )
-
-
-def _lines(count: int) -> str:
-    return f"{count} line{'s' if count != 1 else ''}"
+    return (f"merged {plural(result.inputs, 'ledger')} ({plural(result.lines_in, 'line')}) into "
+            f"{visible(result.output)}: {plural(result.lines_out, 'line')}, "
+            f"{plural(result.duplicates, 'exact duplicate')} dropped")
