@@ -18,7 +18,8 @@ import git
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, run_process
+from support.hostile import rejected_repository
 
 from physverify import replay
 from physverify.errors import PhysverifyError
@@ -27,25 +28,6 @@ from physverify.ledger import parse_ledger
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING
 
 LEDGER = "claims/confirm_ledger.jsonl"
-
-
-def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, settings: str | None = None,
-              ledger: str = LEDGER) -> tuple[git.Repo, Path, str]:
-    """A repository whose committed ledger (at ``ledger``) says the claim is rejected; the base commit's sha."""
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_SOLVER)
-    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
-    files = ["decay.py", "claims/claim_decay.py", ledger]
-    if settings is not None:
-        (root / "claims" / "physverify.yaml").write_text(settings)
-        files.append("claims/physverify.yaml")
-    repo = init_repo(root)
-    monkeypatch.chdir(root)
-    result = replay.replay(["claims"], trusted=True, jobs=1)
-    assert [run.verdict for run in result.claims] == ["rejected"]
-    repo.index.add(files)
-    return repo, root, repo.index.commit("the claim is rejected").hexsha
 
 
 def _bring_back_the_defect(repo: git.Repo, root: Path) -> None:
@@ -61,7 +43,7 @@ def _only(result: replay.ReplayResult) -> replay.ClaimRun:
 # --- renames --------------------------------------------------------------------------------
 def test_a_claim_renamed_with_git_mv_is_judged_against_its_old_line(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    repo, root, base = _recorded(tmp_path, monkeypatch)
+    repo, root, base = rejected_repository(tmp_path, monkeypatch)
     _bring_back_the_defect(repo, root)
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM.replace("half the rate", "half the rate (moved)"))
     repo.index.add(["claims/claim_decay.py"])
@@ -77,7 +59,7 @@ def test_a_claim_renamed_with_git_mv_is_judged_against_its_old_line(tmp_path: Pa
 
 def test_a_claim_moved_without_git_is_found_by_its_content_hash(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    repo, root, base = _recorded(tmp_path, monkeypatch)
+    repo, root, base = rejected_repository(tmp_path, monkeypatch)
     _bring_back_the_defect(repo, root)
     os.rename(root / "claims" / "claim_decay.py", root / "claims" / "claim_other_name.py")  # untracked: git sees no rename
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base)
@@ -89,7 +71,7 @@ def test_a_claim_moved_without_git_is_found_by_its_content_hash(tmp_path: Path,
 def test_a_copied_claim_is_new_and_its_original_keeps_its_line(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Following renames must not give a copy the original's history: the original is still there."""
-    repo, root, base = _recorded(tmp_path, monkeypatch)
+    repo, root, base = rejected_repository(tmp_path, monkeypatch)
     (root / "claims" / "claim_copy.py").write_text(DECAY_CLAIM)
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base)
     assert {run.key: run.transition for run in result.claims} == {"claims/claim_copy.py": "new",
@@ -99,7 +81,7 @@ def test_a_copied_claim_is_new_and_its_original_keeps_its_line(tmp_path: Path,
 # --- the ledger's place ---------------------------------------------------------------------
 def test_moving_the_ledger_in_physverify_yaml_does_not_move_the_baseline(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    repo, root, base = _recorded(tmp_path, monkeypatch, settings="ledger: kept.jsonl\n", ledger="claims/kept.jsonl")
+    repo, root, base = rejected_repository(tmp_path, monkeypatch, settings="ledger: kept.jsonl\n", ledger="claims/kept.jsonl")
     _bring_back_the_defect(repo, root)
     (root / "claims" / "physverify.yaml").write_text("ledger: fresh.jsonl\n")  # an empty place: every claim "new"
     repo.index.add(["claims/physverify.yaml"])
@@ -115,7 +97,7 @@ def test_moving_the_ledger_in_physverify_yaml_does_not_move_the_baseline(tmp_pat
 def test_adding_a_physverify_yaml_that_moves_the_ledger_keeps_the_default_baseline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo, root, base = _recorded(tmp_path, monkeypatch)
+    repo, root, base = rejected_repository(tmp_path, monkeypatch)
     _bring_back_the_defect(repo, root)
     (root / "claims" / "physverify.yaml").write_text("ledger: elsewhere.jsonl\n")
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base)
@@ -125,7 +107,7 @@ def test_adding_a_physverify_yaml_that_moves_the_ledger_keeps_the_default_baseli
 # --- the committed bytes ----------------------------------------------------------------------
 def test_a_committed_line_with_a_byte_that_is_not_utf8_still_holds_the_verdict(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    repo, root, _ = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     ledger = root / LEDGER
     line = ledger.read_bytes()
     assert line.count(b'"reason": "') == 1
@@ -149,7 +131,7 @@ def _commit_ledger_as(repo: git.Repo, mode: str, sha: str) -> None:
 @pytest.mark.parametrize(("mode", "kind"), [("160000", "a gitlink"), ("120000", "a symbolic link")])
 def test_a_ledger_committed_as_a_gitlink_or_a_link_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               mode: str, kind: str) -> None:
-    repo, root, base = _recorded(tmp_path, monkeypatch)
+    repo, root, base = rejected_repository(tmp_path, monkeypatch)
     _bring_back_the_defect(repo, root)
     target = base  # a gitlink names a commit (here one of this repository's own)
     if mode == "120000":  # a link's blob holds its target path: read as a ledger, it has no line
@@ -168,7 +150,7 @@ def test_a_200000_line_committed_ledger_gives_the_latest_verdict_and_one_new_lin
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Not timed (benchmarks/scale_bench.py measures it): the streamed reading must give the same answer."""
-    repo, root, _ = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     ledger = root / LEDGER
     real = ledger.read_bytes()
     record = json.loads(real)

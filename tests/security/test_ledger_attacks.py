@@ -23,6 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
+from support.hostile import rejected_repository
 
 from physverify import replay
 from physverify.gate import REGRESSED
@@ -31,21 +32,6 @@ from physverify.verdict import EXIT_FINDING
 
 LEDGER = "claims/confirm_ledger.jsonl"
 KEY = "claims/claim_decay.py"
-
-
-def _recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[git.Repo, Path]:
-    """A repository whose committed ledger says the claim is rejected (one line, as replay wrote it)."""
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_SOLVER)
-    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
-    repo = init_repo(root)
-    monkeypatch.chdir(root)
-    result = replay.replay(["claims"], trusted=True, jobs=1)
-    assert [run.verdict for run in result.claims] == ["rejected"]
-    repo.index.add(["decay.py", "claims/claim_decay.py", LEDGER])
-    repo.index.commit("the claim is rejected")
-    return repo, root
 
 
 def _commit_ledger(repo: git.Repo, root: Path, data: bytes) -> None:
@@ -68,7 +54,7 @@ def test_a_committed_line_with_a_raw_control_character_in_a_string_still_holds_t
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, character: bytes
 ) -> None:
     """json.loads refuses a raw control character inside a string; the line was dropped and the claim was new."""
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     line = (root / LEDGER).read_bytes()
     assert line.count(b'"reason": "') == 1
     _commit_ledger(repo, root, line.replace(b'"reason": "', b'"reason": "' + character * 3))
@@ -81,7 +67,7 @@ def test_a_later_line_without_a_real_verdict_does_not_erase_the_claims_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdict: Any
 ) -> None:
     """A hand-edited latest line (wrong type or spelling) made the claim "new": its regression passed the gate."""
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     line = (root / LEDGER).read_bytes()
     forged = json.loads(line) | {"verdict": verdict}
     _commit_ledger(repo, root, line + json.dumps(forged).encode() + b"\n")
@@ -104,7 +90,7 @@ def test_a_line_without_a_real_verdict_as_physverify_writes_lines_leaves_the_ear
 
 
 def test_the_command_line_fails_the_gate_over_a_forged_latest_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     line = (root / LEDGER).read_bytes()
     _commit_ledger(repo, root, line + json.dumps(json.loads(line) | {"verdict": 0}).encode() + b"\n")
     (root / "decay.py").write_text(DECAY_DEFECT)
@@ -298,7 +284,7 @@ def test_a_change_that_edits_the_ledger_with_the_regression_still_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, where: str
 ) -> None:
     """The committed ledger at the baseline is the gate's memory: the change under test cannot rewrite it."""
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     base = repo.head.commit.hexsha
     ledger = root / LEDGER
     if edit == "a forged confirmed line":
@@ -324,7 +310,7 @@ def test_a_change_that_only_forges_the_ledger_fails_so_it_cannot_become_the_next
 ) -> None:
     """Two steps: a change adds a forged confirmed line (its code unchanged, so it was judged "unchanged" and
     passed); merged, that line was the next change's baseline, and the regression there passed as "unchanged"."""
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     base = repo.head.commit.hexsha
     _commit_ledger(repo, root, _forged(root))  # step one: only the ledger changes
     result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
@@ -379,7 +365,7 @@ def test_a_ledger_on_a_read_only_mount_is_refused_before_the_claim_runs(tmp_path
     """chmod 444 does not stop root (tests/test_cli.py skips there); a read-only bind of the file stops anyone."""
     from support.fixtures import clean_env
 
-    _, root = _recorded(tmp_path, monkeypatch)
+    _, root, _ = rejected_repository(tmp_path, monkeypatch)
     ledger = root / LEDGER
     before = ledger.read_bytes()
     marker = root / "ran"
@@ -406,7 +392,7 @@ def test_merge_counts_one_line_in_the_singular(tmp_path: Path) -> None:
 def test_a_forged_ledger_line_runs_its_claim_even_when_only_affected_claims_run(tmp_path: Path,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A ledger edit touches no claim's inputs: with --changed-since the forged claim was skipped, and passed."""
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     base = repo.head.commit.hexsha
     (root / "claims" / "claim_other.py").write_text(DECAY_CLAIM.replace("half the rate", "half the rate (other)"))
     replay.replay(["claims"], trusted=True, jobs=1)
@@ -426,7 +412,7 @@ def test_a_claim_renamed_into_another_shard_is_not_also_removed_from_its_old_one
     fail_on: [removed]), so the merged shards disagreed with one unsharded run."""
     from physverify.replay import in_shard
 
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     (root / "claims" / "physverify.yaml").write_text("fail_on: [regressed, undecidable, removed]\n")
     repo.git.add("-A")
     base = repo.index.commit("removed claims fail too").hexsha
@@ -446,7 +432,7 @@ def test_a_claim_renamed_into_another_shard_is_not_also_removed_from_its_old_one
 def test_a_byte_order_mark_in_the_middle_of_a_committed_ledger_keeps_its_line(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Two ledgers joined with cat, the second saved with a mark: json.loads refused that line, the claim was new."""
-    repo, root = _recorded(tmp_path, monkeypatch)
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     other = json.dumps({"claim_key": "claims/gone.py", "verdict": "rejected"}).encode() + b"\n"
     _commit_ledger(repo, root, other + b"\xef\xbb\xbf" + (root / LEDGER).read_bytes())
     result = _regression_fails(root)

@@ -1,10 +1,18 @@
-"""Hostile claims shared by the issue 21 tests (items 4 and 6): sibling forgers, server signallers, heartbeats."""
+"""Hostile claims shared by the issue 21 tests (items 4 and 6): sibling forgers, server signallers, heartbeats;
+and the repositories the security tests attack."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
+import git
+import pytest
+
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
+
+from physverify import replay
+
+LEDGER = "claims/confirm_ledger.jsonl"
 
 # Claim A of item 4: finds every other process working in its folder (its siblings and their
 # supervisors), and writes a forged PASS into each of their pipes and sockets: through
@@ -217,6 +225,25 @@ def stops_beating(beat: Path, pid: int, seconds: float = 20) -> bool:
     last = beat.read_text()
     time.sleep(1.0)  # a few beats later: still the last one
     return ended and beat.read_text() == last
+
+
+def rejected_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, settings: str | None = None,
+                        ledger: str = LEDGER) -> tuple[git.Repo, Path, str]:
+    """A repository whose committed ledger (at ``ledger``) says the claim is rejected, cwd there; the commit's sha."""
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
+    files = ["decay.py", "claims/claim_decay.py", ledger]
+    if settings is not None:
+        (root / "claims" / "physverify.yaml").write_text(settings)
+        files.append("claims/physverify.yaml")
+    repo = init_repo(root)
+    monkeypatch.chdir(root)
+    result = replay.replay(["claims"], trusted=True, jobs=1)
+    assert [run.verdict for run in result.claims] == ["rejected"]
+    repo.index.add(files)
+    return repo, root, repo.index.commit("the claim is rejected").hexsha
 
 
 def claims_repo(tmp_path: Path, claims: dict[str, str]) -> Path:
