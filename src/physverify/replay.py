@@ -439,9 +439,10 @@ class _Plan:
             self.waiting.clear()
 
 
-def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
-          read: Reader, recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
-    """Each claim to consider, as soon as it is read: discovery, reading, root and key, the shard."""
+def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: Reader,
+          recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
+    """Each claim to consider, as soon as it is read: discovery, reading, root and key (the shard is
+    chosen later, ``_in_shard_only``, once renames are followed over every claim)."""
     planned: set[Path] = set()
     for cfg in configs:
         for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder):
@@ -449,7 +450,7 @@ def _plan(configs: Sequence[Config], shard: tuple[int, int] | None, checkouts: r
             # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
             checkout = checkouts.for_claim(path, reading.claim, real)
             key = checkout.key(real)
-            if (shard is None or in_shard(key, *shard)) and real not in planned:
+            if real not in planned:
                 planned.add(real)
                 yield _Planned(path, key, checkout, cfg, reading, real)
 
@@ -831,7 +832,7 @@ def replay(
     # What the run has made so far lives to its end (_frozen_while); discovery reads while the baseline is, and
     # reads no further once the run ends, however it ends.
     with _Freezing() as freezing, \
-            closing(_Ahead(_plan(configs, None, checkouts, readings.read_each, watch))) as discovered:
+            closing(_Ahead(_plan(configs, checkouts, readings.read_each, watch))) as discovered:
         before = loaded = load_baseline(target, baseline, committed, blob=blob)
         warnings = list(before.problems) + moved + _baseline_note(before, target)
         if before.path is not None and before.path != target:
