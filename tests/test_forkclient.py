@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 from support import hostile
@@ -385,3 +387,40 @@ def test_a_setsid_grandchild_of_a_claim_running_when_the_mcp_client_disconnects_
 
     anyio.run(leave_while_running)
     assert hostile.stops_beating(beat, hostile.beating_pid(beat))
+
+
+def test_shutdown_kills_a_server_still_importing_its_preload_and_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that ends before the server it started on a guess is ready (a no-op replay of changes) ends it
+    with SIGKILL: nothing ran in it, and the run's exit does not wait for its imports."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    importing = tmp_path / "importing"
+    (lib / "pv_slow_preload.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(importing)!r}).write_text('yes')\ntime.sleep(20)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(lib))
+    forkclient.shutdown()
+    failures: list[Exception] = []
+
+    def acquire() -> None:
+        try:
+            forkclient._acquire(frozenset({"pv_slow_preload"}), frozenset({"pv_slow_preload"}))
+        except forkclient.ForkUnavailable as exc:
+            failures.append(exc)
+
+    starting = threading.Thread(target=acquire)
+    starting.start()
+    deadline = time.monotonic() + 60
+    while not importing.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert importing.exists(), "the server never began its preload"
+    (proc,) = forkclient._starting
+    forkclient.shutdown()
+    starting.join(10)
+    assert not starting.is_alive(), "the start still waits for the server's imports"
+    assert proc.returncode == -signal.SIGKILL
+    assert len(failures) == 1 and not forkclient.servers()

@@ -665,21 +665,27 @@ def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
     assert pulled_after_start == [True]
 
 
-def test_the_fork_server_starts_with_the_settings_only_when_every_claim_runs(
+def test_the_fork_server_starts_before_git_is_asked_unless_the_files_given_reach_no_claim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In fork mode the server starts first, so its start overlaps GitPython's import and the plan; files given
+    alone (the hook's staged files) start it only when one is a Python file, and fresh mode never does."""
     from physverify import forkclient, isolate
 
     make_repo(tmp_path, claims=1)
     starts: list[str] = []
     monkeypatch.setattr(forkclient, "start", lambda: starts.append("start"))
     monkeypatch.setattr(isolate, "fork_supported", lambda: True)
-    run(tmp_path, jobs=1, dry_run=True, isolation="fresh")
-    _join_warm_up()
-    assert starts == []
-    run(tmp_path, jobs=1, dry_run=True, isolation="fork", changed_since="HEAD")  # most such runs run nothing
-    _join_warm_up()
-    assert starts == []
-    run(tmp_path, jobs=1, dry_run=True, isolation="fork")
-    _join_warm_up()
-    assert starts == ["start"]
+
+    def started(**options: object) -> int:
+        before = len(starts)
+        run(tmp_path, jobs=1, dry_run=True, **options)  # type: ignore[arg-type]
+        _join_warm_up()
+        return len(starts) - before
+
+    assert started(isolation="fresh") == 0
+    assert started(isolation="fresh", changed_since="HEAD") == 0
+    assert started(isolation="fork") == 1
+    assert started(isolation="fork", changed_since="HEAD") == 1  # git's change set is not known yet
+    assert started(isolation="fork", files=["notes.txt", "data/table.csv"]) == 0
+    assert started(isolation="fork", files=["notes.txt", "model.py"]) == 1

@@ -87,9 +87,15 @@ class ForkServer:
         )
         theirs.close()
         self._sock = mine
-        mine.send(json.dumps({"secret": self._secret}).encode())  # never on its command line or in its environment
-        with tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
-            answer = _read_files(self._sock, lambda: None)  # its death ends the wait (EOF); no claim knows its pid yet
+        with _starting_lock:
+            _starting.add(self._proc)
+        try:
+            mine.send(json.dumps({"secret": self._secret}).encode())  # never on its command line or in its environment
+            with tracked(self._proc.pid):  # Ctrl-C while numpy and scipy import: killed, nothing runs
+                answer = _read_files(self._sock, lambda: None)  # its death ends the wait (EOF); no claim knows its pid
+        finally:
+            with _starting_lock:
+                _starting.discard(self._proc)
         if answer is None:
             self.close()
             raise ForkUnavailable("the fork server did not start")
@@ -222,6 +228,8 @@ class ForkServer:
 
 _registry_lock = threading.Lock()
 _servers: dict[frozenset[str], ForkServer] = {}  # one per configuration: physverify.yaml's preload list
+_starting_lock = threading.Lock()
+_starting: set[subprocess.Popen[bytes]] = set()  # servers importing their preload, before any claim can use them
 _exit_hook: list[object] = []
 
 
@@ -276,7 +284,15 @@ def _retire(server: ForkServer) -> None:
 
 
 def shutdown() -> None:
-    """Stop every server (the MCP server and tests; a CLI run just exits)."""
+    """Stop every server (at exit, the MCP server, tests).
+
+    A server still importing its preload has run nothing and is killed rather than waited
+    for: a run that ends without a claim to run (a no-op replay of changes, which starts the
+    server on a guess) does not wait for a start it never needed.
+    """
+    with _starting_lock:
+        for proc in _starting:
+            proc.kill()  # its start ends (EOF): ForkServer raises ForkUnavailable, start() passes
     with _registry_lock:
         for server in _servers.values():
             _retire(server)
