@@ -16,6 +16,7 @@ end state (see ``integrate_run`` there).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -34,6 +35,7 @@ from physverify.order import (
     STALL_SPAN,
     DOES_NOT_DECREASE,
     check_order,
+    check_order_converged,
     effective_floor,
 )
 
@@ -174,9 +176,15 @@ def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, 
     result = check_order(hs, list(sweep.errors), expected_order, **check_order_kwargs)
     if sweep.states is None:
         return result
-    if result.status == FAIL and result.message.startswith(DOES_NOT_DECREASE):
-        unresolved = still_changing(list(sweep.errors), list(sweep.states), hs)
-        return result if unresolved is None else replace(result, status=INCONCLUSIVE, message=unresolved)
+    if result.status in (FAIL, INCONCLUSIVE) and result.message.startswith(DOES_NOT_DECREASE):
+        level = effective_floor(float(check_order_kwargs.get("floor", 1e-12)), float(check_order_kwargs.get("scale", 1.0)))
+        unresolved = still_changing(list(sweep.errors), list(sweep.states), hs, ROUNDOFF_FACTOR * level)
+        if unresolved is not None:
+            return replace(result, status=INCONCLUSIVE, message=unresolved)
+        if result.status == INCONCLUSIVE:
+            # A flat error as large as the solution, whose solutions converge: not a solution lost
+            # to coarse steps, so it is judged like a smaller flat error.
+            result = check_order_converged(hs, list(sweep.errors), expected_order, **check_order_kwargs)
     if result.status != INCONCLUSIVE:
         return result
     elsewhere = converges_elsewhere(hs, list(sweep.errors), list(sweep.states), expected_order, **check_order_kwargs)
@@ -187,21 +195,45 @@ def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, 
 # consecutive levels still differ by this fraction of the error or more, the flat error
 # may be a correct method on a problem it does not resolve yet (issue 16).
 _STILL_CHANGING = 0.5
+# A code converging to any limit, right or wrong, has differences of consecutive levels that
+# shrink with h. Differences that do not shrink (their pairwise order in h below STALL_ORDER)
+# belong to a solution that has not started to converge: a dissipative method at steps far
+# too coarse (backward Euler with omega**2 h t_end >> 1, upwind advection of a narrow pulse)
+# has lost most of the solution at every coarse level, so its error is about the solution
+# itself, the same at every level, while the levels differ by amounts that grow as the
+# solution starts to come back.
 
 
-def still_changing(errors: Sequence[float], states: Sequence[np.ndarray], hs: Sequence[float]) -> str | None:
-    """The INCONCLUSIVE message when a flat error comes with solutions that still change as much, else None."""
+def still_changing(errors: Sequence[float], states: Sequence[np.ndarray], hs: Sequence[float],
+                   floor: float = 0.0) -> str | None:
+    """The INCONCLUSIVE message when a flat error comes with solutions that still change as much, else None.
+
+    Also when the differences of consecutive levels do not shrink towards the fine end (their
+    pairwise order below STALL_ORDER, the finest above ``floor``): a solution that changes as
+    much or more with every refinement has not started to converge, whatever its error.
+    """
     pairs = sorted(zip(hs, errors, states), key=lambda item: -item[0])
     if len(pairs) < 2:
         return None
     (_, _, coarse), (finest_h, finest, fine) = pairs[-2], pairs[-1]
     change = float(np.max(np.abs(np.asarray(fine, dtype=float) - np.asarray(coarse, dtype=float)), initial=0.0))
-    if not change >= _STILL_CHANGING * finest:
+    advice = (f"so the steps are far too coarse for this problem to tell a defect from an unresolved solution; add "
+              f"resolutions finer than h = {finest_h:g}")
+    if change >= _STILL_CHANGING * finest:
+        return (f"the error is about the same at every resolution ({finest:.3g} at the finest level), but the code's "
+                f"own solution still changes by {change:.3g} between the two finest levels, {advice}")
+    if len(pairs) < 3:
         return None
-    return (f"the error is about the same at every resolution ({finest:.3g} at the finest level), but the code's own "
-            f"solution still changes by {change:.3g} between the two finest levels, so the steps are far too coarse "
-            f"for this problem to tell a defect from an unresolved solution; add resolutions finer than h = "
-            f"{finest_h:g}")
+    before = float(np.max(np.abs(np.asarray(coarse, dtype=float) - np.asarray(pairs[-3][2], dtype=float)),
+                          initial=0.0))
+    ratio = pairs[-2][0] / finest_h
+    if change > floor and not (before > 0 and math.log(before / change) / math.log(ratio) >= STALL_ORDER):
+        return (f"the error is about the same at every resolution ({finest:.3g} at the finest level), but the "
+                f"differences of the code's own solution between consecutive levels do not shrink as h shrinks "
+                f"({before:.3g}, then {change:.3g}): the solution has not started to converge (a dissipative method "
+                f"at far too coarse steps loses most of the solution, and its error is then about the solution "
+                f"itself), {advice}")
+    return None
 
 
 # "Converges, but to something else" (issue 16): the code's solution is within this fraction

@@ -185,14 +185,28 @@ def convergence_study(
     steps or steps along a refinement_path; ``h(n)`` is the step size it stands for (1/n
     by default). ``ns`` is a list, or a refine() plan refined until the verdict holds with
     one more level. Pass ``scale`` (the size of the solution) so that errors larger than the
-    solution are recognised as far too coarse. It sees only errors, not solutions, so an
+    solution are recognised as far too coarse. ``error_at`` may return the pair ``(error,
+    solution)``, the code's solution at the same points at every n (a nested grid restricted
+    to the coarsest one): the study then also sees whether the solution converges, but to
+    another problem's solution (a FAIL), or has not started to converge (a dissipative scheme
+    that loses the whole solution at coarse steps: INCONCLUSIVE). Given errors alone, an
     error that is the same at every level is judged by check_order alone; pass
     ``refines="space"`` or ``"path"`` (default "steps") for messages that fit the study. A PASS shows the error falls like
     h**expected_order at these resolutions; it does not show which term of the scheme
     limits the order, nor that the error is measured against the right solution.
     """
     check_order_kwargs.setdefault("refines", "steps")
-    return _order_sweep(ns, lambda n: float(error_at(n)), h, expected_order, **check_order_kwargs)
+    return _order_sweep(ns, lambda n: _measured(error_at(n)), h, expected_order, **check_order_kwargs)
+
+
+def _measured(value: Any) -> Measured:
+    """An error_at's value as the sweep takes it: a float, or the pair (error, solution at fixed points)."""
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise PhysverifyError(f"error_at returned a tuple of {len(value)} items; return the error, or the pair "
+                                  "(error, solution at the same points at every n)")
+        return float(value[0]), np.asarray(value[1], dtype=float)
+    return float(value)
 
 
 def self_convergence_study(

@@ -1,0 +1,133 @@
+"""An adversarial audit of the deterministic studies' verdicts (FAIL becomes "confirmed", PASS "rejected").
+
+Each case is a realistic code written from the physics, in a regime where a naive order check
+decides wrongly; the expected verdict is stated from the physics before the study is run. The
+cases that broke a study are regression tests of its fix; the ones that held stay as guards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from physverify import (
+    EXACT,
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    ManufacturedODE,
+    check_order,
+    convergence_study,
+    from_step,
+    mms_order_study,
+    reference_study,
+    refine,
+    reversibility_study,
+)
+
+# --- a dissipative method that loses the solution at coarse steps ---------------------------------
+# Backward Euler on the undamped oscillator x'' = -W**2 x damps each step by (1 + (W h)**2)**-1/2,
+# so after n = T / h steps the amplitude is about exp(-W**2 T h / 2) (Hairer and Wanner, Solving
+# ODEs II, sec. IV.3: the stability function 1 / (1 - z)). With W = 10, T = 10 the numerical
+# solution is essentially zero for n = 100 ... 800: the error is the exact solution itself, the
+# same at every level, from a correct first-order method. Expected: INCONCLUSIVE, never FAIL.
+W = 10.0
+T_END = 10.0
+SYSTEM = np.array([[0.0, 1.0], [-W**2, 0.0]])
+COARSE = [100, 200, 400, 800]
+
+
+def _oscillator(t: float, y: np.ndarray) -> np.ndarray:
+    return SYSTEM @ y
+
+
+def _backward_euler(f, t: float, y: np.ndarray, h: float) -> np.ndarray:  # noqa: ANN001
+    """One backward Euler step of the linear y' = SYSTEM y + s(t): (I - h SYSTEM) y_new = y + h s(t + h)."""
+    source = f(t + h, np.zeros_like(y))  # f(t, 0) is the source alone for a linear right-hand side
+    x, v = y + h * source
+    return np.array([x + h * v, v - h * W**2 * x]) / (1.0 + (h * W) ** 2)  # (I - h SYSTEM)**-1 by hand
+
+
+BACKWARD_EULER = from_step(_backward_euler, _oscillator)
+FREE = ManufacturedODE(lambda t: np.array([np.cos(W * t), -W * np.sin(W * t)]), _oscillator)
+
+
+def test_backward_euler_that_damps_the_solution_away_is_not_confirmed_defective_against_a_reference() -> None:
+    result = reference_study(BACKWARD_EULER, _oscillator, [1.0, 0.0], T_END, COARSE, 1)
+    assert result.status == INCONCLUSIVE, result.message
+    assert "do not shrink" in result.message and "finer than h = 0.0125" in result.message
+
+
+def test_backward_euler_that_damps_the_solution_away_is_not_confirmed_defective_by_mms() -> None:
+    result = mms_order_study(BACKWARD_EULER, FREE, T_END, COARSE, 1)
+    assert result.status == INCONCLUSIVE, result.message
+
+
+@pytest.mark.slow  # about 100,000 steps through the adapter
+def test_a_plan_refines_backward_euler_past_the_lost_levels_to_its_first_order() -> None:
+    result = mms_order_study(BACKWARD_EULER, FREE, T_END, refine(100, max_n=100 * 2**9), 1)
+    assert result.status == PASS and len(result.errors) > 5, result.message
+
+
+def _lost_error(n: int) -> float:
+    state = BACKWARD_EULER(lambda t: np.zeros(2), np.array([1.0, 0.0]), T_END, n)
+    return float(np.max(np.abs(state - FREE.value(T_END))))
+
+
+def test_errors_alone_as_large_as_the_solution_and_flat_are_not_a_defect() -> None:
+    result = convergence_study(_lost_error, COARSE, 1, h=lambda n: T_END / n, scale=W)
+    assert result.status == INCONCLUSIVE, result.message
+    assert "as large as the solution itself" in result.message and "error_at may return" in result.message
+
+
+def test_a_flat_error_smaller_than_half_the_solution_still_fails_from_errors_alone() -> None:
+    # The spec's worked example (0.462 on a solution of size 1) keeps its FAIL.
+    assert check_order([0.1, 0.05, 0.025, 0.0125], [0.4621, 0.4620, 0.4622, 0.4620], 2).status == FAIL
+
+
+# First-order upwind advection of a narrow Gaussian pulse (width 0.02) over 10 periods at CFL 0.5:
+# the modified equation carries a diffusion a dx (1 - nu) / 2 (LeVeque, Finite Volume Methods for
+# Hyperbolic Problems, sec. 8.6), which smears the pulse to a fraction of its height until dx is far
+# below width**2 / t. The max error is then most of the pulse, about the same at nx = 64 ... 512.
+def _upwind_pulse(nx: int) -> tuple[np.ndarray, np.ndarray]:
+    x = (np.arange(nx) + 0.5) / nx
+    u = np.exp(-(((x - 0.5) / 0.02) ** 2))
+    exact = u.copy()  # ten whole periods later the exact pulse is back where it started
+    for _ in range(20 * nx):
+        u = u - 0.5 * (u - np.roll(u, 1))
+    return u, exact
+
+
+def _upwind_error(nx: int) -> float:
+    u, exact = _upwind_pulse(nx)
+    return float(np.max(np.abs(u - exact)))
+
+
+def _upwind_error_and_solution(nx: int) -> tuple[float, np.ndarray]:
+    u, exact = _upwind_pulse(nx)
+    return float(np.max(np.abs(u - exact))), u.reshape(64, nx // 64).mean(axis=1)  # on the coarsest cells
+
+
+def test_upwind_smearing_a_pulse_away_is_not_confirmed_defective() -> None:
+    for error_at in (_upwind_error, _upwind_error_and_solution):
+        result = convergence_study(error_at, [64, 128, 256, 512], 1, refines="space")
+        assert result.status == INCONCLUSIVE, result.message
+
+
+def test_a_tuple_from_error_at_lets_convergence_study_see_a_code_that_converges_elsewhere() -> None:
+    # The trapezoidal rule of exp on [0, 1] against a wrong exact value (e instead of e - 1): the
+    # error is flat and as large as the value, the solutions converge at order 2: a FAIL.
+    def error_at(n: int) -> tuple[float, np.ndarray]:
+        x = np.linspace(0.0, 1.0, n + 1)
+        value = float(np.sum((np.exp(x[1:]) + np.exp(x[:-1])) / 2) / n)
+        return abs(value - np.e), np.array([value])
+
+    result = convergence_study(error_at, [8, 16, 32, 64], 2, scale=1.0)
+    assert result.status == FAIL, result.message
+
+
+def test_a_round_trip_of_backward_euler_that_loses_the_state_is_not_confirmed_defective() -> None:
+    forward = lambda y, t, h: np.linalg.solve(np.eye(2) - h * SYSTEM, y)  # noqa: E731
+    backward = lambda y, t, h: np.linalg.solve(np.eye(2) + h * SYSTEM, y)  # noqa: E731
+    result = reversibility_study(forward, backward, [1.0, 0.0], T_END, COARSE, 1)
+    assert result.status == INCONCLUSIVE, result.message
