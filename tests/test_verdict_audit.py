@@ -20,10 +20,13 @@ from physverify import (
     convergence_study,
     from_step,
     mms_order_study,
+    mms_trajectory_study,
     reference_study,
     refine,
     reversibility_study,
 )
+from physverify.errors import PhysverifyError
+from physverify.mms import check_derivative
 
 # --- a dissipative method that loses the solution at coarse steps ---------------------------------
 # Backward Euler on the undamped oscillator x'' = -W**2 x damps each step by (1 + (W h)**2)**-1/2,
@@ -131,3 +134,50 @@ def test_a_round_trip_of_backward_euler_that_loses_the_state_is_not_confirmed_de
     backward = lambda y, t, h: np.linalg.solve(np.eye(2) + h * SYSTEM, y)  # noqa: E731
     result = reversibility_study(forward, backward, [1.0, 0.0], T_END, COARSE, 1)
     assert result.status == INCONCLUSIVE, result.message
+
+
+# --- a manufactured solution whose forcing is for another function (a wrong reference) -----------
+# RK4 on the decay law y' = -y with the forcing of u(t) = 2 + sin 3t (Roache, Verification and
+# Validation, ch. 3). A correct code converges to whatever function the forcing makes exact; when
+# the forcing's derivative is not u', that function is not u, the error levels off, and the claim
+# would be confirmed against a correct RK4. Expected: an error naming the reference (not decidable).
+def _rk4(f, t: float, y: np.ndarray, h: float) -> np.ndarray:  # noqa: ANN001
+    k1 = f(t, y)
+    k2 = f(t + h / 2, y + h / 2 * k1)
+    k3 = f(t + h / 2, y + h / 2 * k2)
+    k4 = f(t + h, y + h * k3)
+    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
+def _decay(t: float, y: np.ndarray) -> np.ndarray:
+    return -y
+
+
+RK4_DECAY = from_step(_rk4, _decay)
+
+
+@pytest.mark.parametrize("mms, what", [
+    (ManufacturedODE(lambda t: np.array([2.0 + np.sin(3 * t)]), _decay, du=lambda t: np.array([np.cos(3 * t)])),
+     "du gives"),  # the chain rule's factor 3 forgotten
+    (ManufacturedODE(lambda t: np.array([2.0 + np.abs(np.sin(3 * t))]), _decay),
+     "the complex-step derivative of u gives 0"),  # abs is not analytic: the complex step sees no slope
+    (ManufacturedODE(lambda t: np.array([2.0 + np.real(np.exp(3j * t))]), _decay),
+     "the complex-step derivative of u gives 0"),  # np.real drops the imaginary part the step needs
+])
+def test_a_forcing_for_another_function_is_a_wrong_reference_not_a_confirmed_defect(mms: ManufacturedODE,
+                                                                                    what: str) -> None:
+    with pytest.raises(PhysverifyError, match="the manufactured solution's derivative is wrong") as raised:
+        mms_order_study(RK4_DECAY, mms, 2.0, [8, 16, 32, 64], 4)
+    assert what in str(raised.value)
+    run = lambda t_end: (lambda source, y0, t, n: ([t], [RK4_DECAY(source, y0, t, n)]))  # noqa: E731
+    with pytest.raises(PhysverifyError, match="derivative is wrong"):
+        mms_trajectory_study(run(2.0), mms, 2.0, [8, 16, 32, 64], 4)
+
+
+def test_a_right_derivative_passes_the_derivative_check_even_for_a_fast_solution() -> None:
+    fast = ManufacturedODE(lambda t: np.array([2.0 + np.sin(300 * t)]), _decay,
+                           du=lambda t: np.array([300 * np.cos(300 * t)]))
+    check_derivative(fast, 1.0)  # (300 * 1e-3)**2 / 6 is the difference quotient's own error: allowed
+    result = mms_order_study(RK4_DECAY, ManufacturedODE(lambda t: np.array([2.0 + np.sin(3 * t)]), _decay), 2.0,
+                             [8, 16, 32, 64], 4)
+    assert result.status == PASS

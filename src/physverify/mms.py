@@ -84,6 +84,55 @@ class ManufacturedODE:
         return self.derivative(t) - np.asarray(self.rhs_ref(t, self.value(t)), dtype=float)
 
 
+# The derivative a manufactured solution's forcing uses (du, or the complex step of u) is
+# compared with a central difference of u at a few times: a du with a typo, or a u written
+# with abs or np.real (which the complex step differentiates wrongly, without an error),
+# gives a forcing for another solution, and a correct code then shows an error that does
+# not fall, which would be confirmed as a defect. The difference quotient's own error is
+# estimated from two steps (Richardson); a mismatch beyond ten times that estimate and a
+# relative 1e-6 is a wrong reference, not a finding.
+_DERIVATIVE_SAMPLES = 5
+_DERIVATIVE_STEP = 1e-3
+_DERIVATIVE_RTOL = 1e-6
+
+
+def check_derivative(mms: ManufacturedODE, t_end: float) -> None:
+    """Raise PhysverifyError when ``mms.derivative`` is not the derivative of ``mms.value`` on [0, t_end].
+
+    Samples ``_DERIVATIVE_SAMPLES`` interior times; at each, compares the derivative with the
+    Richardson-extrapolated central difference of u with steps 1e-3 t_end and half that.
+    """
+    span = abs(float(t_end))
+    if not (span > 0 and np.isfinite(span)):
+        return
+    delta = _DERIVATIVE_STEP * span
+    for k in range(_DERIVATIVE_SAMPLES):
+        t = float(t_end) * (k + 0.5) / _DERIVATIVE_SAMPLES
+        values = [mms.value(t + shift) for shift in (-delta, -delta / 2, delta / 2, delta)]
+        if not all(np.all(np.isfinite(v)) for v in values):
+            return  # a solution that is not finite near t: the study itself will say so
+        wide = (values[3] - values[0]) / (2 * delta)
+        narrow = (values[2] - values[1]) / delta
+        difference = (4.0 * narrow - wide) / 3.0
+        used = mms.derivative(t)
+        if used.shape != difference.shape:
+            raise PhysverifyError(f"the manufactured derivative has shape {used.shape} at t = {t:g}, but u has shape "
+                                  f"{difference.shape}")
+        size = max(float(np.max(np.abs(difference), initial=0.0)), float(np.max(np.abs(used), initial=0.0)))
+        roundoff = 100.0 * float(np.finfo(float).eps) * max(float(np.max(np.abs(v), initial=0.0)) for v in values) / delta
+        allowed = 10.0 * np.abs(narrow - wide) + _DERIVATIVE_RTOL * size + roundoff
+        miss = np.abs(used - difference)
+        if np.any(miss > allowed):
+            i = int(np.argmax(miss - allowed))
+            which = "du" if mms.du is not None else "the complex-step derivative of u"
+            hint = ("fix du" if mms.du is not None else "write u with analytic numpy functions (no abs, np.real, "
+                    "np.maximum, np.round) or pass du")
+            raise PhysverifyError(
+                f"the manufactured solution's derivative is wrong: {which} gives {float(used.flat[i]):.6g} at t = "
+                f"{t:g} (component {i}), but a central difference of u gives {float(difference.flat[i]):.6g}; the "
+                f"forcing would make another function the exact solution, so no order can be judged: {hint}")
+
+
 @dataclass(frozen=True)
 class Sweep:
     """The resolutions a budgeted sweep measured: step counts, errors, and a note when it stopped early.
@@ -454,6 +503,7 @@ def mms_order_study(
     order to the solution of the reference equation at t_end; it does not test terms
     that vanish on this u, nor behaviour between 0 and t_end (see mms_trajectory_study).
     """
+    check_derivative(mms, t_end)
     y0, exact = mms.value(0.0), mms.value(t_end)
 
     def measure(n: int) -> Measured:
@@ -508,6 +558,7 @@ def mms_trajectory_study(
     stays O(h**expected) at every returned time, which catches errors that cancel by
     t_end (a phase error at a special end time); it proves nothing between output times.
     """
+    check_derivative(mms, t_end)
     y0 = mms.value(0.0)
 
     def measure(n: int) -> Measured:
