@@ -181,3 +181,50 @@ def test_a_right_derivative_passes_the_derivative_check_even_for_a_fast_solution
     result = mms_order_study(RK4_DECAY, ManufacturedODE(lambda t: np.array([2.0 + np.sin(3 * t)]), _decay), 2.0,
                              [8, 16, 32, 64], 4)
     assert result.status == PASS
+
+
+# --- a single-precision code ----------------------------------------------------------------------
+# RK4 computing in float32: its error levels off near eps32 |u| ~ 1e-7 by n = 32 (the truncation
+# error C h**4 is below it from there on). Judged against float64's floor of 1e-12 the plateau read
+# as "the error stops decreasing: add resolutions finer than h", advice that only adds round-off.
+# Expected: INCONCLUSIVE naming single precision and coarser steps, never a FAIL, never EXACT.
+def _rk4_float32(f, t: float, y: np.ndarray, h: float) -> np.ndarray:  # noqa: ANN001
+    y, step = np.asarray(y, dtype=np.float32), np.float32(h)
+
+    def slope(s: float, z: np.ndarray) -> np.ndarray:
+        return np.asarray(f(s, z), dtype=np.float32)
+
+    k1 = slope(t, y)
+    k2 = slope(t + h / 2, y + step / 2 * k1)
+    k3 = slope(t + h / 2, y + step / 2 * k2)
+    k4 = slope(t + h, y + step * k3)
+    return (y + step / np.float32(6) * (k1 + 2 * k2 + 2 * k3 + k4)).astype(np.float32)
+
+
+RK4_FLOAT32 = from_step(_rk4_float32, _decay)
+WAVY = ManufacturedODE(lambda t: np.array([2.0 + np.sin(3 * t)]), _decay)
+
+
+@pytest.mark.parametrize("ns", [[16, 32, 64, 128, 256, 512], [64, 128, 256, 512, 1024, 2048]])
+def test_a_float32_code_at_its_round_off_is_neither_exact_nor_told_to_refine(ns: list[int]) -> None:
+    result = mms_order_study(RK4_FLOAT32, WAVY, 2.0, ns, 4)
+    assert result.status == INCONCLUSIVE, result.message
+    assert "single (float32) precision" in result.message and "use coarser steps" in result.message
+    assert "finer than" not in result.message
+
+
+def test_a_plan_on_a_float32_code_stops_at_its_round_off() -> None:
+    result = mms_order_study(RK4_FLOAT32, WAVY, 2.0, refine(8, max_n=4096), 4)
+    assert result.status == INCONCLUSIVE and "reached the noise floor" in result.message
+    assert len(result.errors) <= 4, result.errors
+
+
+@pytest.mark.slow  # 30,000 steps through the adapter
+def test_a_float32_code_measured_coarse_enough_still_passes_its_order() -> None:
+    # Euler in float32 at n = 2000 ... 32000: errors 1e-3 ... 7.5e-5, far above its round-off.
+    def euler(f, t: float, y: np.ndarray, h: float) -> np.ndarray:  # noqa: ANN001
+        y = np.asarray(y, dtype=np.float32)
+        return (y + np.float32(h) * np.asarray(f(t, y), dtype=np.float32)).astype(np.float32)
+
+    result = mms_order_study(from_step(euler, _decay), WAVY, 2.0, [2000, 4000, 8000, 16000], 1)
+    assert result.status == PASS, result.message

@@ -102,8 +102,14 @@ def from_step(step: Step, rhs: Rhs) -> Integrate:
 
 
 def _same_shape(value: Any, previous: np.ndarray, what: str) -> np.ndarray:
-    """``value`` as a float array of ``previous``'s shape; another shape is an adapter mistake."""
-    state = np.asarray(value, dtype=float)
+    """``value`` as a float array of ``previous``'s shape; another shape is an adapter mistake.
+
+    A floating result keeps its precision (a float32 code's state stays float32, so the studies
+    judge it against float32 round-off); anything else becomes float64.
+    """
+    state = np.asarray(value)
+    if not np.issubdtype(state.dtype, np.floating):
+        state = state.astype(float)
     if state.shape != previous.shape:
         raise PhysverifyError(f"{what} returned a state of shape {state.shape}, but it was given shape "
                               f"{previous.shape}")

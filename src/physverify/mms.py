@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from physverify._compat import accepts_060, renamed
-from physverify.checks import FAIL, INCONCLUSIVE, PASS, OrderResult, remaining_budget
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, remaining_budget
 from physverify.errors import PhysverifyError
 from physverify.refine import DEFAULT_MAX_LEVELS, Refinement
 from physverify.order import (
@@ -145,17 +145,50 @@ class Sweep:
     errors: tuple[float, ...]
     note: str | None
     states: tuple[np.ndarray, ...] | None = None
+    eps: float = float(np.finfo(float).eps)
 
 
 # What a measure returns: the error at a level, or the error and the code's own solution there.
 Measured = float | tuple[float, Any]
 
 
-def _split(value: Any) -> tuple[float, np.ndarray | None]:
+def _split(value: Any) -> tuple[float, np.ndarray | None, float]:
+    """The error, the state as floats (or None), and the machine epsilon of the state the code returned."""
     if isinstance(value, tuple):
         error, state = value
-        return float(error), np.asarray(state, dtype=float)
-    return float(value), None
+        raw = np.asarray(state)
+        eps = float(np.finfo(raw.dtype).eps) if np.issubdtype(raw.dtype, np.floating) else _EPS64
+        return float(error), np.asarray(state, dtype=float), max(eps, _EPS64)
+    return float(value), None, _EPS64
+
+
+_EPS64 = float(np.finfo(float).eps)
+# A code that computes in single (or half) precision has round-off near its own machine epsilon,
+# not float64's: its error levels off near eps32 * |u| and grows slowly with the number of steps
+# (a random walk, sqrt(n)). Judged against float64's floor that plateau reads as a stalled error,
+# and "add finer resolutions" would only add round-off. The floor of such a sweep is
+# eps * max(10, sqrt(n)) for its finest n (check_order's floor is raised, never lowered).
+_LOW_PRECISION_FLOOR = 10.0
+
+
+def precision_floor(eps: float, finest: int) -> float:
+    """The noise floor (for a solution of size 1) of a code whose states have machine epsilon ``eps``."""
+    return eps * max(_LOW_PRECISION_FLOOR, math.sqrt(max(1, finest)))
+
+
+def _judging(sweep: Sweep, check_order_kwargs: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """check_order's keywords for this sweep, with the floor raised for a low-precision code, and the note saying so."""
+    if not sweep.eps > _EPS64 or not sweep.ns:
+        return check_order_kwargs, None
+    given = float(check_order_kwargs.get("floor", 1e-12))
+    floor = max(given, precision_floor(sweep.eps, max(sweep.ns)))
+    if floor <= given:
+        return check_order_kwargs, None
+    bits = {float(np.finfo(np.float32).eps): "single (float32)", float(np.finfo(np.float16).eps): "half (float16)"}
+    name = bits.get(sweep.eps, f"a precision of machine epsilon {sweep.eps:.3g}")
+    note = (f"the code returns its solution in {name} precision, so round-off is near {sweep.eps:.3g} of the "
+            f"solution and the noise floor is raised to {floor:.3g} (times the solution's size)")
+    return {**check_order_kwargs, "floor": floor}, note
 
 
 def measure_resolutions(ns: Sequence[int], measure: Callable[[int], Measured]) -> Sweep:
@@ -174,18 +207,20 @@ def measure_resolutions(ns: Sequence[int], measure: Callable[[int], Measured]) -
     errors: list[float] = []
     states: list[np.ndarray | None] = []
     seconds_per_step = 0.0
+    eps = _EPS64
     for n in order:
         left = remaining_budget()
         if done and left is not None and seconds_per_step * n > left:
             note = f"stopped after {len(done)} of {len(order)} resolutions to stay within the budget of {budget:.2g} s"
-            return Sweep(tuple(done), tuple(errors), note, _states(states))
+            return Sweep(tuple(done), tuple(errors), note, _states(states), eps)
         start = time.monotonic()
-        error, state = _split(measure(n))
+        error, state, precision = _split(measure(n))
+        eps = max(eps, precision)
         errors.append(error)
         states.append(state)
         seconds_per_step = max(seconds_per_step, (time.monotonic() - start) / n)
         done.append(n)
-    return Sweep(tuple(done), tuple(errors), None, _states(states))
+    return Sweep(tuple(done), tuple(errors), None, _states(states), eps)
 
 
 def _states(states: list[np.ndarray | None]) -> tuple[np.ndarray, ...] | None:
@@ -220,7 +255,26 @@ def finish_study(sweep: Sweep, h: Callable[[int], float], expected_order: float,
 
 
 def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, **check_order_kwargs: Any) -> OrderResult:
-    """check_order on the sweep's errors; an undecided flat error whose solutions converge is a FAIL."""
+    """check_order on the sweep's errors; an undecided flat error whose solutions converge is a FAIL.
+
+    A code whose solutions are in single or half precision is judged against its own round-off
+    (``precision_floor``), and the message says so.
+    """
+    check_order_kwargs, note = _judging(sweep, check_order_kwargs)
+    result = _judge_sweep(sweep, h, expected_order, **check_order_kwargs)
+    if note is None:
+        return result
+    if result.status == EXACT:
+        # Below single precision's round-off at every level is not exactness: the truncation error
+        # of a correct method of any order hides there as well as that of a defective one.
+        return replace(result, status=INCONCLUSIVE, message=f"{note}; every error is within that round-off, which "
+                       "hides the truncation error of a correct and of a defective method alike; use coarser steps, "
+                       "where the error is above it")
+    return replace(result, message=f"{note}; {result.message}")
+
+
+def _judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float,
+                 **check_order_kwargs: Any) -> OrderResult:
     hs = [float(h(n)) for n in sweep.ns]
     result = check_order(hs, list(sweep.errors), expected_order, **check_order_kwargs)
     if sweep.states is None:
@@ -384,6 +438,7 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
     errors: list[float] = []
     states: list[np.ndarray | None] = []
     seconds_per_step = 0.0
+    eps = _EPS64
     previous: OrderResult | None = None
     result: OrderResult | None = None
     reason = _exhausted(plan)
@@ -394,7 +449,8 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
             reason = f"the next level, n = {n}, would overrun {stop}"
             break
         start = time.monotonic()
-        error, state = _split(measure(n))
+        error, state, precision = _split(measure(n))
+        eps = max(eps, precision)
         seconds_per_step = max(seconds_per_step, (time.monotonic() - start) / n)
         done.append(n)
         errors.append(error)
@@ -403,8 +459,10 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
             # A plan starts coarse on purpose: levels beyond a stability limit (all non-finite
             # so far) are a reason to refine, not a blow-up at a finer step than a finite one.
             continue
-        result = judge_sweep(Sweep(tuple(done), tuple(errors), None, _states(states)), h, expected_order,
-                             **check_order_kwargs)
+        sweep = Sweep(tuple(done), tuple(errors), None, _states(states), eps)
+        result = judge_sweep(sweep, h, expected_order, **check_order_kwargs)
+        judging, _ = _judging(sweep, check_order_kwargs)
+        floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         if result.status != INCONCLUSIVE and previous is not None and previous.status == result.status:
             return replace(result, message=f"{result.message} (refined n = {_levels(done)}; the verdict held with one "
                            "more level)")

@@ -27,6 +27,7 @@ from physverify.mms import (
     mms_order_study,
     mms_trajectory_study,
     order_sweep,
+    precision_floor,
     step_counts,
 )
 from physverify.order import check_exact, fit_order, pairwise_orders
@@ -121,8 +122,9 @@ def invariant_study(
     source = _zero_source(start)
 
     def drift(n: int) -> Measured:
-        end = np.asarray(integrate(source, start.copy(), t_end, n), dtype=float)
-        return abs(float(invariant(end)) - initial), end
+        raw = integrate(source, start.copy(), t_end, n)  # kept as returned: its precision sets the noise floor
+        end = np.asarray(raw, dtype=float)
+        return abs(float(invariant(end)) - initial), raw
 
     check_order_kwargs.setdefault("scale", abs(initial))
     check_order_kwargs.setdefault("tol_high", None)
@@ -205,7 +207,7 @@ def _measured(value: Any) -> Measured:
         if len(value) != 2:
             raise PhysverifyError(f"error_at returned a tuple of {len(value)} items; return the error, or the pair "
                                   "(error, solution at the same points at every n)")
-        return float(value[0]), np.asarray(value[1], dtype=float)
+        return float(value[0]), np.asarray(value[1])  # its own precision: a float32 code has float32 round-off
     return float(value)
 
 
@@ -238,15 +240,23 @@ def self_convergence_study(
         raise PhysverifyError(f"self_convergence_study needs three or more resolutions refined by one constant "
                               f"ratio, got {order}")
     solutions: dict[int, np.ndarray] = {}
+    precision = [float(np.finfo(float).eps)]
 
     def solution(n: int) -> np.ndarray:
         if n not in solutions:  # each level is solved once, though it appears in two differences
-            solutions[n] = np.asarray(solve(n), dtype=float)
+            raw = np.asarray(solve(n))
+            if np.issubdtype(raw.dtype, np.floating):
+                precision[0] = max(precision[0], float(np.finfo(raw.dtype).eps))
+            solutions[n] = raw.astype(float)
         return solutions[n]
 
     finer = dict(pairwise(order))
     # The size of the solution sets the noise floor; the coarsest level is the cheapest to ask.
     check_order_kwargs.setdefault("scale", float(np.max(np.abs(solution(order[0])), initial=0.0)))
+    if precision[0] > float(np.finfo(float).eps):
+        # A single-precision code: its differences level off at its own round-off (see precision_floor).
+        check_order_kwargs["floor"] = max(float(check_order_kwargs.get("floor", 1e-12)),
+                                          precision_floor(precision[0], order[-1]))
     check_order_kwargs.setdefault("refines", "steps")
     # Level n is the difference between n and the next finer level, so the last level of the
     # plan only ever appears as the finer one: the plan of differences stops one level short.
