@@ -276,7 +276,8 @@ def refinement_path(nxs: Sequence[int], *, space_order: float, time_order: float
     term shows as a lower order in dx (give h = 1/nx to convergence_study). The path
     hides a defect when the ratio is too large for it: with dt ~ dx**2 (dt/dx**2 fixed, the
     path explicit schemes need for stability), a first-order time error falls like dx**2
-    and passes as second order in space.
+    and passes as second order in space. A rounding that gives two resolutions the same
+    step count (a small nt0) is a PhysverifyError: the path would not refine time there.
     """
     counts = step_counts(nxs)
     if list(nxs) != counts:
@@ -284,7 +285,16 @@ def refinement_path(nxs: Sequence[int], *, space_order: float, time_order: float
     if not (space_order > 0 and time_order > 0 and int(nt0) == nt0 and nt0 > 0):
         raise PhysverifyError(f"refinement_path needs positive orders and a positive integer nt0, got space_order="
                               f"{space_order!r}, time_order={time_order!r}, nt0={nt0!r}")
-    return [path_steps(nx, space_order=space_order, time_order=time_order, nx0=counts[0], nt0=nt0) for nx in counts]
+    steps = [path_steps(nx, space_order=space_order, time_order=time_order, nx0=counts[0], nt0=nt0) for nx in counts]
+    # Rounding a small nt0 * (nx / nx0)**(space_order / time_order) can give one step count to two
+    # space resolutions: the time error then does not fall between them, and a correct code's error
+    # levels off on a path that is not the one asked for.
+    same = [(a, b) for (a, b), (m, n) in zip(pairwise(counts), pairwise(steps)) if m == n]
+    if same:
+        raise PhysverifyError(f"refinement_path gives the step counts {steps} for nx = {counts}: nx = {same[0][0]} and "
+                              f"{same[0][1]} get the same number of steps, so the time step does not shrink between "
+                              "them; give a larger nt0")
+    return steps
 
 
 def path_steps(nx: int, *, space_order: float, time_order: float, nx0: int, nt0: int) -> int:
@@ -326,7 +336,8 @@ def drift_study(deviation_at: Callable[[float], float], t_ends: Sequence[float],
     0.75.  ``expect="linear"``: PASS when g is within
     0.25 of 1, FAIL when it is bounded or grows faster than T**1.75. The exponent
     between the two longest end times must fall in the same class as g; anything else is
-    INCONCLUSIVE (add longer end times). Deviations at round-off everywhere are EXACT.
+    INCONCLUSIVE (add longer end times), and so is a bounded-looking g whose deviation
+    still rises at a steady slope (a drift under a larger bounded oscillation, _hidden_drift). Deviations at round-off everywhere are EXACT.
     A PASS for "bounded" shows no drift up to the largest T at this step; it does not
     prove the method symplectic, and a bounded error can still be large.
     The result keeps the end times in ``hs`` and the deviations in ``errors``.
@@ -359,12 +370,35 @@ def _judge_drift(times: list[float], deviations: list[float], expect: str) -> tu
     if kind[0] != kind[1]:
         return INCONCLUSIVE, (f"{head}, but between the two longest end times it grows like T**{last:.2f}: the "
                               f"growth has not settled; add end times longer than T = {times[-1]:g}"), g
+    if kind[0] == "bounded" and _hidden_drift(times, deviations):
+        return INCONCLUSIVE, (f"{head}, but the deviation still rises in proportion to T (by "
+                              f"{deviations[-1] - deviations[0]:.3g}, at a steady slope), as a secular drift under a "
+                              "larger bounded oscillation does (a non-symplectic method at a small step): add end "
+                              f"times longer than T = {times[-1]:g}, until the drift dominates or the rise stops"), g
     if kind[0] == "between":
         return INCONCLUSIVE, (f"{head}, between the exponents of bounded (0), linear (1) and faster growth (1.75 "
                               f"or more): add end times longer than T = {times[-1]:g} to tell them apart"), g
     if kind[0] == expect:
         return PASS, head, g
     return FAIL, f"{head}: {_DRIFT_MEANING[kind[0] if g < 1.0 + _BOUNDED_EXPONENT else 'faster than linear']}", g
+
+
+# A bounded-looking growth exponent can hide a drift: D(T) = B + eps T has exponent eps T / (B + eps T),
+# below 0.25 while the drift is under a third of the bounded part B, which a non-symplectic method's
+# per-orbit oscillation of the energy can be at a small step. A bounded maximum deviation stops
+# rising, or rises ever more slowly; B + eps T rises at a steady slope. A rise of this fraction of
+# the last deviation, whose slope between the two longest end times is at least half the slope
+# between the two shortest, is not yet "bounded".
+_HIDDEN_RISE = 0.05
+_STEADY_SLOPE = 0.5
+
+
+def _hidden_drift(times: list[float], deviations: list[float]) -> bool:
+    """Whether the deviations rise steadily in proportion to T, as B + eps T does (see _HIDDEN_RISE)."""
+    rise = deviations[-1] - deviations[0]
+    first = (deviations[1] - deviations[0]) / (times[1] - times[0])
+    last = (deviations[-1] - deviations[-2]) / (times[-1] - times[-2])
+    return rise > _HIDDEN_RISE * deviations[-1] and first > 0 and last >= _STEADY_SLOPE * first
 
 
 def _growth_kind(g: float, expect: str) -> str:
