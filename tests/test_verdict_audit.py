@@ -24,6 +24,7 @@ from physverify import (
     from_step,
     mms_order_study,
     mms_trajectory_study,
+    operator_study,
     reference_study,
     refine,
     refinement_path,
@@ -391,3 +392,48 @@ def test_an_exact_cubic_is_exact_not_a_fail_at_coarse_and_at_round_off_prone_res
     cubic = ManufacturedODE(lambda t: np.array([50 * t**3 + 1.0]), lambda t, y: 0.0 * y)
     for ns in ([4, 8, 16, 32], [1000, 2000, 4000, 8000]):
         assert mms_order_study(quadrature, cubic, 3.0, ns, 4).status == EXACT
+
+
+# --- difference quotients at round-off ------------------------------------------------------------
+# The three-point Laplacian of sin(2 pi x), periodic: truncation (2 pi)**4 dx**2 / 12, round-off about
+# eps / dx**2 (LeVeque, Finite Difference Methods, sec. 1.5). From nx ~ 10**4 the round-off wins and
+# the error rises like dx**-2, which read as an error that levels off: a correct Laplacian confirmed
+# defective. Expected: INCONCLUSIVE, saying to use coarser grids (not finer ones).
+def _laplacian(u: np.ndarray, dx: float) -> np.ndarray:
+    return (np.roll(u, -1) - 2 * u + np.roll(u, 1)) / dx**2
+
+
+def _wave(x: np.ndarray) -> np.ndarray:
+    return np.sin(2 * np.pi * x)
+
+
+def _wave_second_derivative(x: np.ndarray) -> np.ndarray:
+    return -((2 * np.pi) ** 2) * np.sin(2 * np.pi * x)
+
+
+def test_a_laplacian_at_its_round_off_is_not_confirmed_defective() -> None:
+    result = operator_study(_laplacian, _wave, _wave_second_derivative, [4096, 8192, 16384, 32768, 65536, 131072], 2)
+    assert result.status == INCONCLUSIVE, result.message
+    assert "round-off of the difference quotient" in result.message and "use coarser grids" in result.message
+    assert "finer than" not in result.message
+
+
+def test_a_first_order_operator_still_fails_far_above_its_round_off() -> None:
+    one_sided = lambda u, dx: (np.roll(u, -1) - u) / dx  # noqa: E731  first order, claimed second
+    result = operator_study(one_sided, _wave, lambda x: 2 * np.pi * np.cos(2 * np.pi * x), [64, 128, 256, 512], 2,
+                            where=lambda nx: (np.arange(nx) + 0.5) / nx)
+    assert result.status == FAIL and "a clean order 1" in result.message, result.message
+
+
+def test_an_operator_with_a_wrong_constant_fails_at_any_size_of_its_error() -> None:
+    # (u[i+1] - u[i-1]) / dx, the factor 1/2 missing: the result converges to 2 u', so the error is
+    # |u'| itself, as large as the solution; the study sees the results converge and says FAIL.
+    missing_half = lambda u, dx: (np.roll(u, -1) - np.roll(u, 1)) / dx  # noqa: E731
+    derivative = lambda x: 2 * np.pi * np.cos(2 * np.pi * x)  # noqa: E731
+    assert operator_study(missing_half, _wave, derivative, [16, 32, 64, 128], 2).status == FAIL
+    halved_y = lambda u, dx, dy: ((np.roll(u, -1, 0) - 2 * u + np.roll(u, 1, 0)) / dx**2  # noqa: E731
+                                  + (np.roll(u, -1, 1) - 2 * u + np.roll(u, 1, 1)) / (2 * dy**2))
+    field = lambda x, y: np.sin(2 * np.pi * x) * np.sin(2 * np.pi * y)  # noqa: E731
+    result = operator_study(halved_y, field, lambda x, y: -8 * np.pi**2 * field(x, y), [8, 16, 32, 64], 2,
+                            domain=((0.0, 1.0), (0.0, 1.0)))
+    assert result.status == FAIL, result.message

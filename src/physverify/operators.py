@@ -25,7 +25,7 @@ from physverify.adapters import exact_steps
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
 from physverify.errors import PhysverifyError
 from physverify.mms import Measured, max_error, order_sweep
-from physverify.order import effective_floor
+from physverify.order import ROUNDOFF_FACTOR, effective_floor
 from physverify.refine import Refinement
 
 # check_order's default noise floor for a quantity of size 1; effective_floor grows it with the scale.
@@ -164,25 +164,96 @@ def operator_study(
     name or a tuple of one per axis (a staggered MAC grid: ("faces", "cells")). Curvilinear
     factors are the caller's field and exact functions. A PASS shows the operator converges
     at the expected order on this field at these points; it does not test boundary rows the
-    ``where`` points leave out. Difference quotients amplify round-off by 1/dx**k, so keep
-    the finest grid where the truncation error is far above eps / dx**k.
+    ``where`` points leave out. Difference quotients amplify round-off by 1/dx**k: the study
+    measures that round-off at each grid (``_roundoff_response``), and a FAIL or undecided
+    result whose finest error is within ROUNDOFF_FACTOR of it is INCONCLUSIVE, saying to use
+    coarser grids. The results, interpolated to fixed points, go to the sweep as the code's
+    solutions, so a result converging to the wrong derivative is a FAIL at any error size.
     """
     axes = _axes(domain)
     samples, wheres = _per_axis(sample, len(axes), "sample"), _per_axis(where, len(axes), "where")
 
-    def error(nx: int) -> float:
+    span = max(hi - lo for lo, hi in axes)
+    roundoff: dict[float, float] = {}  # h -> the operator's response to round-off of the field at that grid
+
+    def error(nx: int) -> Measured:
         values = _evaluate(field, _grid(samples, nx, axes), "field")
-        got = np.asarray(apply(values, *((hi - lo) / nx for lo, hi in axes)), dtype=float)
+        steps = tuple((hi - lo) / nx for lo, hi in axes)
+        got = np.asarray(apply(values, *steps), dtype=float)
         points = _grid(wheres, nx, axes)
         want = np.broadcast_to(_evaluate(exact, points, "exact"), np.broadcast_shapes(*(p.shape for p in points)))
         if got.shape != want.shape:
             raise PhysverifyError(_length_mismatch(got.shape, want.shape, nx, where))
-        return max_error(got, np.asarray(want), "apply")
+        roundoff[span / nx] = _roundoff_response(apply, values, steps, got)
+        distance = max_error(got, np.asarray(want), "apply")
+        on_fixed = _on_fixed_points(got, points, axes)
+        return distance if on_fixed is None else (distance, on_fixed)
 
     check_order_kwargs.setdefault("scale", _field_scale(field, exact, axes))
     check_order_kwargs.setdefault("refines", "space")  # a FAIL names stencils and grid locations, not stage times
-    span = max(hi - lo for lo, hi in axes)
-    return _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
+    result = _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
+    return _judge_roundoff(result, roundoff, span)
+
+
+def _on_fixed_points(got: np.ndarray, points: list[np.ndarray], axes: list[tuple[float, float]]) -> np.ndarray | None:
+    """The result interpolated to fixed points, the same at every nx, so the sweep can see it converge; else None.
+
+    The points of consecutive grids do not coincide (cell centres never nest), so the results are
+    compared on _SCALE_NODES fixed points per axis by linear interpolation along each axis in turn
+    (the grid is a tensor product), whose own O(dx**2) error shrinks with the grid: a result that
+    converges, rightly or to the wrong derivative, gives differences that shrink, and one lost to an
+    unresolved field gives differences that do not.
+    """
+    if got.ndim != len(axes) or any(p.shape != got.shape for p in points) or min(got.shape, default=0) < 2:
+        return None
+    values = got
+    for axis, (lo, hi) in enumerate(axes):
+        line = np.moveaxis(points[axis], axis, 0)[(slice(None),) + (0,) * (len(axes) - 1)]
+        if np.any(np.diff(line) <= 0):
+            return None
+        fixed = np.linspace(lo, hi, _SCALE_NODES)
+        values = np.apply_along_axis(lambda column: np.interp(fixed, line, column), axis, values)
+    return values
+
+
+# A difference quotient of order k turns the round-off of the field (eps |u|) into an error near
+# eps |u| / dx**k, which GROWS as the grid is refined: a correct Laplacian's error turns round at
+# nx ~ 10**4 and rises like dx**-2, which check_order reads as an error that levels off (a FAIL).
+# The study measures that round-off at each grid instead of guessing k: the operator applied to the
+# field plus a perturbation of a few units of round-off (fixed random signs), minus the operator of
+# the field. An error within ROUNDOFF_FACTOR of that response is round-off, not truncation.
+_PERTURBATION = 4.0 * float(np.finfo(float).eps)
+
+
+def _roundoff_response(apply: Callable[..., Any], values: np.ndarray, steps: tuple[float, ...],
+                       got: np.ndarray) -> float:
+    """How much ``apply`` changes when the field changes by round-off: the noise floor of its result."""
+    size = float(np.max(np.abs(values), initial=0.0))
+    if size == 0.0 or not math.isfinite(size):
+        return 0.0
+    signs = np.where(np.random.default_rng(0).random(np.shape(values)) < 0.5, -1.0, 1.0)
+    shaken = np.asarray(apply(values + _PERTURBATION * size * signs, *steps), dtype=float)
+    if shaken.shape != got.shape:
+        return 0.0
+    return float(np.max(np.abs(shaken - got), initial=0.0))
+
+
+def _judge_roundoff(result: OrderResult, roundoff: dict[float, float], span: float) -> OrderResult:
+    """INCONCLUSIVE, saying to use coarser grids, when a FAIL or an undecided study ends at the operator's round-off."""
+    if result.status not in (FAIL, INCONCLUSIVE) or not result.hs or result.hs[-1] not in roundoff:
+        return result
+    finest_h, finest = result.hs[-1], result.errors[-1]
+    noise = roundoff[finest_h]
+    if not (math.isfinite(finest) and finest <= ROUNDOFF_FACTOR * noise):
+        return result
+    clean = [h for h, e in zip(result.hs, result.errors) if h in roundoff and e > ROUNDOFF_FACTOR * roundoff[h]]
+    coarser = (f"the finest grid whose error is far above its round-off is nx = {round(span / clean[-1])}"
+               if clean else "no grid tried is far above it; use coarser grids")
+    return replace(result, status=INCONCLUSIVE, message=(
+        f"the error at the finest grid ({finest:.3g} at nx = {round(span / finest_h)}) is the round-off of the "
+        f"difference quotient, not its truncation error: a change of the field by round-off changes the result by "
+        f"{noise:.3g} there, and that grows as the grid is refined (eps |u| / dx**k for a k-th derivative); use "
+        f"coarser grids ({coarser})"))
 
 
 # The size of the field and of its image, which sets the noise floor, is read on this many
