@@ -696,7 +696,8 @@ def test_the_fork_server_starts_before_git_is_asked_unless_the_files_given_reach
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In fork mode the server starts first, so its start overlaps GitPython's import and the plan; files given
-    alone (the hook's staged files) start it only when one is a Python file, and fresh mode never does."""
+    alone (the hook's staged files) start it once the no-op memo has not answered, and only when one is a Python
+    file; fresh mode never starts it."""
     from physverify import forkclient, isolate
 
     make_repo(tmp_path, claims=1)
