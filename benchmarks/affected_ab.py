@@ -24,8 +24,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import git
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_bench  # noqa: E402 - next to this file
 
