@@ -30,6 +30,8 @@ from physverify.refine import Refinement
 
 # check_order's default noise floor for a quantity of size 1; effective_floor grows it with the scale.
 _FLOOR = 1e-12
+# identity_check's round-off is never below this many units in the last place of the values compared.
+_ULPS = 16.0
 # Each of the 2n steps of a round trip loses a few units of round-off of the state's size;
 # this many machine epsilons per step is the round-off a round trip of many steps may carry.
 _ROUNDOFF_PER_STEP = 4.0 * float(np.finfo(float).eps)
@@ -86,6 +88,11 @@ def identity_check(values: Any, expected: Any = 0.0, *, rtol: float = 0.0, atol:
         raise PhysverifyError(f"identity_check: rtol and atol must be at least 0, got rtol={rtol!r}, atol={atol!r}")
     got, want = _broadcast(values, expected)
     roundoff = effective_floor(_FLOOR, scale) if math.isfinite(scale) else math.nan
+    if math.isfinite(roundoff) and got.size and np.all(np.isfinite(got)) and np.all(np.isfinite(want)):
+        # A deviation of a few units in the last place of the numbers compared is round-off whatever
+        # scale says: a total of 1e5 that moved by 4 ulps (6e-11) over a conservative run is conserved.
+        own = _ULPS * float(np.finfo(float).eps) * max(float(np.max(np.abs(got))), float(np.max(np.abs(want))))
+        roundoff = max(roundoff, own)
     if got.size == 0 or not math.isfinite(roundoff):
         why = "no values were given" if got.size == 0 else f"scale is {scale}, not a finite number"
         return IdentityResult(INCONCLUSIVE, f"{why}, so the identity cannot be judged", count=int(got.size))
@@ -101,6 +108,12 @@ def identity_check(values: Any, expected: Any = 0.0, *, rtol: float = 0.0, atol:
     where, value, allowed = _index(got.shape, worst), float(deviation.flat[worst]), float(tolerance.flat[worst])
     at = _at(where, got.size) if value > 0 else ""  # every deviation 0: no place to name
     status, text = _identity_status(float(deviation.max()), excess.max() > 0, value, allowed, roundoff, at)
+    size = max(float(np.max(np.abs(got), initial=0.0)), float(np.max(np.abs(want), initial=0.0)))
+    if status == FAIL and float(deviation.max()) <= effective_floor(_FLOOR, size) and size > max(1.0, abs(scale)):
+        # The quantities are far larger than scale says: a sum over many cells of size 1e5 loses
+        # more than 1e-12 to round-off, and the user should know that scale sets the round-off.
+        text += (f"; but the values are of size {size:.3g}, where round-off is about {effective_floor(_FLOOR, size):.3g}"
+                 f": if the deviation is round-off of a sum or of a long run, pass scale={size:.3g}")
     return IdentityResult(status, text, value, allowed, roundoff, where, int(got.size))
 
 
