@@ -30,6 +30,7 @@ from physverify import (
     refine,
     refinement_path,
     reversibility_study,
+    self_convergence_study,
 )
 from physverify.errors import PhysverifyError
 from physverify.mms import check_derivative
@@ -455,3 +456,30 @@ def test_a_conservative_scheme_s_total_within_a_few_ulps_is_exact_whatever_the_s
     assert identity_check(start * (1 + 1e-9), start).status == FAIL  # a real leak of 1e-9 is still found
     hint = identity_check(1e6 + 1e-7, 1e6)  # 860 ulps: a FAIL, with the hint to pass scale
     assert hint.status == FAIL and "pass scale=1e+06" in hint.message
+
+
+# --- Richardson differences from levels beyond a stability limit -----------------------------------
+# RK4 on the Prothero-Robinson problem y' = -100 (y - sin t) + cos t (Prothero and Robinson, Math.
+# Comp. 28 (1974) 145) is unstable for 100 h > 2.78 (Hairer and Wanner, Solving ODEs II, sec. IV.2):
+# at n = 4 ... 64 steps to t = 2 the solution grows to 1e17 ... 1e54. self_convergence_study took the
+# noise floor from the coarsest solution, so a plan from n = 4 stopped "at round-off" (a floor of
+# 4e5) before the stable levels; expected: the plan refines past them and PASSes at order 4.
+def _rk4_prothero_robinson(n: int) -> np.ndarray:
+    def rhs(t: float, y: np.ndarray) -> np.ndarray:
+        return -100.0 * (y - np.sin(t)) + np.cos(t)
+
+    y, h = np.array([0.0]), 2.0 / n
+    for k in range(n):
+        y = _rk4(rhs, k * h, y, h)
+    return y
+
+
+@pytest.mark.slow  # about 8,000 RK4 steps
+def test_a_plan_from_unstable_levels_refines_to_the_stable_ones_and_passes() -> None:
+    result = self_convergence_study(_rk4_prothero_robinson, refine(4, max_n=4096), 4)
+    assert result.status == PASS, result.message
+
+
+def test_the_noise_floor_of_richardson_differences_comes_from_stable_levels() -> None:
+    result = self_convergence_study(_rk4_prothero_robinson, [16, 32, 64, 128], 4)
+    assert result.status == INCONCLUSIVE and "(scale 0.9" in result.message, result.message

@@ -222,7 +222,9 @@ def self_convergence_study(
     ``solve(n)`` returns the solution at resolution n at the SAME physical points for
     every n (restrict a nested grid to the coarsest one: with nx = 16, 32, 64 cells,
     return ``u[::nx // 16]``). ``ns`` (a list or a refine() plan) must refine by a constant
-    ratio, and four or more levels give the three differences a settled order needs. Its
+    ratio, and four or more levels give the three differences a settled order needs.
+    ``scale`` defaults to the size of the coarsest solution not beyond a stability limit
+    (``_stable_size``). Its
     errors are themselves the differences of the code's solutions, so the "converges to
     something else" test of the other studies has nothing more to look at here. The difference of two
     consecutive levels is C h**p (1 - r**-p) up to higher-order terms (Richardson;
@@ -251,8 +253,10 @@ def self_convergence_study(
         return solutions[n]
 
     finer = dict(pairwise(order))
-    # The size of the solution sets the noise floor; the coarsest level is the cheapest to ask.
-    check_order_kwargs.setdefault("scale", float(np.max(np.abs(solution(order[0])), initial=0.0)))
+    # The size of the solution sets the noise floor; the coarsest level is the cheapest to ask,
+    # unless it is beyond a stability limit (see _stable_size).
+    if "scale" not in check_order_kwargs:
+        check_order_kwargs["scale"] = _stable_size(solution, order)
     if precision[0] > float(np.finfo(float).eps):
         # A single-precision code: its differences level off at its own round-off (see precision_floor).
         check_order_kwargs["floor"] = max(float(check_order_kwargs.get("floor", 1e-12)),
@@ -264,6 +268,29 @@ def self_convergence_study(
     result = _order_sweep(levels, lambda n: max_error(solution(finer[n]), solution(n), "solve"), None,
                           expected_order, **check_order_kwargs)
     return replace(result, message=f"differences of consecutive levels: {result.message}")
+
+
+# Two consecutive levels whose solutions differ in size by less than this factor are within any
+# stability limit. A coarse level beyond it (RK4 at lambda h = -6 grows to 1e41) would set a noise
+# floor that hides every difference, and the study would say "use coarser steps" (or a plan would
+# stop "at round-off") where finer steps are needed.
+_BLOWN_UP = 10.0
+
+
+def _stable_size(solution: Callable[[int], np.ndarray], order: list[int]) -> float:
+    """The size of the coarser of the first two consecutive levels whose sizes agree within _BLOWN_UP.
+
+    Levels are solved coarsest first only as far as that pair (the study needs them anyway); when
+    no pair agrees, the smallest finite size of the levels (1.0 if none is finite).
+    """
+    sizes: list[float] = []
+    for n in order:
+        sizes.append(float(np.max(np.abs(solution(n)), initial=0.0)))
+        if len(sizes) >= 2 and all(np.isfinite(sizes[-2:])) and \
+                max(sizes[-2:]) <= _BLOWN_UP * min(sizes[-2:]):
+            return sizes[-2]
+    finite = [x for x in sizes if np.isfinite(x)]
+    return min(finite) if finite else 1.0
 
 
 def refinement_path(nxs: Sequence[int], *, space_order: float, time_order: float, nt0: int) -> list[int]:
