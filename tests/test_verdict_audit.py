@@ -483,3 +483,18 @@ def test_a_plan_from_unstable_levels_refines_to_the_stable_ones_and_passes() -> 
 def test_the_noise_floor_of_richardson_differences_comes_from_stable_levels() -> None:
     result = self_convergence_study(_rk4_prothero_robinson, [16, 32, 64, 128], 4)
     assert result.status == INCONCLUSIVE and "(scale 0.9" in result.message, result.message
+
+
+# --- a manufactured solution that vanishes at both ends --------------------------------------------
+def test_a_solution_that_vanishes_at_both_ends_does_not_make_every_error_larger_than_the_solution() -> None:
+    # u = 100 sin t on [0, 2 pi] (with u' for the velocity): |u| is 1e-14 at t = 0 and t_end, so a
+    # size taken from the ends alone made every error "larger than the solution itself" and no
+    # plan could decide. RK4 is fourth order: PASS (Butcher, Numerical Methods for ODEs, sec. 32).
+    def oscillator(t: float, y: np.ndarray) -> np.ndarray:
+        return np.array([y[1], -y[0]])
+
+    wave = ManufacturedODE(lambda t: np.array([100 * np.sin(t) * np.sin(t / 2),
+                                               100 * (np.cos(t) * np.sin(t / 2) + 0.5 * np.sin(t) * np.cos(t / 2))]),
+                           oscillator)
+    result = mms_order_study(from_step(_rk4, oscillator), wave, 2 * np.pi, [32, 64, 128, 256], 4)
+    assert result.status == PASS, result.message
