@@ -23,6 +23,7 @@ from physverify import (
     drift_study,
     from_step,
     identity_check,
+    invariant_study,
     mms_order_study,
     mms_trajectory_study,
     operator_study,
@@ -498,3 +499,24 @@ def test_a_solution_that_vanishes_at_both_ends_does_not_make_every_error_larger_
                            oscillator)
     result = mms_order_study(from_step(_rk4, oscillator), wave, 2 * np.pi, [32, 64, 128, 256], 4)
     assert result.status == PASS, result.message
+
+
+# --- an invariant that is zero ----------------------------------------------------------------------
+def _kepler(t: float, y: np.ndarray) -> np.ndarray:
+    return np.concatenate([y[2:], -y[:2] / np.linalg.norm(y[:2]) ** 3])
+
+
+def _kepler_state_energy(y: np.ndarray) -> float:
+    return 0.5 * float(y[2] ** 2 + y[3] ** 2) - 1.0 / float(np.linalg.norm(y[:2]))
+
+
+def test_a_zero_invariant_says_to_pass_its_size_not_to_refine() -> None:
+    # The parabolic Kepler orbit from r = 1 at the escape speed sqrt(2) has energy 0 (Goldstein,
+    # Classical Mechanics, sec. 3.7): every drift of RK4 is "larger than the invariant", which said
+    # "add finer resolutions" however fine the steps. With the size of its terms it passes at order 4.
+    start = [1.0, 0.0, 0.0, np.sqrt(2.0)]
+    rk4 = from_step(_rk4, _kepler)
+    result = invariant_study(rk4, _kepler_state_energy, start, 2.0, [16, 32, 64, 128, 256], 4)
+    assert result.status == INCONCLUSIVE and "pass scale = the size of its terms" in result.message, result.message
+    assert "finer than" not in result.message
+    assert invariant_study(rk4, _kepler_state_energy, start, 2.0, [16, 32, 64, 128, 256], 4, scale=1.0).status == PASS
