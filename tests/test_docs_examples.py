@@ -177,6 +177,7 @@ def _order_cases() -> list[tuple[str, OrderResult, str]]:
     return [
         ("same everywhere", check_order(_HS, [0.46 + 1e-4 * h for h in _HS], 2), "FAIL"),
         ("levels off", check_order(_HS, [h**2 + 0.01 for h in _HS], 2), "FAIL"),
+        ("flat, as large as the solution", check_order(_HS, [0.8 + 1e-4 * h for h in _HS], 2), "INCONCLUSIVE"),
         ("round-off", check_order(_HS, [1.6e-9, 4e-10, 1e-10, 9e-11, 9e-11], 2), "INCONCLUSIVE"),
         ("pre-asymptotic, moving", check_order(_HS, rising([0.6, 1.0, 1.4, 1.9]), 2), "INCONCLUSIVE"),
         ("pre-asymptotic, climbing", check_order(_HS, rising([0.5, 1.4, 1.5, 1.58]), 2), "INCONCLUSIVE"),
