@@ -520,3 +520,17 @@ def test_a_zero_invariant_says_to_pass_its_size_not_to_refine() -> None:
     assert result.status == INCONCLUSIVE and "pass scale = the size of its terms" in result.message, result.message
     assert "finer than" not in result.message
     assert invariant_study(rk4, _kepler_state_energy, start, 2.0, [16, 32, 64, 128, 256], 4, scale=1.0).status == PASS
+
+
+def test_a_second_difference_exact_on_a_quadratic_is_exact_and_at_fine_grids_says_use_coarser_ones() -> None:
+    # The three-point second difference is exact on a quadratic (LeVeque, Finite Difference
+    # Methods, sec. 1.5): EXACT at nx = 8 ... 64. At nx = 256 ... 2048 its round-off (eps / dx**2)
+    # is all that is left, and the advice was to add finer grids, which only adds round-off.
+    second = lambda u, dx: (u[2:] - 2 * u[1:-1] + u[:-2]) / dx**2  # noqa: E731
+    quadratic = lambda x: np.pi * x**2 - np.e * x + 2  # noqa: E731
+    curvature = lambda x: 2 * np.pi + 0 * x  # noqa: E731
+    inner = lambda nx: np.arange(1, nx) / nx  # noqa: E731
+    coarse = operator_study(second, quadratic, curvature, [8, 16, 32, 64], 2, sample="nodes", where=inner)
+    assert coarse.status == EXACT, coarse.message
+    fine = operator_study(second, quadratic, curvature, [256, 512, 1024, 2048], 2, sample="nodes", where=inner)
+    assert fine.status == INCONCLUSIVE and "use coarser grids" in fine.message and "finer" not in fine.message
