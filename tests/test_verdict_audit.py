@@ -534,3 +534,53 @@ def test_a_second_difference_exact_on_a_quadratic_is_exact_and_at_fine_grids_say
     assert coarse.status == EXACT, coarse.message
     fine = operator_study(second, quadratic, curvature, [256, 512, 1024, 2048], 2, sample="nodes", where=inner)
     assert fine.status == INCONCLUSIVE and "use coarser grids" in fine.message and "finer" not in fine.message
+
+
+# --- closely spaced levels --------------------------------------------------------------------------
+# Heun's method with its second stage at t + h/2 instead of t + h (a stage at the wrong time: first
+# order on a driven problem; Butcher, Numerical Methods for ODEs, sec. 23, the condition sum b_i c_i
+# = 1/2) on x'' = -x - 0.75 cos(t / 2), x = 2 cos t - cos(t / 2) (Taylor, Classical Mechanics, sec.
+# 5.5), to t = 5. At n = 4, 5, 6, 8, 10 (ratio 1.25, a span of 2.5 in h) its pairwise orders settle
+# near 2.4 while the error is still on its way down to order 1: check_order said PASS, a false
+# "rejected". Expected: INCONCLUSIVE, since the settled levels span too little of h.
+DRIVE = 0.5
+
+
+def _driven(t: float, y: np.ndarray) -> np.ndarray:
+    return np.array([y[1], -y[0] + (DRIVE**2 - 1.0) * np.cos(DRIVE * t)])
+
+
+def _heun_late_stage(f, t: float, y: np.ndarray, h: float) -> np.ndarray:  # noqa: ANN001
+    k1 = f(t, y)
+    k2 = f(t + 0.5 * h, y + h * k1)  # the defect: Heun's stage belongs at t + h
+    return y + h / 2 * (k1 + k2)
+
+
+def _heun(f, t: float, y: np.ndarray, h: float) -> np.ndarray:  # noqa: ANN001
+    k1 = f(t, y)
+    return y + h / 2 * (k1 + f(t + h, y + h * k1))
+
+
+def test_a_stage_at_the_wrong_time_is_not_passed_on_closely_spaced_coarse_levels() -> None:
+    result = reference_study(from_step(_heun_late_stage, _driven), _driven, [1.0, 0.0], 5.0, [4, 5, 6, 8, 10], 2)
+    assert result.status == INCONCLUSIVE and "span only a factor" in result.message, result.message
+
+
+@pytest.mark.slow  # about 8,000 steps through the adapter
+def test_the_late_stage_is_found_with_levels_refined_by_two_and_the_correct_heun_passes() -> None:
+    # Past the error's zero (near n = 100) the defect's first order shows.
+    start, ns = [1.0, 0.0], [256, 512, 1024, 2048]
+    assert reference_study(from_step(_heun_late_stage, _driven), _driven, start, 5.0, ns, 2).status == FAIL
+    assert reference_study(from_step(_heun, _driven), _driven, start, 5.0, ns, 2).status == PASS
+
+
+def test_an_error_that_levels_off_just_after_passing_through_zero_is_not_a_fail() -> None:
+    # e = h |1 - 7.2 sqrt(h)|, a first-order error with a large half-order correction of the other
+    # sign (as near a corner singularity): it passes through zero at h = 0.019 and is then flat
+    # within 0.1 in order over a four-fold span before it falls at order 1.
+    hs = [0.0941 / 2**k for k in range(5)]
+    errors = [h * abs(1 - 7.227 * h**0.5) for h in hs]
+    result = check_order(hs, errors, 1)
+    assert result.status == INCONCLUSIVE and "passed through zero" in result.message, result.message
+    finer = [0.0941 / 2**k for k in range(5, 10)]
+    assert check_order(finer, [h * abs(1 - 7.227 * h**0.5) for h in finer], 1).status == PASS

@@ -59,6 +59,10 @@ _PASS_PROJECTION = 2.0
 # error (possibly through zero). A FAIL needs three settled pairs, or two after a pair
 # that is known not to plunge.
 _PLUNGE = 1.0
+# A PASS or a FAIL on the order needs its settled levels to span at least this factor in h:
+# three levels refined by 2 span 4, four refined by 1.5 span 3.4; five levels refined by 1.05
+# span 1.2, over which a pre-asymptotic order drifts by less than the settling spread.
+DECISION_SPAN = 3.0
 # An error that grows by more than this factor from one resolution to the next finer
 # one is an unstable blow-up (steps beyond a stability limit), not a measured order.
 _BLOW_UP = 10.0
@@ -266,7 +270,8 @@ def check_order(
     non-finite at the coarse end (beyond a stability limit), or below the noise floor
     (``effective_floor(floor, scale)``) are not used. Of the rest, the finest levels
     whose pairwise orders agree within 0.2 are "settled"; the order is the least-squares
-    slope over at most ``fit_points`` of them, finest first.
+    slope over at most ``fit_points`` of them, finest first. A PASS or a FAIL on the order
+    needs the settled levels to span a factor DECISION_SPAN (3) in h.
 
     PASS: three or more settled levels with the order in range. It shows that the error
     falls like h**expected on this problem at these steps; it does not prove the method
@@ -274,8 +279,9 @@ def check_order(
     require the finest error to be at most atol). FAIL, only on settled asymptotic
     evidence: an order below the range that the finest levels agree on and are not
     moving out of, an error that stops decreasing while h shrinks four-fold far above
-    round-off (or is the same at every level, even larger than the solution: the code
-    solves another equation), a NaN or infinity at a finer level than a finite one, or
+    round-off and did not plunge just before (or is the same at every level, below half
+    the solution's size; larger only in check_order_converged, once a study has seen the
+    code's solutions converge: the code solves another equation), a NaN or infinity at a finer level than a finite one, or
     only ``atol`` missed. EXACT: every error below the floor. INCONCLUSIVE, naming the resolutions to
     add: orders still moving, an order above the range (the problem may be too easy or
     pre-asymptotic; never by itself a defect), errors larger than the solution, an
@@ -438,7 +444,7 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
         if not limits.lost_ok and we[-1] >= LOST_FRACTION * max(limits.scale, limits.level) \
                 and we[-1] > ROUNDOFF_FACTOR * limits.level:
             return INCONCLUSIVE, _lost(we[-1], max(limits.scale, limits.level), wh[-1]), None
-        return _stalled(wh, we, all_errors, pairwise, limits.level, limits.refines)
+        return _stalled(wh, we, all_errors, pairwise, limits.level, limits.refines, expected)
     settled = _settled_tail(pairwise)
     points = _fit_points(pairwise, limits.fit_points)
     fitted = fit_order(wh[-points:], we[-points:])
@@ -451,6 +457,15 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
         return INCONCLUSIVE, _moving(head, pairwise, wh[-1]), fitted
     if fitted > high + _ORDER_SLACK:
         return INCONCLUSIVE, head + _too_high_advice(pairwise, low, high, wh[-1]), fitted
+    span = wh[-settled - 1] / wh[-1]
+    if span < DECISION_SPAN - _ORDER_SLACK:
+        # Closely spaced levels (n = 100, 105, 110, ...) settle within 0.2 over a few per cent
+        # of h while the orders are still drifting through a pre-asymptotic range: the drift per
+        # level is small, so neither projection sees it.
+        return INCONCLUSIVE, (f"{head}, but the settled levels span only a factor {span:.3g} in h (pairwise orders "
+                              f"{_fmt_orders(pairwise)}), too little to tell a settled order from one still "
+                              f"drifting; a decision needs a factor {DECISION_SPAN:g}: {_finer_than(wh[-1])}, or "
+                              "refine by a larger ratio"), fitted
     if fitted < low - _ORDER_SLACK:
         if settled < 3 and (len(pairwise) == settled or pairwise[-settled - 1] > max(pairwise[-settled:]) + _PLUNGE):
             # The error may have plunged just before the settled levels (seen, or hidden in a
@@ -476,7 +491,7 @@ def _moving(head: str, pairwise: list[float], finest: float) -> str:
 
 
 def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise: list[float],
-             level: float, refines: str = "time") -> tuple[str, str, float | None]:
+             level: float, refines: str = "time", expected: float = math.inf) -> tuple[str, str, float | None]:
     """The error stopped falling at the finest pair: round-off, not yet settled, or a defect (FAIL)."""
     finest = we[-1]
     if finest <= ROUNDOFF_FACTOR * level:
@@ -491,6 +506,13 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
         return INCONCLUSIVE, (f"the error stops decreasing only at the finest resolutions (pairwise orders "
                               f"{_fmt_orders(pairwise)}, about {finest:.3g} at the finest level); "
                               f"{_finer_than(wh[-1])} to see whether it levels off"), None
+    if flat < 3 and len(pairwise) > flat and pairwise[-flat - 1] > expected + _PLUNGE:
+        # The error fell faster than the method's order just before it levelled off: it may have
+        # passed through zero there (e = C h**p (1 + a h**q) with a < 0), and after a zero the error
+        # can stay flat over a four-fold span before it falls at order p.
+        return INCONCLUSIVE, (f"the error levels off just after falling faster than order {expected:g} (pairwise "
+                              f"orders {_fmt_orders(pairwise)}, about {finest:.3g} at the finest level): it may have "
+                              f"passed through zero there; {_finer_than(wh[-1])} to see whether it stays level"), None
     message = _does_not_decrease(finest)
     if max(all_errors) - min(all_errors) <= SAME_SPREAD * max(all_errors):
         return FAIL, message + same_at_every_resolution(refines), None
