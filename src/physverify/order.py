@@ -360,8 +360,15 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     """Status, message, fitted order and the steps it was fitted on, for finite, sorted levels (coarsest first)."""
     measurable = [(step, x) for step, x in zip(h, e) if x > limits.level]
     if len(measurable) < 2:
-        return INCONCLUSIVE, (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
-                              f"{limits.level:g}, so no order can be measured; use coarser steps"), None, []
+        message = (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
+                   f"{limits.level:g}, so no order can be measured; use coarser steps")
+        if measurable and measurable[0][0] < h[0]:
+            # Above the floor only at a finer level than one below it: round-off that grew with the
+            # number of steps (or a difference quotient), not a truncation error coarser steps would show.
+            message += (f" (the error above it is at h = {measurable[0][0]:g}, finer than a level below it: "
+                        "round-off grows with the number of steps, so if the method should be exact here, this is "
+                        "round-off; pass a larger floor)")
+        return INCONCLUSIVE, message, None, []
     size = max(limits.scale, limits.level)
     if _same_everywhere([step for step, _ in measurable], [x for _, x in measurable], limits.level):
         if not limits.lost_ok and e[-1] >= LOST_FRACTION * size:
