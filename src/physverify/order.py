@@ -66,12 +66,6 @@ DECISION_SPAN = 3.0
 # An error that grows by more than this factor from one resolution to the next finer
 # one is an unstable blow-up (steps beyond a stability limit), not a measured order.
 _BLOW_UP = 10.0
-# An error of this fraction of the solution's size or more, the same at every level, may be a
-# correct method that has lost the solution (numerical dissipation at far too coarse steps: its
-# error is then the solution itself, whatever the step) as well as a code solving another
-# equation. From errors alone it is INCONCLUSIVE; a study that sees the solutions converge
-# (check_order_converged) judges it like a smaller flat error.
-LOST_FRACTION = 0.5
 # A stall is a FAIL only when the error stays flat while h shrinks by this factor: over
 # a shorter stretch the error can be passing through an extremum as a function of h.
 STALL_SPAN = 4.0 - 1e-9
@@ -279,34 +273,13 @@ def check_order(
     require the finest error to be at most atol). FAIL, only on settled asymptotic
     evidence: an order below the range that the finest levels agree on and are not
     moving out of, an error that stops decreasing while h shrinks four-fold far above
-    round-off and did not plunge just before (or is the same at every level, below half
-    the solution's size; larger only in check_order_converged, once a study has seen the
-    code's solutions converge: the code solves another equation), a NaN or infinity at a finer level than a finite one, or
+    round-off and did not plunge just before (or is the same at every level, even larger than the solution: the code
+    solves another equation), a NaN or infinity at a finer level than a finite one, or
     only ``atol`` missed. EXACT: every error below the floor. INCONCLUSIVE, naming the resolutions to
     add: orders still moving, an order above the range (the problem may be too easy or
     pre-asymptotic; never by itself a defect), errors larger than the solution, an
     unstable blow-up, round-off reached, or input that cannot give an order.
     """
-    return _check_order(hs, errors, expected, _Limits(tol_low, math.inf if tol_high is None else tol_high, floor,
-                                                      scale, fit_points, atol, refines))
-
-
-def check_order_converged(hs: Sequence[float], errors: Sequence[float], expected: float, *, tol_low: float = 0.3,
-                          tol_high: float | None = 1.0, floor: float = 1e-12, scale: float = 1.0, fit_points: int = 4,
-                          atol: float | None = None, refines: str = "time") -> OrderResult:
-    """check_order for a study that has seen the code's own solutions converge (their differences shrink).
-
-    The one difference: an error about the same at every level and as large as the solution
-    is judged like a smaller one (FAIL), because a solution that converges has not been lost
-    to far too coarse steps: it converges to something else.
-    """
-    return _check_order(hs, errors, expected, _Limits(tol_low, math.inf if tol_high is None else tol_high, floor,
-                                                      scale, fit_points, atol, refines, lost_ok=True))
-
-
-def _check_order(hs: Sequence[float], errors: Sequence[float], expected: float, given: _Limits) -> OrderResult:
-    """check_order's judgement; ``given.level`` is the floor as given and ``given.scale`` the scale as given."""
-    floor, scale, refines = given.level, given.scale, given.refines
     if refines not in REFINES:
         raise ValueError(f"check_order(refines={refines!r}): refines must be one of {', '.join(REFINES)}")
     problem = _input_problem(hs, errors)
@@ -325,7 +298,8 @@ def _check_order(hs: Sequence[float], errors: Sequence[float], expected: float, 
         return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", expected, h, e,
                        floor=level)
     status, message, fitted, window = _judge_levels(h[finite:], e[finite:], len(e), expected,
-                                                    given._replace(level=level, scale=abs(scale)))
+                                            _Limits(tol_low, math.inf if tol_high is None else tol_high, level,
+                                                    abs(scale), fit_points, atol, refines))
     if finite and status != FAIL:
         message += (f" (the {finite} coarsest resolutions gave a non-finite error and were left out: they are beyond "
                     "the method's stability limit)")
@@ -352,7 +326,6 @@ class _Limits(NamedTuple):
     fit_points: int
     atol: float | None
     refines: str = "time"
-    lost_ok: bool = False
 
 
 def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
@@ -369,14 +342,11 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
                         "round-off grows with the number of steps, so if the method should be exact here, this is "
                         "round-off; pass a larger floor)")
         return INCONCLUSIVE, message, None, []
-    size = max(limits.scale, limits.level)
     if _same_everywhere([step for step, _ in measurable], [x for _, x in measurable], limits.level):
-        if not limits.lost_ok and e[-1] >= LOST_FRACTION * size:
-            return INCONCLUSIVE, _lost(e[-1], size, h[-1]), None, []
-        # Kept even when the error is larger than the solution, once the study has seen the
-        # code's solutions converge: a model or reference for a different equation gives the
-        # same error at every step, resolved or not.
+        # Kept even when the error is larger than the solution: a model or reference for
+        # a different equation gives the same error at every step, resolved or not.
         return FAIL, _does_not_decrease(e[-1]) + same_at_every_resolution(limits.refines), None, []
+    size = max(limits.scale, limits.level)
     resolved = [(step, x) for step, x in measurable if x <= size]
     if len(resolved) < 2:
         return INCONCLUSIVE, (f"the error is larger than the solution itself (scale {size:g}) at all but at most one "
@@ -385,16 +355,6 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     status, message, fitted = _judge(wh, we, e, expected, limits)
     window = [] if fitted is None else wh[-_fit_points(pairwise_orders(wh, we), limits.fit_points):]
     return status, message, fitted, window
-
-
-def _lost(finest: float, size: float, h: float) -> str:
-    """The INCONCLUSIVE message for a flat error as large as the solution, judged from errors alone."""
-    return (f"{DOES_NOT_DECREASE} (about {finest:.3g} at the finest level), but the error is as large as the solution "
-            f"itself (scale {size:g}): a correct method at steps far too coarse that has lost most of the solution (a "
-            "dissipative scheme smearing a pulse away, an implicit method damping a fast oscillation) gives that as "
-            "well as a code solving another equation; "
-            f"{_finer_than(h)}, or let the study see the code's solutions (mms_order_study and reference_study do; "
-            "convergence_study's error_at may return (error, solution)) to tell the two apart")
 
 
 def _same_everywhere(hs: list[float], errors: list[float], level: float) -> bool:
@@ -448,9 +408,6 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
                               "the end time (`while t < t_end` with a floating-point t takes one step too many at "
                               "some n)"), None
     if pairwise[-1] < STALL_ORDER:
-        if not limits.lost_ok and we[-1] >= LOST_FRACTION * max(limits.scale, limits.level) \
-                and we[-1] > ROUNDOFF_FACTOR * limits.level:
-            return INCONCLUSIVE, _lost(we[-1], max(limits.scale, limits.level), wh[-1]), None
         return _stalled(wh, we, all_errors, pairwise, limits.level, limits.refines, expected)
     settled = _settled_tail(pairwise)
     points = _fit_points(pairwise, limits.fit_points)
