@@ -278,7 +278,9 @@ def _judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float,
     result = check_order(hs, list(sweep.errors), expected_order, **check_order_kwargs)
     flat = result.status == FAIL and result.message.startswith(DOES_NOT_DECREASE)
     if sweep.states is None:
-        return _lost_or(result, check_order_kwargs) if flat else result
+        # From errors alone a flat error stays check_order's FAIL (claims rely on it); a study that
+        # sees the code's solutions can tell a solution lost to coarse steps (see still_changing).
+        return result
     if flat:
         level = effective_floor(float(check_order_kwargs.get("floor", 1e-12)), float(check_order_kwargs.get("scale", 1.0)))
         unresolved = still_changing(list(sweep.errors), list(sweep.states), hs, ROUNDOFF_FACTOR * level)
@@ -287,30 +289,6 @@ def _judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float,
         return result
     elsewhere = converges_elsewhere(hs, list(sweep.errors), list(sweep.states), expected_order, **check_order_kwargs)
     return result if elsewhere is None else replace(result, status=FAIL, message=elsewhere)
-
-
-# A study that sees errors alone (convergence_study, an operator study in more than one
-# dimension...) cannot tell a correct method that has lost the solution at far too coarse
-# steps (numerical dissipation: its error is then the solution itself, whatever the step) from
-# a code solving another equation, when the flat error is this fraction of the solution's size
-# or more. check_order itself keeps its FAIL (claims written for it rely on it).
-LOST_FRACTION = 0.5
-
-
-def _lost_or(result: OrderResult, check_order_kwargs: dict[str, Any]) -> OrderResult:
-    """INCONCLUSIVE for a flat-error FAIL as large as the solution, judged from errors alone; else ``result``."""
-    floor = effective_floor(float(check_order_kwargs.get("floor", 1e-12)), float(check_order_kwargs.get("scale", 1.0)))
-    size = max(abs(float(check_order_kwargs.get("scale", 1.0))), floor)
-    finest, h = result.errors[-1], result.hs[-1]
-    if not finest >= LOST_FRACTION * size:
-        return result
-    return replace(result, status=INCONCLUSIVE, message=(
-        f"{DOES_NOT_DECREASE} (about {finest:.3g} at the finest level), but the error is as large as the solution "
-        f"itself (scale {size:g}): a correct method at steps far too coarse that has lost most of the solution (a "
-        "dissipative scheme smearing a pulse away, an implicit method damping a fast oscillation) gives that as well "
-        f"as a code solving another equation; add resolutions finer than h = {h:g}, or let the study see the code's "
-        "solutions (mms_order_study and reference_study do; convergence_study's error_at may return (error, "
-        "solution)) to tell the two apart"))
 
 
 # A flat error is a defect only if the code's solution has stopped changing: while two

@@ -206,9 +206,7 @@ def convergence_study(
     to the coarsest one): the study then also sees whether the solution converges, but to
     another problem's solution (a FAIL), or has not started to converge (a dissipative scheme
     that loses the whole solution at coarse steps: INCONCLUSIVE). Given errors alone, an
-    error that is the same at every level is a FAIL only below half of ``scale``
-    (``mms.LOST_FRACTION``): as large as the solution, it may be a solution lost to far too
-    coarse steps (INCONCLUSIVE); pass
+    error that is the same at every level is judged by check_order alone; pass
     ``refines="space"`` or ``"path"`` (default "steps") for messages that fit the study. A PASS shows the error falls like
     h**expected_order at these resolutions; it does not show which term of the scheme
     limits the order, nor that the error is measured against the right solution.
