@@ -220,10 +220,56 @@ def _context(result: StochasticResult) -> str:
     return f"n = {result.n}, seed {result.seed}, {result.generator}, alpha = {result.alpha:g}{looks}"
 
 
+# --- where the randomness comes from ------------------------------------------------------------
+class _Source:
+    """Watches whether a sampler draws from the study's rng, as the stated rate and the replays assume.
+
+    A sampler that draws from numpy's or Python's global generator (np.random.normal, a
+    scipy.stats rvs without random_state, random.random) draws another sample in every run (the
+    fork server reseeds the global generator from fresh entropy, like a fresh interpreter), so its
+    verdict is not reproducible; one that returns varying values without touching rng has its
+    own generator, which the seed does not reach (a fixed one makes every seed's verdict the
+    verdict of one draw, so "replay with another seed" would not redraw it).
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.problem: str | None = None
+
+    def before(self) -> tuple[Any, ...]:
+        import random
+
+        return self.rng.bit_generator.state, np.random.get_state(), random.getstate()
+
+    def after(self, before: tuple[Any, ...], values: Any, who: str) -> None:
+        import random
+
+        own, (name, keys, position, gauss, cached), python = before
+        now = np.random.get_state()
+        global_drawn = (now[0] != name or not np.array_equal(now[1], keys) or now[2:] != (position, gauss, cached)
+                        or random.getstate() != python)
+        varies = (bool(values.size) and bool(values.min() != values.max())) if isinstance(values, np.ndarray) \
+            else len(set(values)) > 1
+        if self.problem is not None:
+            return
+        if global_drawn:
+            self.problem = (f"{who} drew from numpy's or Python's global random generator, which the study's seed "
+                            "does not set, so another run draws another sample and the verdict is not reproducible; "
+                            "draw every random number from rng (scipy.stats: random_state=rng)")
+        elif varies and self.rng.bit_generator.state == own:
+            self.problem = (f"{who} returned varying values without drawing from rng, so its randomness comes from "
+                            "a generator the study's seed does not reach (an unseeded one gives another verdict in "
+                            "every run, a fixed one the same draw for every seed); draw every random number from rng")
+
+
 # --- growing the sample along a plan --------------------------------------------------------
 def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | None],
-          judge: Callable[[int, float], StochasticResult], alpha: float, seed: int) -> StochasticResult:
+          judge: Callable[[int, float], StochasticResult], alpha: float, seed: int,
+          source: _Source | None = None) -> StochasticResult:
     """Draw up to each cumulative size and judge it at alpha / len(sizes); stop at PASS, FAIL or ERROR.
+
+    A sampler whose draws the seed does not choose (``source.problem``) is INCONCLUSIVE at once,
+    whatever the interval says.
 
     The rate is split over every planned look, also those a budget ends before they are made, so
     the chance of any wrong decision along the way stays at most alpha (Bonferroni).
@@ -241,6 +287,8 @@ def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | 
         drawn = size
         result = replace(judge(size, level), looks=len(sizes), level=level)
         result = replace(result, message=result.message.replace("{context}", _context(result)))
+        if source is not None and source.problem is not None:
+            return replace(result, status=INCONCLUSIVE, message=f"{result.message}; but {source.problem}")
         if result.status != INCONCLUSIVE:
             return result
     assert result is not None
@@ -369,11 +417,14 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
         raise ValueError(f"batches must be an integer of at least {MIN_BATCHES}, got {batches!r}")
     sizes, budget = _sizes(n, MIN_SAMPLE if batches is None else 2 * batches)
     rng, parts = generator(seed), []
+    source = _Source(rng)
 
     def draw(m: int) -> str | None:
+        before = source.before()
         got = _draw_numbers(lambda: sample(m, rng), m, f"sample({m}, rng)")
         if isinstance(got, str):
             return got
+        source.after(before, got, f"sample({m}, rng)")
         parts.append(got)
         return None
 
@@ -386,7 +437,7 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
         return replace(base, status=INCONCLUSIVE if _unreliable(iv) else status,
                        message=_mean_message(base, iv, 1 - alpha))
 
-    return _grow(sizes, budget, draw, judge, alpha, seed)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source)
 
 
 def _unreliable(iv: _Interval) -> bool:
@@ -445,13 +496,15 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
         raise ValueError(partition)
     rng = generator(seed)
     parts: list[Any] = []
+    source = _Source(rng)
 
     def draw(m: int) -> str | None:
-        who = f"sample({m}, rng)"
+        who, before = f"sample({m}, rng)", source.before()
         got = _draw_numbers(lambda: sample(m, rng), m, who) if partition is None else \
             draw_labels(lambda: sample(m, rng), m, who)
         if isinstance(got, str):
             return got
+        source.after(before, got, who)
         parts.append(got)
         return None
 
@@ -471,7 +524,7 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
                                   n=size, alpha=alpha, seed=int(seed))
         return _independence(result, parts, eps, rest)
 
-    return _grow(sizes, budget, draw, judge, alpha, seed)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source)
 
 
 def _independence(result: StochasticResult, parts: list[Any], eps: float, rest: float) -> StochasticResult:
@@ -574,12 +627,15 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
     sizes, budget = _sizes(n)
     rng = generator(seed)
     samples: list[list[np.ndarray]] = [[] for _ in steps]
+    source = _Source(rng)
 
     def draw(m: int) -> str | None:
         for dt, parts in zip(steps, samples, strict=True):
-            got = _draw_numbers(partial(sample_at, dt, m, rng), m, f"sample_at({dt:g}, {m}, rng)")
+            who, before = f"sample_at({dt:g}, {m}, rng)", source.before()
+            got = _draw_numbers(partial(sample_at, dt, m, rng), m, who)
             if isinstance(got, str):
                 return got
+            source.after(before, got, who)
             parts.append(got)
         return None
 
@@ -590,7 +646,7 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
                                 half_widths=tuple(b.halves))
         return _judge_order(base, b)
 
-    return _grow(sizes, budget, draw, judge, alpha, seed)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source)
 
 
 def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
