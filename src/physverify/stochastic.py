@@ -577,20 +577,25 @@ class _Biases(NamedTuple):
     biases: list[float]
     halves: list[float]
     spreads: list[float]
+    skewed: list[tuple[float, float, int]]  # (dt, skewness, n it needs) of the samples too skewed for their interval
 
 
 def _biases(samples: list[list[np.ndarray]], dts: list[float], expected_value: float, level: float) -> _Biases:
     """Each dt's bias E_n[f] - expected_value with its t half-width at ``level`` (split over the dts)."""
     from scipy.stats import t as student
 
-    biases, halves, spreads = [], [], []
-    for parts in samples:
+    biases, halves, spreads, skewed = [], [], [], []
+    for dt, parts in zip(dts, samples, strict=True):
         x = np.concatenate(parts)
         spread = float(np.std(x, ddof=1))
         biases.append(float(x.mean()) - expected_value)
         halves.append(float(student.ppf(1 - level / (2 * len(dts)), x.size - 1)) * spread / math.sqrt(x.size))
         spreads.append(spread)
-    return _Biases(dts, biases, halves, spreads)
+        skewness = _skewness(x)
+        needed = _skew_needed(skewness, x.size, level / len(dts))
+        if needed is not None:
+            skewed.append((dt, skewness, needed))
+    return _Biases(dts, biases, halves, spreads, skewed)
 
 
 def _order_interval(b: _Biases, coarse: int, fine: int) -> tuple[float, float, float]:
@@ -652,6 +657,14 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
 def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
     resolved = [i for i, (bias, half) in enumerate(zip(b.biases, b.halves, strict=True)) if abs(bias) > half]
     head = "weak order"
+    if b.skewed:
+        # f(X_T) of a geometric Brownian motion with a large volatility is lognormal: its mean's t interval
+        # misses low far more often than the level says, which would bias every order it gives
+        dt, skewness, needed = max(b.skewed, key=lambda entry: entry[2])
+        return replace(base, message=f"{head}: the samples at dt = {dt:g} are too skewed for the normal approximation of "
+                       f"their interval (sample skewness {skewness:.3g}; it holds at this alpha from about n = {needed} "
+                       "per dt; samples per dt: {context}), so the biases cannot be trusted; give a larger n, or a test "
+                       "function f with a lighter tail")
     if len(resolved) < 2:
         return replace(base, message=f"{head}: the Monte Carlo error hides the bias at {len(b.dts) - len(resolved)} of "
                        f"{len(b.dts)} step sizes (samples per dt: {{context}}); " + _resolve(base, b, resolved))
