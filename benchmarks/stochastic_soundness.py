@@ -344,6 +344,9 @@ def adversarial_cases() -> Iterator[Case]:
         yield Case(f"waiting times, n = {n}, mean at the band's lower edge (mean)", "correct", True, 0.0,
                    lambda seed, n=n: mean_study(waiting_times(1.0), 1.0 + 0.0999, tol=0.1, n=n, alpha=ALPHA,
                                                 seed=seed))
+    rare = lambda m, rng: (rng.random(m) < 0.002).astype(float)  # noqa: E731  (an acceptance of probability 0.002)
+    yield Case("rare event counted, p = 0.002, n = 2000 (mean)", "correct", True, 0.0,
+               lambda seed: mean_study(rare, 0.002, tol=0.001, n=2000, alpha=ALPHA, seed=seed))
     yield Case("waiting times, n = 200 (mean)", "mean a0 for 1 / a0 (a0 = 2)", False, 1.5 / 0.1,
                lambda seed: mean_study(waiting_times(2.0), 0.5, tol=0.1, n=200, alpha=ALPHA, seed=seed))
 

@@ -181,6 +181,16 @@ def test_a_constant_sample_needs_no_generator() -> None:
     assert mean_study(lambda m, rng: np.full(m, 0.25), 0.25, tol=0.0, n=50).status == PASS
 
 
+def test_a_rare_event_not_yet_seen_is_not_a_zero_width_interval() -> None:
+    # an acceptance of probability 0.002 counted over 2000 trials: no event in 1.8 % of runs, and
+    # those said FAIL at every alpha before (mean 0 +- 0); seed 27 is one of them
+    rare = lambda m, rng: (rng.random(m) < 0.002).astype(float)  # noqa: E731
+    result = mean_study(rare, 0.002, tol=0.001, n=2000, alpha=0.01, seed=27)
+    assert result.estimate == 0 and result.status == INCONCLUSIVE and "rarely" in result.message
+    fails = sum(mean_study(rare, 0.002, tol=0.001, n=2000, seed=s).status == FAIL for s in range(1000))
+    assert fails <= chance_limit(1e-3, 1000)
+
+
 # --- what held: large samples, tol, the weak order -------------------------------------------------
 def test_a_negligible_bias_in_a_huge_sample_passes_inside_tol_and_fails_only_at_tol_zero() -> None:
     biased = lambda m, rng: rng.normal(0.01, 1.0, m)  # noqa: E731  (a bias of 1 % of the spread)

@@ -235,21 +235,23 @@ class _Source:
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self.problem: str | None = None
+        self.drew = False  # whether any call drew from rng
 
     def before(self) -> tuple[Any, ...]:
         import random
 
-        return self.rng.bit_generator.state, np.random.get_state(), random.getstate()
+        return self.rng.bit_generator.state, np.random.get_state(legacy=True), random.getstate()
 
     def after(self, before: tuple[Any, ...], values: Any, who: str) -> None:
         import random
 
         own, (name, keys, position, gauss, cached), python = before
-        now = np.random.get_state()
+        now: tuple[Any, ...] = np.random.get_state(legacy=True)  # type: ignore[assignment]
         global_drawn = (now[0] != name or not np.array_equal(now[1], keys) or now[2:] != (position, gauss, cached)
                         or random.getstate() != python)
         varies = (bool(values.size) and bool(values.min() != values.max())) if isinstance(values, np.ndarray) \
             else len(set(values)) > 1
+        self.drew = self.drew or self.rng.bit_generator.state != own
         if self.problem is not None:
             return
         if global_drawn:
@@ -434,10 +436,27 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
         status = _decide(low, high, expected - tol, expected + tol)
         base = StochasticResult(status, "", kind="mean", estimate=iv.estimate, low=low, high=high, expected=expected,
                                 tol=tol, n=size, alpha=alpha, seed=int(seed), batches=batches, ess=iv.ess)
+        if iv.half == 0 and source.drew:
+            return replace(base, status=INCONCLUSIVE, message=_constant_message(base, iv, 1 - alpha))
         return replace(base, status=INCONCLUSIVE if _unreliable(iv) else status,
                        message=_mean_message(base, iv, 1 - alpha))
 
     return _grow(sizes, budget, draw, judge, alpha, seed, source)
+
+
+def _constant_message(result: StochasticResult, iv: _Interval, confidence: float) -> str:
+    """Why a constant sample from a sampler that drew random numbers decides nothing.
+
+    A code that draws no random numbers and returns a constant is judged on it (its mean is that
+    constant). One that drew from rng and still returned n equal values may take another value
+    rarely: counting a rare event (an acceptance, a barrier crossing) of probability p sees none
+    in n trials with probability (1 - p)**n, 2 % for p = 0.002 and n = 2000, and its interval of
+    width 0 would then be FAIL at any alpha. No sample of equal values bounds the mean.
+    """
+    return (f"mean {iv.estimate:.6g} +- 0 ({confidence:.4g} interval; {{context}}): all {result.n} observations are "
+            "equal although the sampler drew random numbers, so a value it takes rarely (an event not yet seen) "
+            "could move the mean by any amount and no interval can be given; give a larger n (several times "
+            "1 / the event's probability)")
 
 
 def _unreliable(iv: _Interval) -> bool:
