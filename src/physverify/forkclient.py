@@ -262,9 +262,9 @@ def _acquire(configuration: frozenset[str], preload: frozenset[str], python_path
             _retire(server)
         _servers.pop(configuration, None)
         refuse_if_stopping()  # a thread that waited here for another's start while the run stopped
-        server = ForkServer(preload | keep, python_path)  # the union within one configuration: its claims rarely differ much
-        if not _exit_hook:
+        if not _exit_hook:  # before the start: a run that ends while the server imports kills it (shutdown)
             _exit_hook.append(atexit.register(shutdown))  # the server ends with us, and we wait for it
+        server = ForkServer(preload | keep, python_path)  # the union within one configuration: its claims rarely differ much
         _servers[configuration] = server
         server.users += 1
         return server

@@ -711,16 +711,9 @@ def _warm_up() -> None:
     threading.Thread(target=forkclient.start, name="physverify-warm-up", daemon=True).start()
 
 
-def _may_run(changed_since: str | None, files: Sequence[str] | None, pre_commit: bool) -> bool:
-    """Whether a claim may run, as far as the command line tells before git is asked (a guess for speed).
-
-    Every claim runs without a change set. A change set git gives (--changed-since) is not
-    known yet. Files given alone (--files, the pre-commit hook's staged files) reach a claim
-    only through a Python file: a commit of notes or data starts no server.
-    """
-    if changed_since is not None or (files is None and not pre_commit):
-        return True
-    return any(path.endswith(".py") for path in files or ())
+def _python_file(paths: Iterable[str]) -> bool:
+    """Whether a changed file is a Python file: then a claim probably runs (a guess for speed; the plan decides)."""
+    return any(path.endswith(".py") for path in paths)
 
 
 def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
@@ -807,10 +800,12 @@ def replay(
     seconds, workers, shard_kn, target = run.timeout_s, run.jobs, run.shard, run.ledger
     if not dry_run:
         _check_ledger(target)  # found before the claims run, not after
-    if _may_run(changed_since, files, pre_commit) and _forks(configs, run):
+    files_alone = changed_since is None and (files is not None or pre_commit)  # the change set: the files given
+    if not files_alone and _forks(configs, run):
         # The server's start (an interpreter importing physverify) overlaps all the run does before its
         # first claim: importing GitPython, the committed ledger, git's change set, discovery. A run that
-        # then has no claim to run kills it at exit (forkclient.shutdown) instead of waiting for it.
+        # then has no claim to run kills it at exit (forkclient.shutdown) instead of waiting for it. The
+        # hook waits for the memo: a start on a guess cost its no-op 15 ms, and 80 ms on a busy machine.
         _warm_up()
     committed, moved = committed_ledger(first, target, ledger is not None, baseline)
     blob = committed_blob(committed, baseline)
@@ -832,6 +827,8 @@ def replay(
                 return ReplayResult(claims=(), skipped=kept, ledger=target, written=0, fail_on=first.fail_on,
                                     exit_code=exit_code([], pre_commit=pre_commit, written=0), warnings=(),
                                     notes=(), baseline_ref=blob[1], shard=shard)
+        if files_alone and _python_file(files or ()) and _forks(configs, run):
+            _warm_up()  # past the memo, a changed Python file is likely some claim's: the server starts while planning
     readings = cache.Readings(store, checkouts)
     watch = recorder if key_material is not None else None
     # What the run has made so far lives to its end (_frozen_while); discovery reads while the baseline is, and
