@@ -322,6 +322,15 @@ def waiting_times(mean: float) -> Callable[[int, np.random.Generator], np.ndarra
     return lambda m, rng: rng.exponential(mean, m)
 
 
+def normal_scale_at(distance: float) -> float:
+    """The s > 1 at which the Kolmogorov distance between N(0, 1) and N(0, s**2) is ``distance`` (on a fine grid)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    grid = np.linspace(-8, 8, 160_001)
+    return float(brentq(lambda s: float(np.max(np.abs(norm.cdf(grid) - norm.cdf(grid / s)))) - distance, 1.0001, 2.0))
+
+
 def adversarial_cases() -> Iterator[Case]:
     from scipy.stats import norm
 
@@ -329,6 +338,13 @@ def adversarial_cases() -> Iterator[Case]:
                lambda seed: mean_study(baoab_chain("x**2"), 1.0, tol=0.05, n=5000, alpha=ALPHA, seed=seed))
     yield Case("BAOAB oscillator, x every quarter period (KS)", "correct", True, 0.0,
                lambda seed: distribution_study(baoab_chain("x"), norm.cdf, tol=0.05, n=5000, alpha=ALPHA, seed=seed))
+    for inside in (True, False):
+        # against N(0, s**2) with s chosen so that the true distance is 0.1 % of tol inside or outside it
+        scale = normal_scale_at(0.05 * (0.999 if inside else 1.001))
+        yield Case("BAOAB oscillator, x every quarter period (KS)",
+                   "N(0, s**2), 0.1 % inside tol" if inside else "N(0, s**2), 0.1 % outside tol", inside, 1.0,
+                   lambda seed, c=scale: distribution_study(baoab_chain("x"), lambda x: norm.cdf(np.asarray(x) / c),
+                                                            tol=0.05, n=5000, alpha=ALPHA, seed=seed))
     counts = lambda mean: (lambda m, rng: rng.poisson(mean, m))  # noqa: E731
     yield Case("photon counts against a Poisson(10) cdf (KS)", "correct", True, 0.0,
                lambda seed: distribution_study(counts(10.0), poisson(10.0).cdf, tol=0.05, n=5000, alpha=ALPHA, seed=seed))

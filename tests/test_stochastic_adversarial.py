@@ -235,3 +235,14 @@ def test_a_lognormal_test_function_is_too_skewed_for_the_weak_order() -> None:
     # sigma = 1, f = X**2: lognormal with log-variance 4, so each bias's t interval would not hold
     result = weak_order_study(gbm(0.0, 1.0, np.square), math.e, DTS, 1, n=20_000, alpha=0.01, seed=0)
     assert result.status == INCONCLUSIVE and "too skewed" in result.message
+
+
+def test_a_reference_fitted_on_an_independent_pilot_run_keeps_the_kolmogorov_rate() -> None:
+    # Lilliefors' problem arises when the parameters come from the sample tested; fitted on a
+    # separate pilot draw they are fixed numbers for the study, and the DKW band holds as stated.
+    speeds = lambda m, rng: rng.normal(3.0, 2.0, m)  # noqa: E731
+    pilot = speeds(2000, np.random.default_rng(99))
+    fitted = norm(pilot.mean(), pilot.std(ddof=1)).cdf
+    fails = sum(distribution_study(speeds, fitted, tol=0.05, n=5000, alpha=0.01, seed=s).status == FAIL
+                for s in range(100))
+    assert fails <= chance_limit(0.01, 100)

@@ -15,6 +15,12 @@ true value inside the band) then gets FAIL with probability at most alpha, and a
 (outside the band) PASS with probability at most alpha. When ``n`` is a refinement plan, the
 sample grows through the plan's levels and each look is made at alpha / looks (Bonferroni over
 the planned looks), so the stated rate holds for the whole sequence.
+
+What the rates assume is tested where a sample can show it, and a sample that fails a test is
+INCONCLUSIVE (never PASS or FAIL), so the tests cost decisions, not soundness: independence (a
+lag-1 test and Flyvbjerg and Petersen's blocking test), a mean near enough to normal for the t
+interval (a rule on the sample's skewness), and a draw the seed chooses (the sampler drew from
+``rng`` and from no global generator).
 """
 
 from __future__ import annotations
@@ -411,8 +417,10 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
     is the study's Generator from ``seed``. PASS when the (1 - alpha) interval of the mean lies in
     expected +- tol, FAIL when it lies outside, INCONCLUSIVE otherwise with the n that would decide.
     Assumes independent observations, or a chain with ``batches`` batch means (10 or more) each much
-    longer than its autocorrelation time; a lag-1 correlation of the observations (or of the batch
-    means) makes the check INCONCLUSIVE.
+    longer than its autocorrelation time; a lag-1 correlation or a failed blocking test of the
+    observations (or a lag-1 correlation of the batch means), a sample too skewed for its size
+    (``_skew_needed``), or a constant sample from a sampler that drew random numbers makes the
+    check INCONCLUSIVE.
     """
     _check_rate(alpha, tol, seed)
     if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < MIN_BATCHES):
@@ -503,8 +511,9 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
     to probabilities, or is a callable on integers; the total-variation distance with the bound of
     ``physverify._distances.total_variation``; a value outside a mapping's keys has probability 0 and counts against
     the code. Assumes independent observations: thin a chain (keep every k-th state, k several
-    autocorrelation times) or run independent replicas; a lag-1 correlation of numeric
-    observations makes the check INCONCLUSIVE.
+    autocorrelation times) or run independent replicas; a lag-1 correlation or a failed blocking
+    test of numeric observations, or of their indicators below each quartile, makes the check
+    INCONCLUSIVE. ``cdf`` may have jumps (a Poisson cdf): the distance takes its left limits.
     """
     _check_rate(alpha, tol, seed)
     if (cdf is None) == (pmf is None):
