@@ -15,6 +15,12 @@ true value inside the band) then gets FAIL with probability at most alpha, and a
 (outside the band) PASS with probability at most alpha. When ``n`` is a refinement plan, the
 sample grows through the plan's levels and each look is made at alpha / looks (Bonferroni over
 the planned looks), so the stated rate holds for the whole sequence.
+
+What the rates assume is tested where a sample can show it, and a sample that fails a test is
+INCONCLUSIVE (never PASS or FAIL), so the tests cost decisions, not soundness: independence (a
+lag-1 test and Flyvbjerg and Petersen's blocking test), a mean near enough to normal for the t
+interval (a rule on the sample's skewness), and a draw the seed chooses (the sampler drew from
+``rng`` and from no global generator).
 """
 
 from __future__ import annotations
@@ -42,10 +48,14 @@ MIN_BATCHES = 10
 # misses batches that are far too short, because 20 strongly correlated means look smooth, not
 # correlated.
 BATCH_TIMES = 10
-# One-sided level of the lag-1 autocorrelation test. A flag only makes the check INCONCLUSIVE
-# (never PASS or FAIL), so it does not enter the stated error rates; 1 % keeps a correct,
-# independent sample decided in 99 % of runs.
+# Level of the tests of independence, all of them together (Bonferroni): the lag-1
+# autocorrelation and the blocked variances. A flag only makes the check INCONCLUSIVE (never PASS
+# or FAIL), so it does not enter the stated error rates; 1 % keeps a correct, independent sample
+# decided in 99 % of runs.
 CORRELATION_LEVEL = 0.01
+# The blocking test looks at blocks of 2, 4, 8, ... observations while there are this many
+# blocks: fewer give a variance of the block means too rough to test.
+MIN_BLOCKS = 32
 
 Sizes = int | Refinement
 
@@ -135,15 +145,80 @@ def _lag1(x: np.ndarray) -> float:
     return 0.0 if denominator == 0 or x.size < 3 else float(centred[:-1] @ centred[1:]) / denominator
 
 
-def _correlation_limit(count: int) -> float:
-    """The lag-1 autocorrelation above which ``count`` values are not independent at CORRELATION_LEVEL.
+def _correlation_limit(count: int, level: float = CORRELATION_LEVEL) -> float:
+    """The lag-1 autocorrelation above which ``count`` values are not independent at ``level``.
 
     For independent values sqrt(count) r1 is asymptotically standard normal (Box, Jenkins and
     Reinsel, Time Series Analysis, sec. 2.1.6), so this one-sided test flags a positive correlation.
     """
     from scipy.stats import norm  # imported here: scipy.stats costs a few tenths of a second to import
 
-    return float(norm.ppf(1 - CORRELATION_LEVEL)) / math.sqrt(count)
+    return float(norm.ppf(1 - level)) / math.sqrt(count)
+
+
+class _Correlation(NamedTuple):
+    """The tests of independence of a series: its lag-1 autocorrelation and its blocked variances."""
+
+    lag1: float
+    limit: float
+    ratio: float = 0.0  # the block length's variance of the mean over the independent one's, where it is largest
+    block: int = 0
+    ratio_limit: float = math.inf
+
+    @property
+    def flagged(self) -> bool:
+        return self.lag1 > self.limit or self.ratio > self.ratio_limit
+
+    def words(self) -> str:
+        said = [f"lag-1 autocorrelation {self.lag1:.2f}, above {self.limit:.2g}"] if self.lag1 > self.limit else []
+        if self.ratio > self.ratio_limit:
+            said.append(f"the means of blocks of {self.block} vary {self.ratio:.3g} times as much as independent "
+                        f"values' would, above {self.ratio_limit:.3g}")
+        return "; ".join(said)
+
+
+def _blocked(x: np.ndarray, level: float) -> tuple[float, int, float]:
+    """The blocking test (Flyvbjerg and Petersen, J. Chem. Phys. 91 (1989) 461) at ``level``.
+
+    For blocks of L = 2, 4, 8, ... values, R_L = L var(block means) / var(x) estimates how many
+    times the variance of the mean exceeds the independent one's, 1 + 2 sum of the
+    autocorrelations up to about lag L (Sokal's integrated autocorrelation time). For independent
+    values (B - 1) R_L is about chi-squared with B - 1 degrees of freedom for B blocks; each L is
+    tested one-sided at level / (number of L). The lag-1 test alone misses a chain whose
+    correlation is not at lag 1: the potential energy of a weakly damped oscillator sampled every
+    quarter period has a lag-1 autocorrelation near 0 and one near 1 at lag 2. Returns the ratio,
+    block length and limit where R_L / limit is largest; (0, 0, inf) when no L has enough blocks.
+    """
+    from scipy.stats import chi2
+
+    lengths = [2**j for j in range(1, 64) if x.size // 2**j >= MIN_BLOCKS]
+    variance = float(np.var(x, ddof=1))
+    if not lengths or variance == 0:
+        return 0.0, 0, math.inf
+    dof = np.array([x.size // length - 1 for length in lengths])
+    limits = chi2.ppf(1 - level / len(lengths), dof) / dof  # one call: scipy's ppf costs most per call
+    worst = (0.0, 0, math.inf)
+    for length, limit in zip(lengths, limits.tolist(), strict=True):
+        count = x.size // length
+        means = x[: count * length].reshape(count, length).mean(axis=1)
+        ratio = length * float(np.var(means, ddof=1)) / variance
+        if ratio / limit > worst[0] / worst[2]:
+            worst = (ratio, length, limit)
+    return worst
+
+
+def _correlation(series: Sequence[np.ndarray], level: float = CORRELATION_LEVEL) -> _Correlation:
+    """Whether any of ``series`` (one sample, or transforms of it) is correlated, at ``level`` over all tests.
+
+    Each series gets the lag-1 test and the blocking test at level / (2 len(series)); the result
+    is the series that is most clearly correlated (or the first, when none is).
+    """
+    each = level / (2 * len(series))
+    found: list[_Correlation] = []
+    for x in series:
+        ratio, block, ratio_limit = _blocked(x, each)
+        found.append(_Correlation(_lag1(x), _correlation_limit(x.size, each), ratio, block, ratio_limit))
+    return max(found, key=lambda c: max(c.lag1 / c.limit, c.ratio / c.ratio_limit))
 
 
 def _context(result: StochasticResult) -> str:
@@ -152,10 +227,59 @@ def _context(result: StochasticResult) -> str:
     return f"n = {result.n}, seed {result.seed}, {result.generator}, alpha = {result.alpha:g}{looks}"
 
 
+# --- where the randomness comes from ------------------------------------------------------------
+class _Source:
+    """Watches whether a sampler draws from the study's rng, as the stated rate and the replays assume.
+
+    A sampler that draws from numpy's or Python's global generator (np.random.normal, a
+    scipy.stats rvs without random_state, random.random) draws another sample in every run (the
+    fork server reseeds the global generator from fresh entropy, like a fresh interpreter), so its
+    verdict is not reproducible; one that returns varying values without touching rng has its
+    own generator, which the seed does not reach (a fixed one makes every seed's verdict the
+    verdict of one draw, so "replay with another seed" would not redraw it).
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.problem: str | None = None
+        self.drew = False  # whether any call drew from rng
+
+    def before(self) -> tuple[Any, ...]:
+        import random
+
+        return self.rng.bit_generator.state, np.random.get_state(legacy=True), random.getstate()
+
+    def after(self, before: tuple[Any, ...], values: Any, who: str) -> None:
+        import random
+
+        own, (name, keys, position, gauss, cached), python = before
+        now: tuple[Any, ...] = np.random.get_state(legacy=True)  # type: ignore[assignment]
+        global_drawn = (now[0] != name or not np.array_equal(now[1], keys) or now[2:] != (position, gauss, cached)
+                        or random.getstate() != python)
+        varies = (bool(values.size) and bool(values.min() != values.max())) if isinstance(values, np.ndarray) \
+            else len(set(values)) > 1
+        self.drew = self.drew or self.rng.bit_generator.state != own
+        if self.problem is not None:
+            return
+        if global_drawn:
+            self.problem = (f"{who} drew from numpy's or Python's global random generator, which the study's seed "
+                            "does not set, so the seed does not choose the draw (unseeded, another run draws another "
+                            "sample and another verdict); draw every random number from rng (scipy.stats: "
+                            "random_state=rng)")
+        elif varies and self.rng.bit_generator.state == own:
+            self.problem = (f"{who} returned varying values without drawing from rng, so its randomness comes from "
+                            "a generator the study's seed does not reach (an unseeded one gives another verdict in "
+                            "every run, a fixed one the same draw for every seed); draw every random number from rng")
+
+
 # --- growing the sample along a plan --------------------------------------------------------
 def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | None],
-          judge: Callable[[int, float], StochasticResult], alpha: float, seed: int) -> StochasticResult:
+          judge: Callable[[int, float], StochasticResult], alpha: float, seed: int,
+          source: _Source | None = None) -> StochasticResult:
     """Draw up to each cumulative size and judge it at alpha / len(sizes); stop at PASS, FAIL or ERROR.
+
+    A sampler whose draws the seed does not choose (``source.problem``) is INCONCLUSIVE at once,
+    whatever the interval says.
 
     The rate is split over every planned look, also those a budget ends before they are made, so
     the chance of any wrong decision along the way stays at most alpha (Bonferroni).
@@ -173,6 +297,8 @@ def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | 
         drawn = size
         result = replace(judge(size, level), looks=len(sizes), level=level)
         result = replace(result, message=result.message.replace("{context}", _context(result)))
+        if source is not None and source.problem is not None:
+            return replace(result, status=INCONCLUSIVE, message=f"{result.message}; but {source.problem}")
         if result.status != INCONCLUSIVE:
             return result
     assert result is not None
@@ -192,9 +318,51 @@ class _Interval(NamedTuple):
     estimate: float
     half: float
     ess: float
-    lag1: float
-    limit: float
+    correlation: _Correlation  # of the observations, or of the batch means
     short: bool = False  # batches spanning fewer than BATCH_TIMES autocorrelation times
+    skewness: float = 0.0  # the observations' sample skewness
+    skew_n: int | None = None  # the (effective) sample size the skewness needs, when more than there is
+
+
+def _skewness(x: np.ndarray) -> float:
+    """The adjusted Fisher-Pearson sample skewness G1 (Joanes and Gill, The Statistician 47 (1998) 183); 0 when constant."""
+    centred = x - x.mean()
+    m2 = float(centred @ centred) / x.size
+    if m2 == 0 or x.size < 3:
+        return 0.0
+    m3 = float((centred * centred) @ centred) / x.size  # products, not **3: numpy's float power is slow
+    return m3 / m2**1.5 * math.sqrt(x.size * (x.size - 1)) / (x.size - 2)
+
+
+def _skew_needed(skewness: float, size: float, level: float) -> int | None:
+    """The sample size at which a skewed sample's t interval keeps its one-sided error within level / 2, if above ``size``.
+
+    The t statistic of a sample with skewness gamma has P(T <= x) = Phi(x) + gamma (2 x**2 + 1)
+    phi(x) / (6 sqrt(n)) + O(1 / n) (Hall, The Bootstrap and Edgeworth Expansion, sec. 2.6), so at
+    the band's edge the side that decides errs by up to level / 2 more than the normal rate: at
+    most level / 2 + level / 2, the stated rate, when sqrt(n) >= |gamma| (2 z**2 + 1) phi(z) /
+    (3 level). The sample's skewness understates a skewed law's at small n, so its standard
+    error under normality, sqrt(6 / n), is added. This is Cochran's rule (n > 25 G1**2 at 95 %)
+    with a factor that grows as the level falls: about 47 G1**2 at 1 %, 180 G1**2 at 0.1 %. It catches the skewed
+    samples physics gives (waiting times, Boltzmann factors, reweighting weights); no rule on a
+    sample can catch every law whose mean it misjudges (Bahadur and Savage, Ann. Math. Statist. 27
+    (1956) 1115).
+    """
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - level / 2))
+    factor = (2 * z * z + 1) * float(norm.pdf(z)) / (3 * level)
+
+    def required(n: float) -> float:
+        return ((abs(skewness) + math.sqrt(6 / n)) * factor) ** 2
+
+    if size >= required(size):
+        return None
+    low, high = size, required(size)  # required falls with n, so n = required(size) is enough
+    while high - low > 0.5:  # the smallest n >= required(n), by bisection
+        middle = (low + high) / 2
+        low, high = (low, middle) if middle >= required(middle) else (middle, high)
+    return math.ceil(high)
 
 
 def _mean_interval(x: np.ndarray, batches: int | None, level: float) -> _Interval:
@@ -214,10 +382,17 @@ def _mean_interval(x: np.ndarray, batches: int | None, level: float) -> _Interva
         ess = x.size if asymptotic == 0 else min(float(x.size), x.size * variance / asymptotic)
         # a constant chain has no autocorrelation time to span: its batches are never too short
         short = asymptotic > 0 and ess < BATCH_TIMES * batches
-        return _Interval(float(means.mean()), half, ess, _lag1(means), _correlation_limit(batches), short)
+        correlation = _Correlation(_lag1(means), _correlation_limit(batches))
+        # the batch means are about as skewed as a mean of ess / batches independent values
+        skewness = _skewness(x)
+        needed = _skew_needed(skewness, ess, level)
+        return _Interval(float(means.mean()), half, ess, correlation, short, skewness,
+                         None if needed is None else math.ceil(needed * x.size / max(ess, 1e-300)))
     spread = float(np.std(x, ddof=1))
     half = float(student.ppf(1 - level / 2, x.size - 1)) * spread / math.sqrt(x.size)
-    return _Interval(float(x.mean()), half, float(x.size), _lag1(x), _correlation_limit(x.size))
+    skewness = _skewness(x)
+    return _Interval(float(x.mean()), half, float(x.size), _correlation([x]), False, skewness,
+                     _skew_needed(skewness, x.size, level))
 
 
 def _decide(low: float, high: float, band_low: float, band_high: float) -> str:
@@ -245,19 +420,24 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
     is the study's Generator from ``seed``. PASS when the (1 - alpha) interval of the mean lies in
     expected +- tol, FAIL when it lies outside, INCONCLUSIVE otherwise with the n that would decide.
     Assumes independent observations, or a chain with ``batches`` batch means (10 or more) each much
-    longer than its autocorrelation time; a lag-1 correlation of the observations (or of the batch
-    means) makes the check INCONCLUSIVE.
+    longer than its autocorrelation time; a lag-1 correlation or a failed blocking test of the
+    observations (or a lag-1 correlation of the batch means), a sample too skewed for its size
+    (``_skew_needed``), or a constant sample from a sampler that drew random numbers makes the
+    check INCONCLUSIVE.
     """
     _check_rate(alpha, tol, seed)
     if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < MIN_BATCHES):
         raise ValueError(f"batches must be an integer of at least {MIN_BATCHES}, got {batches!r}")
     sizes, budget = _sizes(n, MIN_SAMPLE if batches is None else 2 * batches)
     rng, parts = generator(seed), []
+    source = _Source(rng)
 
     def draw(m: int) -> str | None:
+        before = source.before()
         got = _draw_numbers(lambda: sample(m, rng), m, f"sample({m}, rng)")
         if isinstance(got, str):
             return got
+        source.after(before, got, f"sample({m}, rng)")
         parts.append(got)
         return None
 
@@ -267,29 +447,52 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
         status = _decide(low, high, expected - tol, expected + tol)
         base = StochasticResult(status, "", kind="mean", estimate=iv.estimate, low=low, high=high, expected=expected,
                                 tol=tol, n=size, alpha=alpha, seed=int(seed), batches=batches, ess=iv.ess)
+        if iv.half == 0 and source.drew:
+            return replace(base, status=INCONCLUSIVE, message=_constant_message(base, iv, 1 - alpha))
         return replace(base, status=INCONCLUSIVE if _unreliable(iv) else status,
                        message=_mean_message(base, iv, 1 - alpha))
 
-    return _grow(sizes, budget, draw, judge, alpha, seed)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source)
+
+
+def _constant_message(result: StochasticResult, iv: _Interval, confidence: float) -> str:
+    """Why a constant sample from a sampler that drew random numbers decides nothing.
+
+    A code that draws no random numbers and returns a constant is judged on it (its mean is that
+    constant). One that drew from rng and still returned n equal values may take another value
+    rarely: counting a rare event (an acceptance, a barrier crossing) of probability p sees none
+    in n trials with probability (1 - p)**n, 2 % for p = 0.002 and n = 2000, and its interval of
+    width 0 would then be FAIL at any alpha. No sample of equal values bounds the mean.
+    """
+    return (f"mean {iv.estimate:.6g} +- 0 ({confidence:.4g} interval; {{context}}): all {result.n} observations are "
+            "equal although the sampler drew random numbers, so a value it takes rarely (an event not yet seen) "
+            "could move the mean by any amount and no interval can be given; give a larger n (several times "
+            "1 / the event's probability)")
 
 
 def _unreliable(iv: _Interval) -> bool:
-    """Whether the observations (or batch means) are correlated, or the batches span too few autocorrelation times."""
-    return iv.lag1 > iv.limit or iv.short
+    """Whether the observations (or batch means) are correlated, the batches span too few autocorrelation
+    times, or the sample is too skewed for the normal approximation at its size."""
+    return iv.correlation.flagged or iv.short or iv.skew_n is not None
 
 
 def _mean_message(result: StochasticResult, iv: _Interval, confidence: float) -> str:
     head = (f"mean {iv.estimate:.6g} +- {iv.half:.3g} ({confidence:.4g} interval; {{context}}"
             + (f"; {result.batches} batch means, effective sample size {iv.ess:.0f}" if result.batches else "") + ")")
     band = f"the band {result.expected:g} +- {result.tol:g}"
-    if result.batches and _unreliable(iv):
-        why = (f"the batch means are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above {iv.limit:.2g})"
-               if iv.lag1 > iv.limit else f"a batch of {result.n // result.batches} spans fewer than {BATCH_TIMES} "
+    if result.batches and (iv.correlation.flagged or iv.short):
+        why = (f"the batch means are correlated ({iv.correlation.words()})" if iv.correlation.flagged
+               else f"a batch of {result.n // result.batches} spans fewer than {BATCH_TIMES} "
                f"autocorrelation times (about {result.n / max(iv.ess, 1e-300):.3g} each)")
         return f"{head}: {why}, so the interval cannot be trusted; use longer batches (a larger n or fewer batches)"
-    if iv.lag1 > iv.limit:
-        return (f"{head}: the observations are correlated (lag-1 autocorrelation {iv.lag1:.2f}, above {iv.limit:.2g}), "
+    if iv.correlation.flagged:
+        return (f"{head}: the observations are correlated ({iv.correlation.words()}), "
                 "so the interval cannot be trusted; pass batches= (20 or more) or thin the chain")
+    if iv.skew_n is not None:
+        return (f"{head}: the observations are too skewed for the normal approximation of the interval at this n "
+                f"(sample skewness {iv.skewness:.3g}; it holds at this alpha from about n = {iv.skew_n}), so the "
+                "interval cannot be trusted; give a larger n, or, for a heavy tail (a variance that may be infinite, "
+                "as exponential averaging of a free-energy perturbation has), an estimator with a lighter one")
     if result.status == PASS:
         return f"{head} lies inside {band}"
     if result.status == FAIL:
@@ -311,8 +514,9 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
     to probabilities, or is a callable on integers; the total-variation distance with the bound of
     ``physverify._distances.total_variation``; a value outside a mapping's keys has probability 0 and counts against
     the code. Assumes independent observations: thin a chain (keep every k-th state, k several
-    autocorrelation times) or run independent replicas; a lag-1 correlation of numeric
-    observations makes the check INCONCLUSIVE.
+    autocorrelation times) or run independent replicas; a lag-1 correlation or a failed blocking
+    test of numeric observations, or of their indicators below each quartile, makes the check
+    INCONCLUSIVE. ``cdf`` may have jumps (a Poisson cdf): the distance takes its left limits.
     """
     _check_rate(alpha, tol, seed)
     if (cdf is None) == (pmf is None):
@@ -323,13 +527,15 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
         raise ValueError(partition)
     rng = generator(seed)
     parts: list[Any] = []
+    source = _Source(rng)
 
     def draw(m: int) -> str | None:
-        who = f"sample({m}, rng)"
+        who, before = f"sample({m}, rng)", source.before()
         got = _draw_numbers(lambda: sample(m, rng), m, who) if partition is None else \
             draw_labels(lambda: sample(m, rng), m, who)
         if isinstance(got, str):
             return got
+        source.after(before, got, who)
         parts.append(got)
         return None
 
@@ -349,21 +555,20 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
                                   n=size, alpha=alpha, seed=int(seed))
         return _independence(result, parts, eps, rest)
 
-    return _grow(sizes, budget, draw, judge, alpha, seed)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source)
 
 
 def _independence(result: StochasticResult, parts: list[Any], eps: float, rest: float) -> StochasticResult:
     """The distance's message, INCONCLUSIVE when numeric observations are correlated (a chain not thinned)."""
     values = [v for part in parts for v in (part.tolist() if isinstance(part, np.ndarray) else part)]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    lag1 = _lag1(np.asarray(values, dtype=float)) if numeric else 0.0
-    limit = _correlation_limit(len(values))
+    correlation = _distribution_correlation(np.asarray(values, dtype=float)) if numeric else None
     head = (f"{result.kind} distance {result.estimate:.4g} +- {eps:.3g}"
             + (f" (+ {rest:.2g} for the improbable values)" if rest else "") + f" ({1 - float(result.alpha or 0):.4g} "
             "bound; {context})")
-    if lag1 > limit:
+    if correlation is not None and correlation.flagged:
         return replace(result, status=INCONCLUSIVE, message=(
-            f"{head}: the observations are correlated (lag-1 autocorrelation {lag1:.2f}, above {limit:.2g}), so the "
+            f"{head}: the observations are correlated ({correlation.words()}), so the "
             "bound does not hold; thin the chain (keep every k-th state) or draw independent replicas"))
     if result.status == PASS:
         return replace(result, message=f"{head} is within tol = {result.tol:g}")
@@ -372,6 +577,17 @@ def _independence(result: StochasticResult, parts: list[Any], eps: float, rest: 
                                        "distribution")
     return replace(result, message=f"{head} reaches across tol = {result.tol:g}: "
                    + _needed_distance(result.n, eps, float(result.estimate or 0), rest, float(result.tol or 0)))
+
+
+def _distribution_correlation(x: np.ndarray) -> _Correlation:
+    """The independence tests of the values and of their indicators below each quartile.
+
+    The distance is a supremum over thresholds, so what must be independent is each indicator
+    1{x <= q}, not only x: the position of a weakly damped oscillator sampled every quarter period
+    alternates in sign (its mean looks anti-correlated) while its size repeats.
+    """
+    quartiles = np.quantile(x, [0.25, 0.5, 0.75])
+    return _correlation([x, *((x <= q).astype(float) for q in quartiles)])
 
 
 def _needed_distance(n: int, eps: float, distance: float, rest: float, tol: float) -> str:
@@ -392,20 +608,25 @@ class _Biases(NamedTuple):
     biases: list[float]
     halves: list[float]
     spreads: list[float]
+    skewed: list[tuple[float, float, int]]  # (dt, skewness, n it needs) of the samples too skewed for their interval
 
 
 def _biases(samples: list[list[np.ndarray]], dts: list[float], expected_value: float, level: float) -> _Biases:
     """Each dt's bias E_n[f] - expected_value with its t half-width at ``level`` (split over the dts)."""
     from scipy.stats import t as student
 
-    biases, halves, spreads = [], [], []
-    for parts in samples:
+    biases, halves, spreads, skewed = [], [], [], []
+    for dt, parts in zip(dts, samples, strict=True):
         x = np.concatenate(parts)
         spread = float(np.std(x, ddof=1))
         biases.append(float(x.mean()) - expected_value)
         halves.append(float(student.ppf(1 - level / (2 * len(dts)), x.size - 1)) * spread / math.sqrt(x.size))
         spreads.append(spread)
-    return _Biases(dts, biases, halves, spreads)
+        skewness = _skewness(x)
+        needed = _skew_needed(skewness, x.size, level / len(dts))
+        if needed is not None:
+            skewed.append((dt, skewness, needed))
+    return _Biases(dts, biases, halves, spreads, skewed)
 
 
 def _order_interval(b: _Biases, coarse: int, fine: int) -> tuple[float, float, float]:
@@ -442,12 +663,15 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
     sizes, budget = _sizes(n)
     rng = generator(seed)
     samples: list[list[np.ndarray]] = [[] for _ in steps]
+    source = _Source(rng)
 
     def draw(m: int) -> str | None:
         for dt, parts in zip(steps, samples, strict=True):
-            got = _draw_numbers(partial(sample_at, dt, m, rng), m, f"sample_at({dt:g}, {m}, rng)")
+            who, before = f"sample_at({dt:g}, {m}, rng)", source.before()
+            got = _draw_numbers(partial(sample_at, dt, m, rng), m, who)
             if isinstance(got, str):
                 return got
+            source.after(before, got, who)
             parts.append(got)
         return None
 
@@ -458,7 +682,7 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
                                 half_widths=tuple(b.halves))
         return _judge_order(base, b)
 
-    return _grow(sizes, budget, draw, judge, alpha, seed)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source)
 
 
 def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
@@ -471,6 +695,14 @@ def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
         return replace(base, message=f"{head}: the bias changes sign between dt = {b.dts[resolved[0]]:g} and "
                        f"{b.dts[resolved[-1]]:g} (samples per dt: {{context}}), so the step sizes are not in the asymptotic "
                        "range; use smaller dts")
+    if b.skewed:  # checked only where the intervals would decide: unresolved biases say what to add first
+        # f(X_T) of a geometric Brownian motion with a large volatility is lognormal: its mean's t interval
+        # misses low far more often than the level says, which would bias every order it gives
+        dt, skewness, needed = max(b.skewed, key=lambda entry: entry[2])
+        return replace(base, message=f"{head}: the samples at dt = {dt:g} are too skewed for the normal approximation of "
+                       f"their interval (sample skewness {skewness:.3g}; it holds at this alpha from about n = {needed} "
+                       "per dt; samples per dt: {context}), so the biases cannot be trusted; give a larger n, or a test "
+                       "function f with a lighter tail")
     order, low, high = _order_interval(b, resolved[0], resolved[-1])
     expected, tol = float(base.expected or 0), float(base.tol or 0)
     status = PASS if expected - tol <= low and high <= expected + tol else FAIL if high < expected - tol else INCONCLUSIVE
