@@ -381,3 +381,24 @@ def test_a_ledger_that_is_a_fifo_or_a_device_is_refused_before_the_claim_runs(
     assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
     assert done.stderr == f"physverify: special.jsonl: the ledger is {what}, not a regular file\n"
     assert not (root / "claims" / "claim_ok.py.ran").exists()
+
+
+# --- a new user's first steps, as docs/confirm.md shows them --------------------------
+def test_confirm_init_starts_the_claims_folder_of_a_repository_that_has_none(
+    tmp_path: Path, physverify: Callable[..., Ran]
+) -> None:
+    """docs/confirm.md's own `confirm init claims/claim_rk4.py ...` failed with "cannot be written" in a new repository."""
+    init_repo(tmp_path)
+    done = physverify("confirm", "init", "claims/claim_rk4.py", "--text", "the k3 stage uses the wrong slope",
+                      "--file", "decay.py", "--line", "22", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (ExitCode.OK, ""), done.stderr
+    assert done.stdout.startswith("wrote claims/claim_rk4.py: fill in source, reference and impact")
+    assert "FILL IN" in (tmp_path / "claims" / "claim_rk4.py").read_text(encoding="utf-8")
+
+
+def test_confirm_init_names_a_folder_it_cannot_create(tmp_path: Path, physverify: Callable[..., Ran]) -> None:
+    (tmp_path / "claims").write_text("a file where the folder should be\n")
+    done = physverify("confirm", "init", "claims/claim_rk4.py", "--text", "t", "--file", "decay.py", "--line", "2",
+                      cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
+    assert done.stderr == "physverify: claims/claim_rk4.py: its folder claims cannot be created: a file is in the way\n"

@@ -679,6 +679,7 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     if kind is not None and kind not in templates.KINDS:
         raise PhysverifyError(f"confirm init: --kind {kind!r} is not one of {', '.join(templates.KINDS)}")
     fixed = _fix_keys(defect, fix)
+    _make_folder(path)
     try:
         with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
             handle.write(_with_fix_keys(_template(str(text), str(file), number, kind), fixed))
@@ -687,6 +688,16 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot be written: {exc.strerror or exc}") from None
     return path
+
+
+def _make_folder(path: Path) -> None:
+    """Create the claim's folder when it is missing: the first claim of a repository starts its claims/ folder."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # mkdir's "File exists" for a folder would read as the claim file existing
+        raise PhysverifyError(f"{path}: its folder {path.parent} cannot be created: a file is in the way") from None
+    except OSError as exc:  # no permission, a read-only file system: say which folder
+        raise PhysverifyError(f"{path}: its folder {path.parent} cannot be created: {exc.strerror or exc}") from None
 
 
 def _line_number(line: str | int | None) -> int:
