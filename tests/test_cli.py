@@ -402,3 +402,10 @@ def test_confirm_init_names_a_folder_it_cannot_create(tmp_path: Path, physverify
                       cwd=tmp_path)
     assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
     assert done.stderr == "physverify: claims/claim_rk4.py: its folder claims cannot be created: a file is in the way\n"
+
+
+def test_ledger_help_names_each_of_its_actions(physverify: Callable[..., Ran], tmp_path: Path) -> None:
+    """README lists `ledger log / ledger show / ledger merge`; the help named only log and merge."""
+    top = " ".join(physverify("--help", cwd=tmp_path).stdout.split())
+    described = " ".join(physverify("ledger", "--help", cwd=tmp_path).stdout.split())
+    assert "its latest verdict (show)" in top and "'ledger show CLAIM' a claim's latest verdict" in described
