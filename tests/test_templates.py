@@ -160,3 +160,14 @@ def test_a_stand_in_gives_way_to_the_real_package_and_serves_a_dotted_one_that_i
     finally:
         sys.modules.pop("a_package_nobody_installed", None)
         sys.modules.pop("a_package_nobody_installed.constants", None)
+
+
+@pytest.mark.parametrize("kind", [None, *sorted(KINDS)])
+def test_every_command_a_template_names_is_one_physverify_has(tmp_path: Path, kind: str | None, cli: Any) -> None:
+    """The templates told a new user a claim can come from `physverify scan`, a command this version does not have."""
+    kinds = ["--kind", kind] if kind else []
+    ran = cli("confirm", "init", "claim.py", *kinds, "--text", "t", "--file", "code.py", "--line", "3", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    named = set(re.findall(r"physverify (?!import )([a-z]+)", (tmp_path / "claim.py").read_text(encoding="utf-8")))
+    commands = set(re.findall(r"^    ([a-z]+) ", run_process("--help", cwd=tmp_path).stdout, re.MULTILINE))
+    assert named and named <= commands, named - commands
