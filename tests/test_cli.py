@@ -409,3 +409,15 @@ def test_ledger_help_names_each_of_its_actions(physverify: Callable[..., Ran], t
     top = " ".join(physverify("--help", cwd=tmp_path).stdout.split())
     described = " ".join(physverify("ledger", "--help", cwd=tmp_path).stdout.split())
     assert "its latest verdict (show)" in top and "'ledger show CLAIM' a claim's latest verdict" in described
+
+
+def test_confirm_says_when_the_claimed_file_is_not_found(project: git.Repo, physverify: Callable[..., Ran]) -> None:
+    """A typo in CLAIM["file"] (or in init's --file) only left file_sha256 null in the ledger, with no word said."""
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "claim_typo.py").write_text(TINY_CLAIM.replace('"file": "claim_ok.py"', '"file": "sovler.py"'))
+    typo = physverify("confirm", "claims/claim_typo.py", "--trusted", cwd=root)
+    assert typo.returncode == ExitCode.OK and typo.stdout.splitlines()[-1] == (
+        "  note: CLAIM['file'] 'sovler.py' was not found from the repository root or next to the claim file, so no "
+        "hash of it is recorded; check the path (relative to the repository root)"), typo.stdout
+    found = physverify("confirm", "claims/claim_ok.py", "--trusted", cwd=root)
+    assert found.returncode == ExitCode.OK and "note:" not in found.stdout, found.stdout
