@@ -61,7 +61,8 @@ def test_a_template_of_each_kind_does_not_load_until_claim_is_filled_and_then_na
     text = path.read_text(encoding="utf-8")
     assert f"kind {kind}" in text and "THE REFERENCE MUST COME FROM THE PHYSICS" in text
     assert "isolates the claimed effect" in text
-    assert "claim.py: CLAIM['source'] is still 'FILL IN'; fill it in" in confirm(cli, tmp_path)
+    assert ("claim.py: CLAIM['source'], CLAIM['reference'] and CLAIM['impact'] are still 'FILL IN'; fill them in"
+            in confirm(cli, tmp_path))
     fill_claim(path)
     out = confirm(cli, tmp_path)
     assert out.startswith("not decidable") and "NotImplementedError: FILL IN the adapter" in out, out

@@ -632,6 +632,10 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
             f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {clip(', '.join(repr(k) for k in unknown))} "
             f"(allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})"
         )
+    unfilled = [key for key in REQUIRED_KEYS if isinstance(claim.get(key), str) and claim[key].strip() == FILL_IN]
+    if len(unfilled) > 1:  # a fresh template has three: name them all, not one per run
+        keys = ", ".join(f"CLAIM[{key!r}]" for key in unfilled[:-1]) + f" and CLAIM[{unfilled[-1]!r}]"
+        return f"{keys} are still {FILL_IN!r}; fill them in"
     for key in claim:
         problem = _value_problem(key, claim[key])
         if problem is not None:
