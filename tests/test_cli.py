@@ -392,7 +392,8 @@ def test_confirm_init_starts_the_claims_folder_of_a_repository_that_has_none(
     done = physverify("confirm", "init", "claims/claim_rk4.py", "--text", "the k3 stage uses the wrong slope",
                       "--file", "decay.py", "--line", "22", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (ExitCode.OK, ""), done.stderr
-    assert done.stdout.startswith("wrote claims/claim_rk4.py: fill in source, reference and impact")
+    assert done.stdout == ("wrote claims/claim_rk4.py: fill in source, reference and impact, then control() and "
+                           "checks(); then run 'physverify confirm claims/claim_rk4.py --trusted'\n")
     assert "FILL IN" in (tmp_path / "claims" / "claim_rk4.py").read_text(encoding="utf-8")
 
 

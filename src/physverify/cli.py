@@ -11,6 +11,7 @@ import argparse
 import gc
 import io
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -385,7 +386,8 @@ def _confirm(args: argparse.Namespace) -> int:
         written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
                                        kind=args.kind, defect=args.defect, fix=args.fix)
         todo = "control() and checks()" if args.kind is None else "the ADAPTER block"
-        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}\n")
+        run = f"physverify confirm {shlex.quote(str(written))} --trusted"  # the next command, ready to paste
+        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}; then run '{run}'\n")
         return EXIT_OK
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
