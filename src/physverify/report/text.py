@@ -119,7 +119,7 @@ def render(result: ReplayResult) -> str:
     if result.gate_failed:
         failing = sum(bool(run.failures) for run in result.claims)
         lines.append(f"gate failed: {failing} claim(s) (fail_on: {', '.join(sorted(result.fail_on)) or 'nothing'})")
-        lines += _ways_forward(result)
+        lines += [visible(way) for way in result.ways_forward()]
     elif result.exit_code:  # --pre-commit: a ledger the hook changed must be reviewed and staged
         lines.append("stopped: no verdict fails the gate, but the ledger changed")
     else:
@@ -127,18 +127,3 @@ def render(result: ReplayResult) -> str:
     lines += [visible(note) for note in result.notes]
     return "\n".join(lines)
 
-
-def _ways_forward(result: ReplayResult) -> list[str]:
-    """What the person can do about each kind of gate failure (docs/replay.md): a failure alone does not say."""
-    failing = [run for run in result.claims if run.failures]
-    regressed = [run for run in failing if run.transition == "regressed"]
-    lines = []
-    if regressed:
-        key = visible(regressed[0].key) if len(regressed) == 1 else "CLAIM.py"
-        lines.append("to pass: fix the code the claim is about (re-running or staging the ledger does not clear a "
-                     f"regression), or pin a defect kept on purpose with 'expect: {{{key}: confirmed}}' in the "
-                     "claims folder's physverify.yaml, in a reviewed commit (docs/replay.md)")
-    if any(run.verdict == "not decidable" for run in failing):
-        lines.append("to pass: a claim that cannot be judged says why on its 'why:' line; "
-                     "docs/troubleshooting.md says what to change")
-    return lines
