@@ -409,6 +409,19 @@ def test_the_template_fails_the_load_until_filled_in_and_then_loads(tmp_path: Pa
     assert read_claim(path).claim["impact"] == "latent"
 
 
+def test_a_fresh_template_names_every_key_left_to_fill_in_at_once(tmp_path: Path) -> None:
+    """A new user filled in source, ran, filled in reference, ran, filled in impact: three runs for one message."""
+    path = write_template(tmp_path / "claim_k3.py", text="t", file="f.py", line=3)
+    assert str(load_error(path)).endswith(
+        "CLAIM['source'], CLAIM['reference'] and CLAIM['impact'] are still 'FILL IN'; fill them in")
+    path.write_text(path.read_text(encoding="utf-8").replace('"source": "FILL IN"', '"source": "a person"'),
+                    encoding="utf-8")
+    assert str(load_error(path)).endswith("CLAIM['reference'] and CLAIM['impact'] are still 'FILL IN'; fill them in")
+    path.write_text(path.read_text(encoding="utf-8").replace('"impact": "FILL IN"', '"impact": "used"'),
+                    encoding="utf-8")
+    assert str(load_error(path)).endswith("CLAIM['reference'] is still 'FILL IN'; fill it in")
+
+
 def test_the_template_says_the_reference_comes_from_the_physics(tmp_path: Path) -> None:
     head = write_template(tmp_path / "c.py", text="t", file="f.py", line=3).read_text(encoding="utf-8")[:400]
     assert "REFERENCE MUST COME FROM THE PHYSICS" in head and "never take it from the code under test" in head.lower()

@@ -381,3 +381,44 @@ def test_a_ledger_that_is_a_fifo_or_a_device_is_refused_before_the_claim_runs(
     assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
     assert done.stderr == f"physverify: special.jsonl: the ledger is {what}, not a regular file\n"
     assert not (root / "claims" / "claim_ok.py.ran").exists()
+
+
+# --- a new user's first steps, as docs/confirm.md shows them --------------------------
+def test_confirm_init_starts_the_claims_folder_of_a_repository_that_has_none(
+    tmp_path: Path, physverify: Callable[..., Ran]
+) -> None:
+    """docs/confirm.md's own `confirm init claims/claim_rk4.py ...` failed with "cannot be written" in a new repository."""
+    init_repo(tmp_path)
+    done = physverify("confirm", "init", "claims/claim_rk4.py", "--text", "the k3 stage uses the wrong slope",
+                      "--file", "decay.py", "--line", "22", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (ExitCode.OK, ""), done.stderr
+    assert done.stdout == ("wrote claims/claim_rk4.py: fill in source, reference and impact, then control() and "
+                           "checks(); then run 'physverify confirm claims/claim_rk4.py --trusted'\n")
+    assert "FILL IN" in (tmp_path / "claims" / "claim_rk4.py").read_text(encoding="utf-8")
+
+
+def test_confirm_init_names_a_folder_it_cannot_create(tmp_path: Path, physverify: Callable[..., Ran]) -> None:
+    (tmp_path / "claims").write_text("a file where the folder should be\n")
+    done = physverify("confirm", "init", "claims/claim_rk4.py", "--text", "t", "--file", "decay.py", "--line", "2",
+                      cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (ExitCode.ERROR, "")
+    assert done.stderr == "physverify: claims/claim_rk4.py: its folder claims cannot be created: a file is in the way\n"
+
+
+def test_ledger_help_names_each_of_its_actions(physverify: Callable[..., Ran], tmp_path: Path) -> None:
+    """README lists `ledger log / ledger show / ledger merge`; the help named only log and merge."""
+    top = " ".join(physverify("--help", cwd=tmp_path).stdout.split())
+    described = " ".join(physverify("ledger", "--help", cwd=tmp_path).stdout.split())
+    assert "its latest verdict (show)" in top and "'ledger show CLAIM' a claim's latest verdict" in described
+
+
+def test_confirm_says_when_the_claimed_file_is_not_found(project: git.Repo, physverify: Callable[..., Ran]) -> None:
+    """A typo in CLAIM["file"] (or in init's --file) only left file_sha256 null in the ledger, with no word said."""
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "claim_typo.py").write_text(TINY_CLAIM.replace('"file": "claim_ok.py"', '"file": "sovler.py"'))
+    typo = physverify("confirm", "claims/claim_typo.py", "--trusted", cwd=root)
+    assert typo.returncode == ExitCode.OK and typo.stdout.splitlines()[-1] == (
+        "  note: CLAIM['file'] 'sovler.py' was not found from the repository root or next to the claim file, so no "
+        "hash of it is recorded; check the path (relative to the repository root)"), typo.stdout
+    found = physverify("confirm", "claims/claim_ok.py", "--trusted", cwd=root)
+    assert found.returncode == ExitCode.OK and "note:" not in found.stdout, found.stdout

@@ -538,6 +538,21 @@ def test_ledger_log_reads_the_ledger_replay_writes_in_the_claims_folder(tmp_path
     assert missing.returncode == EXIT_ERROR and missing.stderr == "physverify: nope: no such claims folder\n"
 
 
+def test_ledger_log_reads_confirms_ledger_until_a_replay_has_written_one(tmp_path: Path, cli: Callable[..., Ran]) -> None:
+    """A new user runs `confirm` (ledger ./confirm_ledger.jsonl), then `ledger log`: it said "no ledger lines"."""
+    (tmp_path / "claims").mkdir()
+    missing = cli("ledger", "log", "--claim", "claims/a.py", cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (EXIT_OK, "")
+    assert missing.stdout == (f"no ledger lines for claims/a.py in {Path('claims/confirm_ledger.jsonl')}: there is "
+                              "no such file yet (a replay writes it; give --ledger FILE to read another ledger)\n")
+    write_ledger(tmp_path / "confirm_ledger.jsonl", [record("claims/a.py", "confirmed")])  # what confirm wrote
+    done = cli("ledger", "log", "--claim", "claims/a.py", cwd=tmp_path)
+    assert done.stdout.splitlines()[1].split()[:2] == ["2026-01-01T00:00:00+00:00", "confirmed"], done.stdout
+    assert cli("ledger", "show", "claims/a.py", cwd=tmp_path).stdout.startswith("confirmed")
+    other = cli("ledger", "log", "--claim", "claims/b.py", cwd=tmp_path)
+    assert other.stdout == "no ledger lines for claims/b.py in confirm_ledger.jsonl\n"
+
+
 def test_ledger_show_prints_the_latest_verdict_with_its_control_and_checks(tmp_path: Path, cli: Callable[..., Ran]) -> None:
     check = {"label": "order of the midpoint rule", "family": "mms", "status": "FAIL",
              "message": "observed order 1.02 (expected 2)"}

@@ -61,7 +61,8 @@ def test_a_template_of_each_kind_does_not_load_until_claim_is_filled_and_then_na
     text = path.read_text(encoding="utf-8")
     assert f"kind {kind}" in text and "THE REFERENCE MUST COME FROM THE PHYSICS" in text
     assert "isolates the claimed effect" in text
-    assert "claim.py: CLAIM['source'] is still 'FILL IN'; fill it in" in confirm(cli, tmp_path)
+    assert ("claim.py: CLAIM['source'], CLAIM['reference'] and CLAIM['impact'] are still 'FILL IN'; fill them in"
+            in confirm(cli, tmp_path))
     fill_claim(path)
     out = confirm(cli, tmp_path)
     assert out.startswith("not decidable") and "NotImplementedError: FILL IN the adapter" in out, out
@@ -160,3 +161,14 @@ def test_a_stand_in_gives_way_to_the_real_package_and_serves_a_dotted_one_that_i
     finally:
         sys.modules.pop("a_package_nobody_installed", None)
         sys.modules.pop("a_package_nobody_installed.constants", None)
+
+
+@pytest.mark.parametrize("kind", [None, *sorted(KINDS)])
+def test_every_command_a_template_names_is_one_physverify_has(tmp_path: Path, kind: str | None, cli: Any) -> None:
+    """The templates told a new user a claim can come from `physverify scan`, a command this version does not have."""
+    kinds = ["--kind", kind] if kind else []
+    ran = cli("confirm", "init", "claim.py", *kinds, "--text", "t", "--file", "code.py", "--line", "3", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    named = set(re.findall(r"physverify (?!import )([a-z]+)", (tmp_path / "claim.py").read_text(encoding="utf-8")))
+    commands = set(re.findall(r"^    ([a-z]+) ", run_process("--help", cwd=tmp_path).stdout, re.MULTILINE))
+    assert named and named <= commands, named - commands

@@ -632,6 +632,10 @@ def _claim_problem(claim: dict[str, Any]) -> str | None:
             f"CLAIM has unknown key{'s' if len(unknown) > 1 else ''} {clip(', '.join(repr(k) for k in unknown))} "
             f"(allowed: {', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)})"
         )
+    unfilled = [key for key in REQUIRED_KEYS if isinstance(claim.get(key), str) and claim[key].strip() == FILL_IN]
+    if len(unfilled) > 1:  # a fresh template has three: name them all, not one per run
+        keys = ", ".join(f"CLAIM[{key!r}]" for key in unfilled[:-1]) + f" and CLAIM[{unfilled[-1]!r}]"
+        return f"{keys} are still {FILL_IN!r}; fill them in"
     for key in claim:
         problem = _value_problem(key, claim[key])
         if problem is not None:
@@ -679,6 +683,7 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     if kind is not None and kind not in templates.KINDS:
         raise PhysverifyError(f"confirm init: --kind {kind!r} is not one of {', '.join(templates.KINDS)}")
     fixed = _fix_keys(defect, fix)
+    _make_folder(path)
     try:
         with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
             handle.write(_with_fix_keys(_template(str(text), str(file), number, kind), fixed))
@@ -687,6 +692,16 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     except OSError as exc:
         raise PhysverifyError(f"{path}: cannot be written: {exc.strerror or exc}") from None
     return path
+
+
+def _make_folder(path: Path) -> None:
+    """Create the claim's folder when it is missing: the first claim of a repository starts its claims/ folder."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # mkdir's "File exists" for a folder would read as the claim file existing
+        raise PhysverifyError(f"{path}: its folder {path.parent} cannot be created: a file is in the way") from None
+    except OSError as exc:  # no permission, a read-only file system: say which folder
+        raise PhysverifyError(f"{path}: its folder {path.parent} cannot be created: {exc.strerror or exc}") from None
 
 
 def _line_number(line: str | int | None) -> int:
@@ -770,7 +785,7 @@ from physverify import Check  # noqa: F401
 CLAIM = {{
     # the claim as it was stated, unedited
     "text": {text},
-    # who made the claim: a person, physverify scan, or a model with its name
+    # who made the claim: a person, a static analysis tool, or an AI model named by its name
     "source": {fill},
     # the file the claim is about (relative to the repository root) and the line in it
     "file": {file},

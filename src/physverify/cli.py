@@ -11,6 +11,7 @@ import argparse
 import gc
 import io
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -229,9 +230,10 @@ def _flushed(stream: TextIO) -> Callable[[str], None]:
 def _ledger_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ledger = sub.add_parser(
         "ledger", allow_abbrev=False,
-        help="read and join confirm ledgers: a claim's history (log), shard ledgers into one (merge)",
-        description="'ledger log' shows the ledger one line per run; 'ledger merge' joins the ledgers of a CI "
-        "matrix in date order.",
+        help="read and join confirm ledgers: a claim's history (log), its latest verdict (show), shard ledgers "
+        "into one (merge)",
+        description="'ledger log' shows the ledger one line per run; 'ledger show CLAIM' a claim's latest verdict "
+        "with its control and check lines; 'ledger merge' joins the ledgers of a CI matrix in date order.",
     )
     actions = ledger.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     log = actions.add_parser("log", help="a claim's history, one row per ledger line, oldest first",
@@ -270,7 +272,11 @@ def _ledger_path(ledger: str | None, claims: str | None) -> Path:
         return Path(ledger)
     folder = Path(claims or DEFAULT_CLAIMS_DIR)
     if folder.is_dir():
-        return default_ledger(load_config(folder))
+        replays = default_ledger(load_config(folder))
+        # confirm's own default is ./confirm_ledger.jsonl (spec section 3): before the first replay
+        # it is the only ledger there is, and "no ledger lines" would hide the claim's history
+        confirms = Path(DEFAULT_LEDGER)
+        return confirms if not os.path.lexists(replays) and claims is None and confirms.is_file() else replays
     if claims is not None:
         raise UsageError(f"{folder}: no such claims folder")
     return Path(DEFAULT_LEDGER)
@@ -297,7 +303,8 @@ def _ledger(args: argparse.Namespace) -> int:
     history = ledger.log(path, claim=args.claim)
     _warn(history.problems)
     rows = [row._asdict() for row in history.rows]
-    _emit_json_or_text(rows, args.json, lambda: ledger_text.render_log(history))
+    _emit_json_or_text(rows, args.json,
+                       lambda: ledger_text.render_log(history, path, missing=not os.path.lexists(path)))
     return history.exit_code
 
 
@@ -379,7 +386,8 @@ def _confirm(args: argparse.Namespace) -> int:
         written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
                                        kind=args.kind, defect=args.defect, fix=args.fix)
         todo = "control() and checks()" if args.kind is None else "the ADAPTER block"
-        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}\n")
+        run = f"physverify confirm {shlex.quote(str(written))} --trusted"  # the next command, ready to paste
+        sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}; then run '{run}'\n")
         return EXIT_OK
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")

@@ -18,7 +18,7 @@ from physverify import gate
 from physverify.checks import ERROR, FAIL, INCONCLUSIVE, STATUSES
 from physverify.gate import TRANSITIONS, UNCHANGED
 from physverify.text import plural
-from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, ExitCode, evidence
+from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, ExitCode, evidence
 
 __all__ = ["ClaimRun", "ReplayResult", "RunOutcome", "SpecOutcome", "exit_code", "gate_failures", "with_fail_on"]
 
@@ -87,6 +87,24 @@ class ReplayResult:
     @property
     def gate_failed(self) -> bool:
         return any(run.failures for run in self.claims)
+
+    def ways_forward(self) -> tuple[str, ...]:
+        """What the person can do about the gate's failures (docs/replay.md), one sentence per kind; () when it holds.
+
+        A failure alone names what moved, not what to do; every format that shows it can show these.
+        """
+        failing = [run for run in self.claims if run.failures]
+        regressed = [run for run in failing if run.transition == gate.REGRESSED]
+        ways = []
+        if regressed:
+            key = regressed[0].key if len(regressed) == 1 else "CLAIM.py"
+            ways.append("to pass: fix the code the claim is about (re-running or staging the ledger does not clear a "
+                        f"regression), or pin a defect kept on purpose with 'expect: {{{key}: confirmed}}' in the "
+                        "claims folder's physverify.yaml, in a reviewed commit (docs/replay.md)")
+        if any(run.verdict == NOT_DECIDABLE for run in failing):
+            ways.append("to pass: a claim that cannot be judged says why on its 'why:' line; "
+                        "docs/troubleshooting.md says what to change")
+        return tuple(ways)
 
     def summary(self) -> str:
         """``3 claims: 2 unchanged, 1 new; 0 skipped as unaffected; 1 line written to LEDGER``."""

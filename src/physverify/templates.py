@@ -45,7 +45,7 @@ from physverify import {imports}  # noqa: F401
 CLAIM = {{
     # the claim as it was stated, unedited
     "text": {text},
-    # who made the claim: a person, physverify scan, or a model with its name
+    # who made the claim: a person, a static analysis tool, or an AI model named by its name
     "source": {fill},
     # the file the claim is about (relative to the repository root) and the line in it
     "file": {file},

@@ -16,6 +16,10 @@ def test_the_summary_has_a_headline_and_one_row_per_claim(result: ReplayResult) 
     assert all(row.replace("\\|", "").count("|") == 7 for row in rows)
     assert any("**fails the gate**: regressed: rejected -> confirmed" in row for row in rows)
     assert "1 skipped as unaffected" in text
+    # what to do next, as the terminal says it (the walkthrough: a failed summary named no way forward)
+    assert ("> to pass: fix the code the claim is about (re-running or staging the ledger does not clear a regression), "
+            "or pin a defect kept on purpose with 'expect: {claims/regressed.py: confirmed}' in the claims folder's "
+            "physverify.yaml, in a reviewed commit (docs/replay.md)") in lines
 
 
 def test_html_links_and_line_breaks_in_a_claim_stay_text(result: ReplayResult) -> None:

@@ -10,7 +10,7 @@ from physverify.report import text
 
 def test_one_line_per_claim_then_warnings_counts_and_the_gate(result: ReplayResult) -> None:
     lines = text.render(result).splitlines()
-    claim_lines = [line for line in lines if "claims/" in line and not line.startswith(("  ", "warning", "7 claims"))]
+    claim_lines = [line for line in lines if "claims/" in line and not line.startswith(("  ", "warning", "7 claims", "to pass"))]
     assert len(claim_lines) == len(result.claims)
     assert claim_lines[0].split() == ["confirmed", "regressed", "claims/regressed.py", "sim/rk4.py:12", "(was", "rejected)"]
     assert "  gate: regressed: rejected -> confirmed" in lines
@@ -18,7 +18,13 @@ def test_one_line_per_claim_then_warnings_counts_and_the_gate(result: ReplayResu
     assert "warning: claims/confirm_ledger.jsonl:7: cut off" in lines
     assert ("7 claims: 2 new, 2 unchanged, 1 fixed, 1 regressed, 1 removed; 1 skipped as unaffected; "
             "4 lines written to claims/confirm_ledger.jsonl") in lines
-    assert lines[-1].startswith("gate failed: 3 claim(s)")
+    gate = next(i for i, line in enumerate(lines) if line.startswith("gate failed: 3 claim(s)"))
+    assert lines[gate + 1:] == [  # what to do next, for a regression and for a claim that cannot be judged
+        "to pass: fix the code the claim is about (re-running or staging the ledger does not clear a regression), "
+        "or pin a defect kept on purpose with 'expect: {claims/regressed.py: confirmed}' in the claims folder's "
+        "physverify.yaml, in a reviewed commit (docs/replay.md)",
+        "to pass: a claim that cannot be judged says why on its 'why:' line; docs/troubleshooting.md says what to change",
+    ]
 
 
 def test_a_newline_or_escape_in_a_claim_cannot_forge_a_line_or_reach_the_terminal() -> None:

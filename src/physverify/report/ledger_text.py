@@ -6,6 +6,8 @@ A ledger is a file of the repository: every value read from it is shown through
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from physverify.ledger import LogResult, LogRow, MergeResult
 from physverify.text import clip, plural, visible
 
@@ -13,17 +15,30 @@ REASON_WIDTH = 90  # a terminal line; the full reason stays in the ledger
 COMMIT_WIDTH = 12  # as `git log --oneline` abbreviates, plus "-dirty"
 
 
-def render_log(result: LogResult) -> str:
-    """A table of the claim's history: date, verdict, commit, (claim,) reason; oldest first."""
+def render_log(result: LogResult, ledger: Path | None = None, *, missing: bool = False) -> str:
+    """A table of the claim's history: date, verdict, commit, (claim,) reason; oldest first.
+
+    With no rows, the message names ``ledger`` (the file read) and says when it is ``missing``.
+    """
     if not result.rows:
         about = f" for {visible(result.claim)}" if result.claim else ""
-        return f"no ledger lines{about}"
+        return f"no ledger lines{about}{_where(ledger, missing)}"
     show_claim = result.claim is None
     header = ("date", "verdict", "commit", *(("claim",) if show_claim else ()), "reason")
     table = [header] + [_cells(row, show_claim) for row in result.rows]
     widths = [max(len(cells[i]) for cells in table) for i in range(len(header) - 1)]
     lines = ["  ".join([*(c.ljust(w) for c, w in zip(cells, widths)), cells[-1]]).rstrip() for cells in table]
     return "\n".join(lines)
+
+
+def _where(ledger: Path | None, missing: bool) -> str:
+    """Which file was read, and what to do when it is not there: "no lines" alone hides a wrong ledger."""
+    if ledger is None:
+        return ""
+    if missing:
+        return (f" in {visible(str(ledger))}: there is no such file yet (a replay writes it; "
+                "give --ledger FILE to read another ledger)")
+    return f" in {visible(str(ledger))}"
 
 
 def _cells(row: LogRow, show_claim: bool) -> tuple[str, ...]:

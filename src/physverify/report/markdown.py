@@ -54,6 +54,7 @@ def render(result: ReplayResult) -> str:
     if result.claims:
         lines += ["| verdict | transition | claim | file:line | baseline | note |",
                   "|---|---|---|---|---|---|", *(_row(run) for run in result.claims), ""]
+    lines += [f"> {_cell(way)}" for way in result.ways_forward()]
     lines += [f"> warning: {_cell(w)}" for w in result.warnings]
     lines += [f"> {_cell(n)}" for n in result.notes]
     return "\n".join(lines)

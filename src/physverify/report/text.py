@@ -40,11 +40,21 @@ def render_confirm(record: Mapping[str, Any]) -> str:
         place = f"{record.get('file')}:{record.get('line')}"
         lines.append(f"  claim: {visible(record['text'])} ({visible(place)}, from {visible(record.get('source'))})")
         lines.append(f"  reference: {visible(record.get('reference'))}")
+        lines.extend(_unfound_target(record))
     allowed = record.get("allow_dependent_reference")
     if allowed:
         reason = allowed.get("reason") if isinstance(allowed, Mapping) else allowed
         lines.append(f"  dependent reference allowed: {visible(reason)}")
     return "\n".join(lines)
+
+
+def _unfound_target(record: Mapping[str, Any]) -> list[str]:
+    """A note when CLAIM["file"] named no file: a typo there is otherwise silent (only a null hash in the ledger)."""
+    file = record.get("file")
+    if not isinstance(file, str) or not file or "file_sha256" not in record or record["file_sha256"] is not None:
+        return []
+    return [f"  note: CLAIM['file'] {visible(repr(file))} was not found from the repository root or next to the "
+            "claim file, so no hash of it is recorded; check the path (relative to the repository root)"]
 
 
 def _variant_lines(record: Mapping[str, Any]) -> list[str]:
@@ -109,9 +119,11 @@ def render(result: ReplayResult) -> str:
     if result.gate_failed:
         failing = sum(bool(run.failures) for run in result.claims)
         lines.append(f"gate failed: {failing} claim(s) (fail_on: {', '.join(sorted(result.fail_on)) or 'nothing'})")
+        lines += [visible(way) for way in result.ways_forward()]
     elif result.exit_code:  # --pre-commit: a ledger the hook changed must be reviewed and staged
         lines.append("stopped: no verdict fails the gate, but the ledger changed")
     else:
         lines.append("gate passed")
     lines += [visible(note) for note in result.notes]
     return "\n".join(lines)
+
