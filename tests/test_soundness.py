@@ -9,28 +9,20 @@ one), while deciding at least 55 % of the correct and 50 % of the defective case
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from support import benchmarks
 
 from physverify.checks import EXACT, FAIL, PASS
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "soundness.py"
 
 
 def load_benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("soundness_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return benchmarks.load("soundness")
 
 
 def remember_columns(errors_of: Callable[..., np.ndarray], default_ns: tuple[int, ...]) -> Callable[..., np.ndarray]:

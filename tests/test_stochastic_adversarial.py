@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from support import benchmarks
 from scipy.stats import binom, binomtest, norm, poisson
 
 from physverify import FAIL, INCONCLUSIVE, PASS, distribution_study, mean_study, weak_order_study
@@ -28,34 +29,10 @@ def chance_limit(rate: float, runs: int) -> int:
 
 
 # --- a chain whose correlation is not at lag 1 --------------------------------------------------
-def baoab(observable: str, gamma: float = 0.01, dt: float = 0.1, every: int = 16) -> Sampler:
-    """One BAOAB chain (Leimkuhler and Matthews, Appl. Math. Res. Express 2013, 34) of H = (p**2 + x**2) / 2, kT = 1.
-
-    BAOAB samples a harmonic oscillator's positions exactly, so <x**2> = 1 and x ~ N(0, 1); the
-    chain starts in that law. 16 steps of 0.1 are about a quarter period, so x**2 has a lag-1
-    autocorrelation near 0 and one near 1 at lag 2, and the energy forgets itself only after
-    1 / gamma = 100 time units (about 60 samples).
-    """
-    c, h = math.exp(-gamma * dt), dt / 2
-    kick = math.sqrt(1 - c * c)
-    state: list[float] = []
-
-    def sample(m: int, rng: np.random.Generator) -> list[float]:
-        if not state:
-            state.extend(rng.standard_normal(2).tolist())
-        x, p = state
-        noise, k, out = rng.standard_normal(m * every).tolist(), 0, []
-        for _ in range(m):
-            for _ in range(every):
-                p -= h * x
-                x += h * p
-                p, k = c * p + kick * noise[k], k + 1
-                x += h * p
-                p -= h * x
-            out.append(x * x if observable == "x**2" else x)
-        state[:] = [x, p]
-        return out
-    return sample
+# The samplers the benchmark's adversarial mode measures the rates on (benchmarks/stochastic_soundness.py).
+_BENCH = benchmarks.load("stochastic_soundness")
+baoab = _BENCH.baoab_chain  # a BAOAB chain of the weakly damped oscillator, correlated at lag 2, not at lag 1
+zwanzig = _BENCH.zwanzig  # exponential averaging, of infinite variance for a final spring below 1 / 2
 
 
 def test_a_chain_correlated_beyond_lag_one_is_never_failed_as_if_independent() -> None:
@@ -118,15 +95,6 @@ def test_the_kolmogorov_distance_is_the_supremum_over_the_real_line(seed: int) -
 
 
 # --- heavy tails and skewed small samples ---------------------------------------------------------
-def zwanzig(k1: float) -> Sampler:
-    """Exponential averaging (Zwanzig, J. Chem. Phys. 22 (1954) 1420; Frenkel and Smit, sec. 7.2) from spring 1 to k1.
-
-    w = exp(-beta dU) over x from the reference oscillator (beta = 1): E[w] = sqrt(1 / k1), and the
-    variance of w is infinite for k1 < 1 / 2 (Lu and Kofke, J. Chem. Phys. 114 (2001) 7303).
-    """
-    return lambda m, rng: np.exp(-0.5 * (k1 - 1.0) * rng.standard_normal(m) ** 2)
-
-
 def test_an_estimator_of_infinite_variance_is_not_failed_at_many_times_the_rate() -> None:
     # Before the skewness rule 17 % of these runs said FAIL (alpha = 0.01); 200 runs allow the 1e-6 limit.
     fails = sum(mean_study(zwanzig(0.25), 2.0, tol=0.02, n=10_000, alpha=0.01, seed=s).status == FAIL

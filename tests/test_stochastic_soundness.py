@@ -7,23 +7,15 @@ test is deterministic, and it fails when a change to the studies moves any of th
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support import benchmarks
 
-BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "stochastic_soundness.py"
 
 
 def load_benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("stochastic_soundness_benchmark", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return benchmarks.load("stochastic_soundness")
 
 
 @pytest.mark.slow
