@@ -126,4 +126,3 @@ def render(result: ReplayResult) -> str:
         lines.append("gate passed")
     lines += [visible(note) for note in result.notes]
     return "\n".join(lines)
-
