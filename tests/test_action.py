@@ -234,6 +234,28 @@ def test_fail_on_decides_which_transitions_fail_the_step(workspace: tuple[Path, 
     assert not (root / "physverify.sarif").exists()
 
 
+@pytest.mark.parametrize("fail_on", ["", "regressed,undecidable"])
+def test_a_push_that_forges_the_ledger_fails_the_step_with_or_without_a_fail_on_input(
+    workspace: tuple[Path, str], tmp_path: Path, fail_on: str
+) -> None:
+    """The fail-on input judges the result again: the forged line's failure must survive it (it did not)."""
+    root, _ = workspace
+    repo = init_repo(root)
+    (root / "decay.py").write_text(SOLVER)  # the code as the base had it: rejected
+    repo.index.add(["decay.py"])
+    base = repo.index.commit("the defect undone").hexsha
+    ledger = root / "claims" / "confirm_ledger.jsonl"
+    line = json.loads(ledger.read_text().splitlines()[-1])
+    with ledger.open("a") as out:
+        out.write(json.dumps(line | {"verdict": "confirmed", "reason": "forged"}) + "\n")
+    repo.index.add(["claims/confirm_ledger.jsonl"])
+    repo.index.commit("only the ledger changes")
+    inputs = {"jobs": "1", **({"fail-on": fail_on} if fail_on else {})}
+    ran = _run_locally(root, tmp_path, {"before": base}, inputs)
+    assert ran["code"] == EXIT_FINDING and ran["outputs"]["gate"] == "fail", ran["stdout"] + ran["stderr"]
+    assert "::error" in ran["stdout"] and "the ledger this change commits says confirmed" in ran["stdout"]
+
+
 def test_a_baseline_the_checkout_lacks_falls_back_to_the_ledger_with_a_warning(
     workspace: tuple[Path, str], tmp_path: Path
 ) -> None:

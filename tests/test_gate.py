@@ -114,3 +114,25 @@ def test_a_change_that_commits_a_line_its_code_does_not_give_fails_when_it_would
     assert any("the ledger this change commits says" in f for f in judged.failures) == fails
     pinned = gate.judge(before, now, now, now, committed=committed)
     assert pinned.failures == ()  # an expect entry decides alone
+
+
+@pytest.mark.parametrize(("before", "now", "staged", "fails"), [
+    (R, R, C, True),       # the regression's line staged without the regression (the fixed code is staged)
+    (C, C, R, True),       # the fix's line staged without the fix
+    (R, R, N, True),
+    (None, R, C, True),    # a new claim's line that its staged code does not give
+    (C, R, R, False),      # the fix staged with its line
+    (R, C, C, False),      # the regression staged with its line: it fails as the regression, not here
+    (R, R, None, False),   # the staged ledger holds HEAD's line for it
+    (R, R, "bogus", False),  # not a verdict: never a baseline (ledger.py)
+])
+def test_a_staged_line_its_staged_code_does_not_give_stops_the_commit_either_way_and_is_not_written_over(
+    before: str | None, now: str, staged: str | None, fails: bool
+) -> None:
+    judged = gate.judge(before, now, staged if staged in gate.VERDICTS else now, None, staged=staged)
+    assert any(f.startswith(f"the staged ledger says {staged} ") for f in judged.failures) == fails
+    assert not (fails and judged.write)  # the person's line is left for them to stage with its code or take out
+    pinned = gate.judge(before, now, now, now, staged=staged)
+    assert pinned.failures == ()  # an expect entry decides alone
+    again = gate.failures(judged.transition, before, now, None, gate.DEFAULT_FAIL_ON, staged=staged)
+    assert again == judged.failures  # the same rule when a result is judged again (results.with_fail_on)

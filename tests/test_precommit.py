@@ -219,3 +219,38 @@ def test_a_commit_that_brings_a_fixed_defect_back_is_stopped(project: git.Repo) 
     assert "check FAIL on the code, PASS with the fix: at t = 1 the amount follows exp(-rate t)" in output
     committed, output = _commit(repo, "decay.py", LEDGER)
     assert not committed and "gate: regressed: rejected -> confirmed" in output, output
+
+
+@pytest.mark.slow
+def test_a_ledger_line_staged_without_its_code_cannot_carry_a_regression_past_the_gate(project: git.Repo) -> None:
+    """A hook-stopped `git commit -am` leaves its line in the working ledger and the code unstaged; committing
+    the ledger alone must not record `confirmed` for code that is still fixed, or the regression's own commit
+    would then pass as `unchanged`."""
+    repo = project
+    _start(repo, SOLVER)
+    _write(repo, "decay.py", DEFECT)
+    committed, output = _commit(repo, every=True)
+    assert not committed and "gate: regressed: rejected -> confirmed" in output, output
+    assert _verdicts(repo) == ["rejected", "confirmed"]
+    assert "decay.py" not in [d.a_path for d in repo.index.diff("HEAD")]  # the code is not staged
+    committed, output = _commit(repo, LEDGER)  # the line, without the code it was written from
+    assert not committed, output
+    assert "the staged ledger says confirmed" in output and "decay.py" in output, output
+    committed, output = _commit(repo, "decay.py", LEDGER)  # the code and its line together: still the regression
+    assert not committed and "gate: regressed: rejected -> confirmed" in output, output
+    assert repo.git.show(f"HEAD:{LEDGER}").count('"verdict": "confirmed"') == 0
+
+
+@pytest.mark.slow
+def test_a_fix_line_staged_without_the_fix_stops_the_commit_and_says_what_to_stage(project: git.Repo) -> None:
+    """The other way round: the line says `rejected` (the fix) and the fix is not staged."""
+    repo = project
+    _start(repo, DEFECT)
+    _write(repo, "decay.py", SOLVER)
+    committed, output = _commit(repo, every=True)
+    assert not committed and re.search(r"rejected +fixed +claims/claim_decay\.py", output), output
+    committed, output = _commit(repo, LEDGER)
+    assert not committed, output
+    assert "the staged ledger says rejected" in output, output
+    committed, output = _commit(repo, "decay.py", LEDGER)
+    assert committed, output

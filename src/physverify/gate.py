@@ -59,19 +59,25 @@ def change(kind: str, before: str | None, after: str | None) -> str:
 
 
 def failures(kind: str, before: str | None, after: str | None, expected: str | None,
-             fail_on: Collection[str]) -> tuple[str, ...]:
+             fail_on: Collection[str], *, committed: str | None = None,
+             staged: str | None = None) -> tuple[str, ...]:
     """Why a claim fails the gate. An ``expect`` entry, when there is one, decides alone.
 
     ``expect`` is a reviewed statement in physverify.yaml: a pinned known defect
     (``confirmed``) passes although it regressed, a pinned fix fails as soon as it moves.
+    ``committed`` and ``staged``: the claim's line in the ledger the change commits
+    (``edited_memory``) or has staged (``staged_line``), when that ledger differs from the
+    baseline's. Kept with the claim's result, so a result judged again under another
+    fail_on (the Action's input) keeps these failures too.
     """
     if expected is not None:
         return () if after == expected else (f"expected {expected} (physverify.yaml), got {after or 'removed'}",)
+    found: tuple[str, ...] = ()
     if kind in fail_on:
-        return (change(kind, before, after),)
-    if kind == NEW and after == NOT_DECIDABLE and UNDECIDABLE in fail_on:
-        return ("new: not decidable (a new claim must give a verdict before the gate takes it in)",)
-    return ()
+        found = (change(kind, before, after),)
+    elif kind == NEW and after == NOT_DECIDABLE and UNDECIDABLE in fail_on:
+        found = ("new: not decidable (a new claim must give a verdict before the gate takes it in)",)
+    return found + edited_memory(before, after, committed, fail_on) + staged_line(before, after, staged)
 
 
 def writes(after: str | None, recorded: str | None, record_all: bool = False) -> bool:
@@ -114,17 +120,38 @@ def edited_memory(before: str | None, after: str | None, committed: str | None,
             "commit the line this run writes instead",)
 
 
+def staged_line(before: str | None, after: str | None, staged: str | None) -> tuple[str, ...]:
+    """The failure of a commit whose staged ledger records a verdict its staged code does not give (the hook).
+
+    ``staged`` is the claim's latest verdict in the ledger as git's index holds it (None when
+    that ledger is HEAD's, or has no line for it). A hook that stops `git commit -am` leaves
+    its line in the working ledger and the code unstaged; committing the ledger alone then
+    records a verdict for code the commit does not hold. Either way round it is untrue:
+    ``confirmed`` over fixed code lets the defect's return pass later as "unchanged", and
+    ``rejected`` over the defect reports a regression against the next, unrelated commit.
+    Unlike ``edited_memory`` (the Action, judging a change that is already committed), the
+    hook stops both, because the person at the commit can still stage what the line was
+    written from.
+    """
+    if staged is None or after is None or staged in (before, after) or staged not in VERDICTS:
+        return ()
+    return (f"the staged ledger says {staged} (HEAD's says {before or 'nothing'}), but the staged code gives "
+            f"{after}: stage the code that line was written from, or take the line out of the commit",)
+
+
 def judge(before: str | None, after: str | None, recorded: str | None, expected: str | None,
           fail_on: Collection[str] = DEFAULT_FAIL_ON, *, record_all: bool = False,
-          committed: str | None = None) -> Judgement:
+          committed: str | None = None, staged: str | None = None) -> Judgement:
     """The transition, the gate failures and the write decision for one claim.
 
     ``committed``: the claim's latest verdict in the ledger the change under test commits,
-    when that differs from the baseline's ledger (``edited_memory``); an ``expect`` entry
-    decides alone here too.
+    when that differs from the baseline's ledger (``edited_memory``); ``staged``: the same
+    for the ledger as staged, in the hook (``staged_line``). An ``expect`` entry decides
+    alone here too. A claim whose staged line fails writes no line of its own: the line is
+    the person's, to commit with its code or to take out, and a line written over it would
+    only have to be undone by the next commit.
     """
     kind = transition(before, after)
-    found = failures(kind, before, after, expected, fail_on)
-    if expected is None:
-        found += edited_memory(before, after, committed, fail_on)
-    return Judgement(kind, found, writes(after, recorded, record_all))
+    found = failures(kind, before, after, expected, fail_on, committed=committed, staged=staged)
+    contradicted = expected is None and bool(staged_line(before, after, staged))
+    return Judgement(kind, found, writes(after, recorded, record_all) and not contradicted)

@@ -310,6 +310,29 @@ def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | N
     return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
 
 
+def _staged_ledger(target: Path, checkout: repo.Checkout, changes: _Changes,
+                   head: repo.Committed) -> repo.Committed | None:
+    """The ledger as git's index holds it, when the hook was given it as staged and it differs from HEAD's.
+
+    Its lines are what the commit would record. A hook-stopped `git commit -am` leaves the
+    line it wrote in the working ledger and the code unstaged, so the next commit can hold
+    the line without the code it was written from (``gate.staged_line``).
+    """
+    key = checkout.relative(target)
+    if key is None or key not in changes.of(checkout.root):
+        return None
+    found = repo.blob_staged(target)
+    return found if found is not None and found.hexsha != head.hexsha else None
+
+
+def _staged_memory(staged: repo.Committed, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
+    """The latest line per claim in the staged ledger (``_staged_ledger``); the working ledger's reading when
+    it holds the same bytes, as it does under pre-commit, which stashes what is not staged."""
+    if baseline.working is not None and baseline.working_id == staged.hexsha:
+        return baseline.working
+    return ledger.latest_of_chunks(staged.chunks, f"{staged.blob.path}@index").latest
+
+
 def _edited(memory: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
     """The claims whose latest verdict the change's own ledger (``_change_memory``) moved from the baseline's."""
     return {key for key, line in memory.items() if line.get("verdict") != (baseline.get(key) or {}).get("verdict")}
@@ -660,24 +683,31 @@ def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> st
 
 def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
            recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
-           committed: Mapping[str, Any] | None = None) -> ClaimRun:
+           committed: Mapping[str, Any] | None = None, staged: bool = False) -> ClaimRun:
+    """``committed``: the claim's line in the change's own ledger (``_change_memory``), or with ``staged`` in
+    the ledger as staged (``_staged_memory``)."""
     record = evaluation.record
     before = base.get("verdict") if base is not None else None
     expected = item.config.expect.get(item.path.resolve())
+    memory = committed.get("verdict") if committed else None
+    memory = memory if isinstance(memory, str) else None
+    in_commit, in_index = (None, memory) if staged else (memory, None)
     judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
-                        record_all=record_all, committed=committed.get("verdict") if committed else None)
+                        record_all=record_all, committed=in_commit, staged=in_index)
     line = record.get("line")
     return ClaimRun(
         key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
         record=record, baseline=base, expected=expected, failures=judged.failures,
         target=_target(record, item, evaluation.target), line=line if isinstance(line, int) else None, recorded=judged.write,
+        committed=in_commit, staged=in_index,
     )
 
 
 def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
             record_all: bool, seen: _Plan, checkouts: repo.Checkouts,
             run: settings.RunSettings,
-            memory: Mapping[str, Mapping[str, Any]] | None = None) -> Callable[[_Planned], ClaimRun]:
+            memory: Mapping[str, Mapping[str, Any]] | None = None, *,
+            staged: bool = False) -> Callable[[_Planned], ClaimRun]:
     from physverify import confirm, isolate  # imported once a claim may run: a no-op hook never needs them
 
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
@@ -690,7 +720,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
                                       env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                        record_all, (memory or {}).get(item.key))
+                        record_all, (memory or {}).get(item.key), staged)
         seen.finished(judged)
         return judged
 
@@ -812,6 +842,7 @@ def replay(
     store = cache.open_cache()
     checkouts = repo.Checkouts()
     changes = None
+    staged = None  # the ledger as staged, in the hook, when it differs from HEAD's
     key_material = None
     memo_problem = None
     if changed_since is not None or files is not None or pre_commit:
@@ -819,7 +850,9 @@ def replay(
         folders = [checkouts.for_folder(cfg.folder) for cfg in configs]
         for checkout in folders:  # a bad --changed-since is a usage error before anything runs
             changes.of(checkout.root)
-        if store is not None and blob[0] is not None and not moved:
+        if pre_commit and baseline is None and blob[0] is not None:
+            staged = _staged_ledger(target, folders[0], changes, blob[0])
+        if store is not None and blob[0] is not None and not moved and staged is None:
             key_material = _material(configs, folders, target, committed, blob, shard_kn)
             memo, memo_problem = noop.recall(store, key_material)
             kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
@@ -846,9 +879,10 @@ def replay(
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        memory = _change_memory(target, baseline, blob, loaded)
+        memory = _change_memory(target, baseline, blob, loaded) if staged is None else _staged_memory(staged, loaded)
         edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
-        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory)
+        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory,
+                          staged=staged is not None)
         # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
         # is that shard's to judge, and this one must not report its old key as removed.
         planned = _frozen_while(_in_shard_only(renames.follow(discovered), shard_kn), freezing)

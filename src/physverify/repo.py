@@ -385,6 +385,32 @@ def blob_at_head(path: Path) -> Committed | None:
     return None if relative is None else _committed(head, relative, "HEAD")
 
 
+def blob_staged(path: Path) -> Committed | None:
+    """``path`` as git's index holds it (the next commit's copy); None outside git, when the index has no
+    regular file there (no entry, a link, a gitlink) or holds it in conflict. One ``git ls-files``."""
+    import git
+
+    repo = open_repo(path.parent)
+    if repo is None or repo.working_tree_dir is None:
+        return None
+    relative = relative_key(path, Path(repo.working_tree_dir))
+    if relative is None:
+        return None
+    out = bytes(repo.git.execute(["git", "--literal-pathspecs", "ls-files", "--stage", "-z", "--", relative],
+                                 stdout_as_string=False, strip_newline_in_stdout=False))
+    records = [record for record in out.split(b"\0") if record]
+    if len(records) != 1:  # none, or the stages of a conflict: nothing staged to judge
+        return None
+    head, tab, name = records[0].partition(b"\t")
+    fields = head.split()
+    if not tab or len(fields) != 3 or fields[2] != b"0" or os.fsdecode(name) != relative:
+        return None
+    mode = int(fields[0], 8)
+    if mode not in _FILE_MODES:
+        return None
+    return Committed(git.Blob(repo, bytes.fromhex(fields[1].decode("ascii")), mode, relative), "the index")
+
+
 def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
     """The regular file at ``relative`` in ``commit``'s tree, None when the tree has nothing there.
 

@@ -38,6 +38,10 @@ class ClaimRun:
     target: str | None = None  # the claimed file, relative to the repository root when found
     line: int | None = None
     recorded: bool = False  # a ledger line was written for it in this run
+    # its latest verdict in the ledger the change commits (committed) or has staged (staged, the hook), when
+    # that ledger differs from the baseline's: what gate.failures judges besides the transition
+    committed: str | None = None
+    staged: str | None = None
 
     @property
     def location(self) -> str:
@@ -117,7 +121,8 @@ class ReplayResult:
 
 def gate_failures(run: ClaimRun, fail_on: frozenset[str]) -> tuple[str, ...]:
     """Why ``run`` fails the gate under ``fail_on`` (gate.failures applied to a ClaimRun)."""
-    return gate.failures(run.transition, run.baseline_verdict, run.verdict, run.expected, fail_on)
+    return gate.failures(run.transition, run.baseline_verdict, run.verdict, run.expected, fail_on,
+                         committed=run.committed, staged=run.staged)
 
 
 def exit_code(runs: Iterable[ClaimRun], *, pre_commit: bool = False, written: int = 0) -> ExitCode:

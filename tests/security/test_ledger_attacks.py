@@ -25,9 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
 from support.hostile import rejected_repository
 
-from physverify import replay
+from physverify import replay, results
 from physverify.gate import REGRESSED
 from physverify.ledger import read_latest, read_ledger
+from physverify.report import json as report_json
 from physverify.verdict import EXIT_FINDING
 
 LEDGER = "claims/confirm_ledger.jsonl"
@@ -326,6 +327,70 @@ def test_a_change_that_only_forges_the_ledger_fails_so_it_cannot_become_the_next
     (root / "decay.py").write_text(DECAY_DEFECT)
     second = replay.replay(["claims"], trusted=True, jobs=1, dry_run=True)
     assert [(r.transition, r.failures) for r in second.claims] == [("unchanged", ())]
+
+
+def test_the_forged_line_still_fails_when_the_action_judges_the_result_again_under_its_fail_on_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Action's `fail-on` input judges the result again (results.with_fail_on), in the sandbox from the JSON
+    the run inside wrote: the failure of a forged line must come back from both, not only the transition's."""
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
+    base = repo.head.commit.hexsha
+    _commit_ledger(repo, root, _forged(root))
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
+    [failure] = result.claims[0].failures
+    read_back = report_json.from_dict(report_json.to_dict(result), ledger=root / LEDGER)
+    for judged in (result, read_back):
+        again = results.with_fail_on(judged, frozenset({"regressed", "undecidable"}))
+        assert again.exit_code == EXIT_FINDING and again.claims[0].failures == (failure,)
+    assert results.with_fail_on(result, frozenset()).exit_code == 0  # a gate that fails nothing has nothing to mask
+
+
+@pytest.mark.parametrize("staged", ["the regression's line", "the fix's line"])
+def test_a_ledger_line_staged_without_its_code_stops_the_hook_and_is_left_as_staged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, staged: str
+) -> None:
+    """A hook-stopped `git commit -am` leaves its line in the working ledger and the code unstaged; the next
+    commit of the ledger alone must not record a verdict the staged code does not give (the whole flow with
+    the real pre-commit is in tests/test_precommit.py)."""
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
+    if staged == "the fix's line":  # HEAD: the defect, confirmed; the fix is in the working tree only
+        (root / "decay.py").write_text(DECAY_DEFECT)
+        replay.replay(["claims"], trusted=True, jobs=1)
+        repo.index.add(["decay.py", LEDGER])
+        repo.index.commit("the defect is confirmed")
+        fixed_or_not = DECAY_SOLVER
+    else:
+        fixed_or_not = DECAY_DEFECT
+    (root / "decay.py").write_text(fixed_or_not)
+    stopped = replay.replay(["claims"], pre_commit=True, jobs=1, files=["decay.py"])  # `git commit -am` stopped
+    assert stopped.written == 1 and stopped.exit_code == EXIT_FINDING
+    code = (root / "decay.py").read_bytes()
+    repo.git.checkout("--", "decay.py")  # pre-commit runs the hook on what is staged: HEAD's code here
+    repo.index.add([LEDGER])
+    before = (root / LEDGER).read_bytes()
+    result = replay.replay(["claims"], pre_commit=True, jobs=1, files=[LEDGER])
+    [run] = result.claims
+    wrote = "confirmed" if staged == "the regression's line" else "rejected"
+    assert run.failures == (f"the staged ledger says {wrote} (HEAD's says {run.baseline_verdict}), but the staged code "
+                            f"gives {run.verdict}: stage the code that line was written from, or take the line out "
+                            "of the commit",)
+    assert result.exit_code == EXIT_FINDING and not run.recorded and (root / LEDGER).read_bytes() == before
+    (root / "decay.py").write_bytes(code)  # the code staged with its line: judged as the change it is
+    repo.index.add(["decay.py"])
+    result = replay.replay(["claims"], pre_commit=True, jobs=1, files=["decay.py", LEDGER])
+    [run] = result.claims
+    assert (run.transition, result.written) == ((REGRESSED, 0) if staged == "the regression's line" else ("fixed", 0))
+    assert result.exit_code == (EXIT_FINDING if staged == "the regression's line" else 0)
+
+
+def test_a_staged_ledger_that_holds_heads_lines_runs_nothing_more(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
+    (root / LEDGER).write_bytes((root / LEDGER).read_bytes() + b"\n")  # a blank line: the same latest lines
+    repo.index.add([LEDGER])
+    result = replay.replay(["claims"], pre_commit=True, jobs=1, files=[LEDGER])
+    assert (result.claims, result.skipped, result.exit_code) == ((), (KEY,), 0)
 
 
 @pytest.mark.parametrize("change", ["a fix with its line", "a fix without its line", "a line for a new claim",

@@ -28,6 +28,8 @@ def claim_object(run: ClaimRun) -> dict[str, Any]:
         location=run.location,
         recorded=run.recorded,
         evidence=run.evidence,
+        ledger_committed=run.committed,
+        ledger_staged=run.staged,
     )
     if run.record is None and run.baseline is not None:  # removed: what the renderers say of it is its last line
         body["baseline_record"] = dict(run.baseline)
@@ -60,7 +62,7 @@ def render(result: ReplayResult) -> str:
 
 # The fields claim_object adds to each ledger object; the rest is the ledger object itself.
 REPLAY_FIELDS = ("transition", "baseline_verdict", "baseline_date", "expected", "gate_failures", "location",
-                 "recorded", "evidence", "baseline_record")
+                 "recorded", "evidence", "baseline_record", "ledger_committed", "ledger_staged")
 
 
 def _baseline(obj: Mapping[str, object], before: str | None) -> Mapping[str, Any] | None:
@@ -113,4 +115,5 @@ def claim_run(obj: Mapping[str, object]) -> ClaimRun:
         baseline=_baseline(obj, before),
         expected=_text(obj.get("expected")), failures=_strings(obj.get("gate_failures")),
         target=target, line=number, recorded=bool(obj.get("recorded")),
+        committed=_text(obj.get("ledger_committed")), staged=_text(obj.get("ledger_staged")),
     )
