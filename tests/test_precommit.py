@@ -134,6 +134,8 @@ def test_a_regression_stops_every_commit_until_it_is_pinned(project: git.Repo) -
     assert not committed and re.search(r"confirmed +regressed +claims/claim_decay\.py", output), output
     assert "gate: regressed: rejected -> confirmed" in output
     assert "check FAIL at t = 1 the amount follows exp(-rate t)" in output  # the evidence
+    assert "records the verdicts, and the commit stops until the gate's failures above are dealt with" in output
+    assert "and commit again" not in output  # staging the line does not clear a regression
     assert _verdicts(repo) == ["rejected", "confirmed"]
     committed, output = _commit(repo, "decay.py", LEDGER)  # staging the line the hook wrote
     assert not committed and "gate: regressed: rejected -> confirmed" in output, output

@@ -754,14 +754,18 @@ def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[Claim
     return runs
 
 
-def _notes(written: int, ledger_path: Path, pre_commit: bool) -> tuple[str, ...]:
+def _notes(runs: Sequence[ClaimRun], written: int, ledger_path: Path, pre_commit: bool) -> tuple[str, ...]:
+    """The hook's note on the lines it wrote: stage them and commit again, unless the gate failed (then staging
+    them only records the verdicts, and the commit stops until what the failures above name is done)."""
     if not (pre_commit and written):
         return ()
     shown = ledger_path.as_posix()
-    return (
-        f"the ledger changed ({written} new line{'s' if written != 1 else ''} in {shown}): review it with "
-        f"'git diff {shown}', stage it with 'git add {shown}', and commit again",
-    )
+    changed = f"the ledger changed ({written} new line{'s' if written != 1 else ''} in {shown}): review it with " \
+              f"'git diff {shown}'"
+    if any(run.failures for run in runs):
+        return (f"{changed}; staging it with 'git add {shown}' records the verdicts, and the commit stops until "
+                "the gate's failures above are dealt with",)
+    return (f"{changed}, stage it with 'git add {shown}', and commit again",)
 
 
 def _check_ledger(path: Path) -> None:
@@ -906,6 +910,6 @@ def replay(
         return ReplayResult(
             claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
             exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
-            notes=_notes(written, target, pre_commit), baseline_ref=before.ref, shard=shard,
+            notes=_notes(runs, written, target, pre_commit), baseline_ref=before.ref, shard=shard,
         )
 
