@@ -413,6 +413,24 @@ def test_the_command_line_exits_two_for_a_missing_claims_folder(tmp_path: Path, 
     assert "no such claims folder" in out.stderr and out.stdout == ""
 
 
+def test_a_claim_file_given_as_the_folder_names_the_command_for_one_claim(tmp_path: Path, physverify: Any) -> None:
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "claim_a.py").write_text("CLAIM = {}\n")
+    (tmp_path / "notes.txt").write_text("")
+    out = physverify("replay", "claims/claim_a.py", "--trusted", cwd=tmp_path)
+    assert (out.returncode, out.stdout) == (EXIT_ERROR, "")
+    assert out.stderr == ("physverify: claims/claim_a.py: a file; replay takes claims folders (physverify replay "
+                          "claims), and one claim runs with 'physverify confirm claims/claim_a.py'\n")
+    out = physverify("replay", "notes.txt", "--trusted", cwd=tmp_path)
+    assert (out.returncode, out.stderr) == (EXIT_ERROR, "physverify: notes.txt: not a folder\n")
+
+
+def test_replay_refused_without_trust_names_replay_in_the_sandbox_command(tmp_path: Path, physverify: Any) -> None:
+    (tmp_path / "claims").mkdir()
+    out = physverify("replay", "claims", cwd=tmp_path)
+    assert out.returncode == EXIT_ERROR and "('physverify sandbox -- replay ...', see sandbox/README.md)" in out.stderr
+
+
 @pytest.mark.slow
 def test_the_command_line_prints_one_line_per_claim_and_the_gate(tmp_path: Path, cli: Any) -> None:
     make_repo(tmp_path, DEFECT)

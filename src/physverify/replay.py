@@ -193,12 +193,20 @@ def _candidates(folder: Path, exclude: Sequence[str], recorder: noop.Recorder | 
 
 
 # --- settings ---------------------------------------------------------------------------
+def _not_a_folder(folder: Path) -> str:
+    """Why ``folder`` cannot be replayed, and for a claim file the command that runs one claim."""
+    if folder.is_file() and folder.suffix == ".py":
+        return (f"{folder}: a file; replay takes claims folders (physverify replay {folder.parent.as_posix()}), "
+                f"and one claim runs with 'physverify confirm {folder.as_posix()}'")
+    return f"{folder}: {'not a folder' if os.path.lexists(folder) else 'no such claims folder'}"
+
+
 def _folders(claims_dirs: Sequence[Path | str]) -> list[Path]:
     """The claims folders, each once: a folder named twice, or inside another named one, is dropped."""
     folders = [Path(d) for d in (claims_dirs or [DEFAULT_CLAIMS_DIR])]
     for folder in folders:
         if not folder.is_dir():
-            raise UsageError(f"{folder}: no such claims folder")
+            raise UsageError(_not_a_folder(folder))
     kept: list[Path] = []
     for folder in sorted(folders, key=lambda f: len(f.resolve().parts)):
         if not any(folder.resolve().is_relative_to(k.resolve()) for k in kept):
@@ -826,7 +834,7 @@ def replay(
 ) -> ReplayResult:
     """Replay the claims folders against their baseline, append the changed lines, return the gate's result."""
     recorder = noop.Recorder()  # its clock starts before anything is read
-    settings.require_trust(trusted or pre_commit)  # a repository's own hook runs its own code
+    settings.require_trust(trusted or pre_commit, "replay")  # a repository's own hook runs its own code
     configs = [load_config(folder) for folder in _folders(claims_dirs)]
     first = configs[0]
     run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,

@@ -219,11 +219,14 @@ def wait_limit(seconds: float) -> float:
 SANDBOX_HINT = "sandbox/README.md"
 
 
-def require_trust(trusted: bool) -> None:
-    """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5)."""
+def require_trust(trusted: bool, command: str = "confirm") -> None:
+    """Refuse to run code under test unless it is trusted or we are inside the sandbox (spec section 5).
+
+    ``command``: the command the refusal suggests running in the sandbox (confirm or replay).
+    """
     if trusted or sandbox_repo() is not None:
         return
     raise RefusedError(
         "refusing to run the code under test: pass --trusted if the code is yours or reviewed, "
-        f"or run it inside the sandbox ('physverify sandbox -- confirm ...', see {SANDBOX_HINT})"
+        f"or run it inside the sandbox ('physverify sandbox -- {command} ...', see {SANDBOX_HINT})"
     )
