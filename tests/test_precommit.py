@@ -240,6 +240,10 @@ def test_a_ledger_line_staged_without_its_code_cannot_carry_a_regression_past_th
     assert "the staged ledger says confirmed" in output and "decay.py" in output, output
     committed, output = _commit(repo, "decay.py", LEDGER)  # the code and its line together: still the regression
     assert not committed and "gate: regressed: rejected -> confirmed" in output, output
+    repo.git.reset("-q")  # nothing staged in .git/index: `git commit -am` stages the line alone, in the index
+    repo.git.checkout("HEAD", "--", "decay.py")  # of the commit git gives the hook (not .git/index); the change undone
+    committed, output = _commit(repo, every=True)
+    assert not committed and "the staged ledger says confirmed" in output, output
     assert repo.git.show(f"HEAD:{LEDGER}").count('"verdict": "confirmed"') == 0
 
 

@@ -172,3 +172,50 @@ def test_renames_keep_every_file_name_as_it_is(tmp_path: Path) -> None:
         "new\nline.py": "old name.py", "tab\there.py": "plain.py", "sub/ä.py": "ü.py", "moved back\\slash.py": "kept.py"}
     assert repository.renamed_since(tmp_path, "HEAD") == {"moved back\\slash.py": "kept.py"}
     assert repository.renamed_since(tmp_path / "sub", "HEAD~1") == {}  # keys relative to sub/: ü.py was outside
+
+
+def test_the_staged_copy_is_read_from_the_index_git_gives_the_hook_and_only_from_this_repositorys_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    repo = init_repo(root)
+    (root / "ledger.jsonl").write_text("one\n")
+    repo.index.add(["ledger.jsonl"])
+    repo.index.commit("one")
+    opened = repository.open_repo(root)
+    staged = repository.blob_staged(opened, "ledger.jsonl")
+    assert staged is not None and b"".join(staged.chunks()) == b"one\n"
+    # `git commit -a` stages into a second index and names it in $GIT_INDEX_FILE for the hook
+    (root / "ledger.jsonl").write_text("two\n")
+    hook_index = Path(repo.git_dir) / "index.hook"
+    repo.git.add("ledger.jsonl", env={"GIT_INDEX_FILE": str(hook_index)})  # .git/index keeps "one"
+    monkeypatch.setenv("GIT_INDEX_FILE", str(hook_index))
+    staged = repository.blob_staged(opened, "ledger.jsonl")
+    assert staged is not None and b"".join(staged.chunks()) == b"two\n"
+    monkeypatch.setenv("GIT_INDEX_FILE", "index.hook")  # relative names start at the top of the working tree
+    assert b"".join(repository.blob_staged(opened, "ledger.jsonl").chunks()) == b"one\n"  # type: ignore[union-attr]
+    # an index outside this repository's git folder (another repository's, or a file planted anywhere) is not read
+    other = tmp_path / "other"
+    other.mkdir()
+    init_repo(other)
+    (other / "ledger.jsonl").write_text("forged\n")
+    git.Repo(other).index.add(["ledger.jsonl"])
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    assert b"".join(repository.blob_staged(opened, "ledger.jsonl").chunks()) == b"one\n"  # type: ignore[union-attr]
+    (root / "notes").mkdir()
+    (root / "notes" / "index").write_bytes((other / ".git" / "index").read_bytes())
+    monkeypatch.setenv("GIT_INDEX_FILE", "notes/index")  # inside the working tree, not the git folder
+    assert b"".join(repository.blob_staged(opened, "ledger.jsonl").chunks()) == b"one\n"  # type: ignore[union-attr]
+
+
+def test_nothing_is_staged_for_a_path_the_index_lacks_or_holds_as_a_link(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    repo = init_repo(root)
+    (root / "real").write_text("x\n")
+    os.symlink("real", root / "ledger.jsonl")
+    repo.index.add(["real", "ledger.jsonl"])
+    opened = repository.open_repo(root)
+    assert repository.blob_staged(opened, "ledger.jsonl") is None
+    assert repository.blob_staged(opened, "absent.jsonl") is None

@@ -327,9 +327,10 @@ def _staged_ledger(target: Path, checkout: repo.Checkout, changes: _Changes,
     the line without the code it was written from (``gate.staged_line``).
     """
     key = checkout.relative(target)
-    if key is None or key not in changes.of(checkout.root):
+    if key is None or key not in changes.of(checkout.root) or checkout.repo is None:
         return None
-    found = repo.blob_staged(target)
+    inside = checkout.repo.working_tree_dir and repo.relative_key(target, Path(checkout.repo.working_tree_dir))
+    found = repo.blob_staged(checkout.repo, inside) if inside else None
     return found if found is not None and found.hexsha != head.hexsha else None
 
 

@@ -385,19 +385,19 @@ def blob_at_head(path: Path) -> Committed | None:
     return None if relative is None else _committed(head, relative, "HEAD")
 
 
-def blob_staged(path: Path) -> Committed | None:
-    """``path`` as git's index holds it (the next commit's copy); None outside git, when the index has no
-    regular file there (no entry, a link, a gitlink) or holds it in conflict. One ``git ls-files``."""
+def blob_staged(repo: Any, relative: str) -> Committed | None:
+    """The file at ``relative`` as the index of the commit being made holds it; None when that index has no
+    regular file there (no entry, a link, a gitlink) or holds it in conflict. One ``git ls-files``.
+
+    The index is the one git gives its pre-commit hook in ``$GIT_INDEX_FILE`` when that file
+    is this repository's own (`git commit -a` stages into ``index.lock``, and ``.git/index``
+    still lacks what it staged), else ``.git/index``.
+    """
     import git
 
-    repo = open_repo(path.parent)
-    if repo is None or repo.working_tree_dir is None:
-        return None
-    relative = relative_key(path, Path(repo.working_tree_dir))
-    if relative is None:
-        return None
+    env = {"GIT_INDEX_FILE": index} if (index := _hook_index(repo)) is not None else None
     out = bytes(repo.git.execute(["git", "--literal-pathspecs", "ls-files", "--stage", "-z", "--", relative],
-                                 stdout_as_string=False, strip_newline_in_stdout=False))
+                                 stdout_as_string=False, strip_newline_in_stdout=False, env=env))
     records = [record for record in out.split(b"\0") if record]
     if len(records) != 1:  # none, or the stages of a conflict: nothing staged to judge
         return None
@@ -409,6 +409,16 @@ def blob_staged(path: Path) -> Committed | None:
     if mode not in _FILE_MODES:
         return None
     return Committed(git.Blob(repo, bytes.fromhex(fields[1].decode("ascii")), mode, relative), "the index")
+
+
+def _hook_index(repo: Any) -> str | None:
+    """``$GIT_INDEX_FILE`` (relative to the top of the working tree, where git runs hooks) when it names a file
+    inside ``repo``'s own git folder, else None: an index of another repository is never read for this one."""
+    given = os.environ.get("GIT_INDEX_FILE")
+    if not given or repo.working_tree_dir is None:
+        return None
+    path = Path(repo.working_tree_dir, given).resolve()  # an absolute ``given`` stays itself
+    return str(path) if path.is_relative_to(Path(repo.git_dir).resolve()) and path.is_file() else None
 
 
 def _committed(commit: Any, relative: str, ref: str) -> Committed | None:
