@@ -136,3 +136,23 @@ def test_a_staged_line_its_staged_code_does_not_give_stops_the_commit_either_way
     assert pinned.failures == ()  # an expect entry decides alone
     again = gate.failures(judged.transition, before, now, None, gate.DEFAULT_FAIL_ON, staged=staged)
     assert again == judged.failures  # the same rule when a result is judged again (results.with_fail_on)
+
+
+@pytest.mark.parametrize(("before", "now", "fails"), [
+    (R, R, True),      # merged, the claim is new: its regression would pass as "new: confirmed"
+    (C, R, True),      # a fix whose ledger forgets the claim: the same
+    (N, R, True),
+    (C, C, False),     # a new claim's confirmed passes anyway; its not decidable still fails
+    (N, N, False),
+    (R, C, False),     # the regression fails as itself
+    (None, R, False),  # nothing in the baseline to drop
+])
+def test_a_ledger_that_drops_a_claims_line_fails_when_the_claim_would_then_pass_as_new(
+    before: str | None, now: str, fails: bool
+) -> None:
+    committed = gate.judge(before, now, now, None, committed=gate.DROPPED)
+    assert any("the ledger this change commits has no line for it" in f for f in committed.failures) == fails
+    staged = gate.judge(before, now, None, None, staged=gate.DROPPED)
+    assert any("the staged ledger has no line for it" in f for f in staged.failures) == fails
+    assert staged.write  # the line the run writes is the one the staged ledger lacks
+    assert gate.judge(before, now, now, now, committed=gate.DROPPED).failures == ()  # expect decides alone

@@ -77,7 +77,7 @@ def failures(kind: str, before: str | None, after: str | None, expected: str | N
         found = (change(kind, before, after),)
     elif kind == NEW and after == NOT_DECIDABLE and UNDECIDABLE in fail_on:
         found = ("new: not decidable (a new claim must give a verdict before the gate takes it in)",)
-    return found + edited_memory(before, after, committed, fail_on) + staged_line(before, after, staged)
+    return found + edited_memory(before, after, committed, fail_on) + staged_line(before, after, staged, fail_on)
 
 
 def writes(after: str | None, recorded: str | None, record_all: bool = False) -> bool:
@@ -87,14 +87,20 @@ def writes(after: str | None, recorded: str | None, record_all: bool = False) ->
     return record_all or after != recorded
 
 
-def masks(committed: str, after: str, fail_on: Collection[str] = DEFAULT_FAIL_ON) -> bool:
+# The verdict a change's own ledger gives a claim whose baseline line it no longer holds (deleted, emptied or
+# cut): merged, the claim has no baseline line, and a new claim's verdict passes unless it is not decidable.
+DROPPED = "dropped"
+
+
+def masks(committed: str | None, after: str, fail_on: Collection[str] = DEFAULT_FAIL_ON) -> bool:
     """Whether ``committed`` as a claim's baseline would pass a later verdict that ``after`` (the truth) fails.
 
     ``confirmed`` recorded for a claim that is ``rejected`` masks its regression (the next
     confirmed run is "unchanged"), ``not decidable`` masks both (the next run is "decided").
-    A line stricter than the truth (``rejected`` for a confirmed claim) masks nothing.
+    A line stricter than the truth (``rejected`` for a confirmed claim) masks nothing. No
+    line at all (None) masks a regression too: the next confirmed run is "new".
     """
-    def fails(before: str, later: str) -> bool:
+    def fails(before: str | None, later: str) -> bool:
         return bool(failures(transition(before, later), before, later, None, fail_on))
 
     return any(fails(after, later) and not fails(committed, later) for later in VERDICTS)
@@ -109,8 +115,15 @@ def edited_memory(before: str | None, after: str | None, committed: str | None,
     line the run does not reproduce passes its own gate (it is judged against the baseline),
     and once merged the line is the next change's baseline: a forged ``confirmed`` there let
     the next change's regression through as "unchanged". So the line fails here, where the
-    run shows it untrue, when it would weaken the gate (``masks``).
+    run shows it untrue, when it would weaken the gate (``masks``). ``DROPPED``: that ledger
+    has no line for a claim whose baseline has one (deleted, emptied, cut), which weakens the
+    gate in the same way once merged.
     """
+    if committed == DROPPED:
+        if before not in VERDICTS or after is None or not masks(None, after, fail_on):
+            return ()
+        return (f"the ledger this change commits has no line for it (its baseline says {before}): as the next "
+                "baseline, that would let a later run pass that fails now; commit the ledger's lines with the change",)
     if committed is None or after is None or committed in (before, after) or committed not in VERDICTS:
         return ()
     if not masks(committed, after, fail_on):
@@ -120,7 +133,8 @@ def edited_memory(before: str | None, after: str | None, committed: str | None,
             "commit the line this run writes instead",)
 
 
-def staged_line(before: str | None, after: str | None, staged: str | None) -> tuple[str, ...]:
+def staged_line(before: str | None, after: str | None, staged: str | None,
+                fail_on: Collection[str] = DEFAULT_FAIL_ON) -> tuple[str, ...]:
     """The failure of a commit whose staged ledger records a verdict its staged code does not give (the hook).
 
     ``staged`` is the claim's latest verdict in the ledger as git's index holds it (None when
@@ -131,8 +145,14 @@ def staged_line(before: str | None, after: str | None, staged: str | None) -> tu
     ``rejected`` over the defect reports a regression against the next, unrelated commit.
     Unlike ``edited_memory`` (the Action, judging a change that is already committed), the
     hook stops both, because the person at the commit can still stage what the line was
-    written from.
+    written from. ``DROPPED`` (the staged ledger lost the claim's line) fails as
+    ``edited_memory`` fails it.
     """
+    if staged == DROPPED:
+        if before not in VERDICTS or after is None or not masks(None, after, fail_on):
+            return ()
+        return (f"the staged ledger has no line for it (HEAD's says {before}): committed, that would let a later "
+                "run pass that fails now; stage the ledger's lines with the change",)
     if staged is None or after is None or staged in (before, after) or staged not in VERDICTS:
         return ()
     return (f"the staged ledger says {staged} (HEAD's says {before or 'nothing'}), but the staged code gives "
@@ -153,5 +173,5 @@ def judge(before: str | None, after: str | None, recorded: str | None, expected:
     """
     kind = transition(before, after)
     found = failures(kind, before, after, expected, fail_on, committed=committed, staged=staged)
-    contradicted = expected is None and bool(staged_line(before, after, staged))
+    contradicted = expected is None and staged != DROPPED and bool(staged_line(before, after, staged))
     return Judgement(kind, found, writes(after, recorded, record_all) and not contradicted)

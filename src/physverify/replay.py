@@ -295,9 +295,9 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
 
 
 def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | None, str | None],
-                   baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
+                   baseline: Baseline) -> Mapping[str, Mapping[str, Any]] | None:
     """The latest line per claim in the ledger the checked-out commit holds, when --baseline names another
-    commit whose ledger differs (a pull request against its base); else nothing.
+    commit whose ledger differs (a pull request against its base; empty when that commit deleted it); else None.
 
     That ledger is the change's own addition to the gate's memory: merged, it is the next
     change's baseline, so a line in it that this run does not reproduce is judged
@@ -306,21 +306,27 @@ def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | N
     checkout: the usual case).
     """
     if ref is None:
-        return {}
+        return None
     try:
         head = repo.blob_at_head(target)
     except PhysverifyError:  # not a file at HEAD: the next run's baseline refuses it, nothing to compare here
-        return {}
-    if head is None or (blob[0] is not None and head.hexsha == blob[0].hexsha):
-        return {}
+        return None
+    if head is None:  # deleted: every baseline line is dropped
+        return {} if blob[0] is not None else None
+    if blob[0] is not None and head.hexsha == blob[0].hexsha:
+        return None
     if baseline.working is not None and baseline.working_id == head.hexsha:
         return baseline.working
     return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
 
 
+_NOT_STAGED: tuple[bool, repo.Committed | None] = (False, None)
+
+
 def _staged_ledger(target: Path, checkout: repo.Checkout, changes: _Changes,
-                   head: repo.Committed) -> repo.Committed | None:
-    """The ledger as git's index holds it, when the hook was given it as staged and it differs from HEAD's.
+                   head: repo.Committed) -> tuple[bool, repo.Committed | None]:
+    """Whether the hook was given the ledger as staged with content other than HEAD's, and that content (None:
+    staged as deleted, or as something that is not a file).
 
     Its lines are what the commit would record. A hook-stopped `git commit -am` leaves the
     line it wrote in the working ledger and the code unstaged, so the next commit can hold
@@ -328,23 +334,46 @@ def _staged_ledger(target: Path, checkout: repo.Checkout, changes: _Changes,
     """
     key = checkout.relative(target)
     if key is None or key not in changes.of(checkout.root) or checkout.repo is None:
-        return None
+        return _NOT_STAGED
     inside = checkout.repo.working_tree_dir and repo.relative_key(target, Path(checkout.repo.working_tree_dir))
-    found = repo.blob_staged(checkout.repo, inside) if inside else None
-    return found if found is not None and found.hexsha != head.hexsha else None
+    if not inside:
+        return _NOT_STAGED
+    found = repo.blob_staged(checkout.repo, inside)
+    return _NOT_STAGED if found is not None and found.hexsha == head.hexsha else (True, found)
 
 
-def _staged_memory(staged: repo.Committed, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
-    """The latest line per claim in the staged ledger (``_staged_ledger``); the working ledger's reading when
-    it holds the same bytes, as it does under pre-commit, which stashes what is not staged."""
+def _staged_memory(staged: repo.Committed | None, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
+    """The latest line per claim in the staged ledger (``_staged_ledger``; none when staged as deleted); the
+    working ledger's reading when it holds the same bytes, as it does under pre-commit, which stashes what is
+    not staged."""
+    if staged is None:
+        return {}
     if baseline.working is not None and baseline.working_id == staged.hexsha:
         return baseline.working
     return ledger.latest_of_chunks(staged.chunks, f"{staged.blob.path}@index").latest
 
 
-def _edited(memory: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
-    """The claims whose latest verdict the change's own ledger (``_change_memory``) moved from the baseline's."""
-    return {key for key, line in memory.items() if line.get("verdict") != (baseline.get(key) or {}).get("verdict")}
+def _edited(memory: Mapping[str, Mapping[str, Any]] | None, baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The claims whose latest verdict the change's own ledger (``_change_memory``) moved from the baseline's,
+    or whose baseline line it dropped."""
+    if memory is None:
+        return set()
+    moved = {key for key, line in memory.items() if line.get("verdict") != (baseline.get(key) or {}).get("verdict")}
+    return moved | {key for key in baseline if key not in memory}
+
+
+def _memory_verdict(memory: Mapping[str, Mapping[str, Any]] | None, key: str, followed: Mapping[str, str]) -> str | None:
+    """The claim's latest verdict in the change's own ledger (under its key, or the key it was renamed from);
+    ``gate.DROPPED`` when that ledger has no line for it; None when there is no such ledger."""
+    if memory is None:
+        return None
+    line = memory.get(key)
+    if line is None and key in followed:
+        line = memory.get(followed[key])
+    if line is None:
+        return gate.DROPPED
+    verdict = line.get("verdict")
+    return verdict if isinstance(verdict, str) else None
 
 
 def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
@@ -692,14 +721,12 @@ def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> st
 
 def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
            recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
-           committed: Mapping[str, Any] | None = None, staged: bool = False) -> ClaimRun:
-    """``committed``: the claim's line in the change's own ledger (``_change_memory``), or with ``staged`` in
-    the ledger as staged (``_staged_memory``)."""
+           memory: str | None = None, staged: bool = False) -> ClaimRun:
+    """``memory``: the claim's verdict in the change's own ledger (``_memory_verdict``), the ledger as staged
+    when ``staged``."""
     record = evaluation.record
     before = base.get("verdict") if base is not None else None
     expected = item.config.expect.get(item.path.resolve())
-    memory = committed.get("verdict") if committed else None
-    memory = memory if isinstance(memory, str) else None
     in_commit, in_index = (None, memory) if staged else (memory, None)
     judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
                         record_all=record_all, committed=in_commit, staged=in_index)
@@ -729,7 +756,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
                                       env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                        record_all, (memory or {}).get(item.key), staged)
+                        record_all, _memory_verdict(memory, item.key, baseline.followed), staged)
         seen.finished(judged)
         return judged
 
@@ -855,7 +882,7 @@ def replay(
     store = cache.open_cache()
     checkouts = repo.Checkouts()
     changes = None
-    staged = None  # the ledger as staged, in the hook, when it differs from HEAD's
+    staged = _NOT_STAGED  # the ledger as staged, in the hook, when it differs from HEAD's
     key_material = None
     memo_problem = None
     if changed_since is not None or files is not None or pre_commit:
@@ -865,7 +892,7 @@ def replay(
             changes.of(checkout.root)
         if pre_commit and baseline is None and blob[0] is not None:
             staged = _staged_ledger(target, folders[0], changes, blob[0])
-        if store is not None and blob[0] is not None and not moved and staged is None:
+        if store is not None and blob[0] is not None and not moved and not staged[0]:
             key_material = _material(configs, folders, target, committed, blob, shard_kn)
             memo, memo_problem = noop.recall(store, key_material)
             kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
@@ -892,10 +919,10 @@ def replay(
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        memory = _change_memory(target, baseline, blob, loaded) if staged is None else _staged_memory(staged, loaded)
+        memory = _staged_memory(staged[1], loaded) if staged[0] else _change_memory(target, baseline, blob, loaded)
         edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
         run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory,
-                          staged=staged is not None)
+                          staged=staged[0])
         # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
         # is that shard's to judge, and this one must not report its old key as removed.
         planned = _frozen_while(_in_shard_only(renames.follow(discovered), shard_kn), freezing)

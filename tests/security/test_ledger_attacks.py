@@ -329,6 +329,67 @@ def test_a_change_that_only_forges_the_ledger_fails_so_it_cannot_become_the_next
     assert [(r.transition, r.failures) for r in second.claims] == [("unchanged", ())]
 
 
+@pytest.mark.parametrize("edit", ["the ledger deleted", "the ledger emptied", "the claim's lines dropped"])
+@pytest.mark.parametrize("only_affected", [False, True])
+def test_a_change_that_only_drops_the_ledgers_lines_fails_so_the_next_regression_cannot_pass_as_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, only_affected: bool
+) -> None:
+    """Two steps: a change drops the claim's lines (its code unchanged: "unchanged", it passed); merged, the
+    claim had no baseline line, so the next change's regression was "new: confirmed" and passed."""
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
+    (root / "claims" / "claim_other.py").write_text(DECAY_CLAIM.replace("half the rate", "half the rate (other)"))
+    replay.replay(["claims"], trusted=True, jobs=1)
+    repo.git.add("-A")
+    base = repo.index.commit("a second claim").hexsha
+    ledger = root / LEDGER
+    if edit == "the ledger deleted":
+        repo.index.remove([LEDGER], working_tree=True)
+    else:
+        kept = b"" if edit == "the ledger emptied" else b"".join(
+            raw + b"\n" for raw in ledger.read_bytes().splitlines() if json.loads(raw)["claim_key"] != KEY)
+        ledger.write_bytes(kept)
+        repo.index.add([LEDGER])
+    repo.index.commit("the ledger forgets")
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True,
+                           changed_since=base if only_affected else None)
+    failing = {run.key: run.failures for run in result.claims if run.failures}
+    assert result.exit_code == EXIT_FINDING and KEY in failing, [(r.key, r.transition, r.failures) for r in result.claims]
+    assert failing[KEY] == ("the ledger this change commits has no line for it (its baseline says rejected): as the "
+                            "next baseline, that would let a later run pass that fails now; commit the ledger's lines "
+                            "with the change",)
+    if edit == "the claim's lines dropped":
+        assert list(failing) == [KEY]  # the other claim keeps its line
+
+
+def test_a_claim_renamed_with_its_old_line_kept_is_not_taken_for_a_dropped_line(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
+    base = repo.head.commit.hexsha
+    repo.git.mv("claims/claim_decay.py", "claims/claim_decay_rate.py")
+    (root / LEDGER).write_bytes((root / LEDGER).read_bytes() + b"\n")  # the ledger differs, its lines are all there
+    repo.index.add([LEDGER])
+    repo.index.commit("a clearer name")
+    result = replay.replay(["claims"], trusted=True, jobs=1, baseline=base, dry_run=True)
+    assert [(r.key, r.transition, r.failures) for r in result.claims] == [
+        ("claims/claim_decay_rate.py", "unchanged", ())]
+
+
+@pytest.mark.parametrize("edit", ["the ledger deleted", "the claim's line dropped"])
+def test_the_hook_stops_a_commit_that_drops_the_ledgers_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            edit: str) -> None:
+    repo, root, _ = rejected_repository(tmp_path, monkeypatch)
+    if edit == "the ledger deleted":
+        repo.index.remove([LEDGER], working_tree=True)
+    else:
+        (root / LEDGER).write_bytes(b"")
+        repo.index.add([LEDGER])
+    result = replay.replay(["claims"], pre_commit=True, jobs=1, files=[LEDGER])
+    [run] = result.claims
+    assert run.failures == ("the staged ledger has no line for it (HEAD's says rejected): committed, that would let "
+                            "a later run pass that fails now; stage the ledger's lines with the change",)
+    assert result.exit_code == EXIT_FINDING
+
+
 def test_the_forged_line_still_fails_when_the_action_judges_the_result_again_under_its_fail_on_input(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
