@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
 from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
@@ -53,8 +53,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class _Planned:
+class _Planned(NamedTuple):
     path: Path
     key: str
     checkout: repo.Checkout
