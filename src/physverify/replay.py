@@ -28,7 +28,6 @@ import queue
 import stat
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,6 +40,8 @@ from physverify.gate import REMOVED, TRANSITIONS
 from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from physverify import confirm
 
 DEFAULT_CLAIMS_DIR = "claims"
@@ -631,6 +632,8 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned
     worker has returned the exception goes on to cli.main. With one job the interrupted
     wait kills its own claim.
     """
+    from concurrent.futures import ThreadPoolExecutor  # here, with the logging it imports: after the server started
+
     from physverify import isolate  # imported once a claim may run: a no-op hook never needs it
 
     if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live
