@@ -48,13 +48,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
 from physverify import __version__, claim, parsepool, repo, settings
 from physverify.claim import ClaimReading, StaticReading
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 FORMAT = 3  # bump when StaticReading or what claim.py puts in it changes meaning (2: a lone surrogate
 # in CLAIM's file or repo is a load error; 3: text that is not UTF-8 names its line, a NUL byte no "line None")

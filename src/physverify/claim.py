@@ -29,9 +29,8 @@ import threading
 import tokenize
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from physverify import specscan, templates, variant
 from physverify.errors import PhysverifyError
@@ -106,8 +105,7 @@ class ClaimLoadError(PhysverifyError):
         self.sha256 = sha256
 
 
-@dataclass(frozen=True)
-class ClaimFile:
+class ClaimFile(NamedTuple):
     path: Path
     sha256: str
     claim: dict[str, Any]
@@ -117,8 +115,7 @@ class ClaimFile:
 Import = specscan.Import  # (level, module, names); level > 0 is a relative import
 
 
-@dataclass(frozen=True)
-class StaticReading:
+class StaticReading(NamedTuple):
     """What the static readers need from one content of a file, taken from one parse.
 
     It depends on the bytes alone (never on the path, the repository or a run), so it is
@@ -132,8 +129,7 @@ class StaticReading:
     notes: tuple[str, ...]  # specscan's reference notes for the file's own CLAIM["file"]
 
 
-@dataclass(frozen=True)
-class ClaimReading:
+class ClaimReading(NamedTuple):
     """One claim file as discovery read it, once: every later step of a run uses this value.
 
     ``sha256`` is None when the file could not be read; ``problem`` is the whole load
@@ -196,8 +192,7 @@ def read(path: Path, store: Store | None = None) -> ClaimReading:
     return with_path(path, digest, static, blob)
 
 
-@dataclass(frozen=True)
-class Contents:
+class Contents(NamedTuple):
     """The bytes of a claim file that is read to be parsed, with their SHA-256 and git object id."""
 
     data: bytes

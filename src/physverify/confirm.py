@@ -8,10 +8,9 @@ timeout check and the ledger write.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify import __version__, claim, isolate, repo, settings, variant_load
 from physverify import ledger as _ledger
@@ -24,8 +23,7 @@ DEFAULT_TIMEOUT_S = settings.DEFAULT_TIMEOUT_S
 SANDBOX_HINT = settings.SANDBOX_HINT
 
 
-@dataclass(frozen=True)
-class Evaluation:
+class Evaluation(NamedTuple):
     """The ledger object of one run and the verdict it holds."""
 
     record: dict[str, Any]

@@ -10,7 +10,7 @@ else is a bug in physverify, reported as such and never as exit 1, which means
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from physverify.errors import PhysverifyError
 from physverify.text import visible
@@ -23,8 +23,7 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so replay kills its claims' process groups on the way out."""
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(NamedTuple):
     """What an entry point reports for an exception: the exit code and one line (empty: say nothing)."""
 
     exit_code: ExitCode

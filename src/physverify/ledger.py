@@ -22,7 +22,6 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
@@ -266,8 +265,7 @@ def _json_default(value: object) -> object:
 
 
 # --- reading --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LedgerRead:
+class LedgerRead(NamedTuple):
     records: list[dict[str, Any]]
     problems: list[str]
 
@@ -419,8 +417,7 @@ def _verdict_key(record: Mapping[str, Any]) -> str | None:
 
 
 # --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
-@dataclass(frozen=True)
-class Latest:
+class Latest(NamedTuple):
     """The latest record of each claim key in a ledger, and one problem per bad line."""
 
     latest: dict[str, dict[str, Any]]
@@ -607,7 +604,7 @@ def read_latest(path: Path, name: str | None = None, *, object_hash: str | None 
         except OSError as exc:
             raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
     if ids and ids[0] is not None and all(found == ids[0] for found in ids):  # every pass read the same bytes
-        return replace(read, object_id=ids[0], file_stat=file_stat, read_ns=read_ns)
+        return read._replace(object_id=ids[0], file_stat=file_stat, read_ns=read_ns)
     return read
 
 
@@ -726,8 +723,7 @@ class LogRow(NamedTuple):
     reason: str
 
 
-@dataclass(frozen=True)
-class LogResult:
+class LogResult(NamedTuple):
     rows: list[LogRow]
     problems: list[str]
     claim: str | None
@@ -768,8 +764,7 @@ def _row(record: Mapping[str, Any]) -> LogRow:
 
 
 # --- ledger show ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class ShowResult:
+class ShowResult(NamedTuple):
     record: dict[str, Any]
     problems: list[str]
     exit_code: int = EXIT_OK
@@ -786,8 +781,7 @@ def show(ledger: Path, claim: str) -> ShowResult:
 
 
 # --- ledger merge ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class MergeResult:
+class MergeResult(NamedTuple):
     output: Path
     inputs: int
     lines_in: int

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify import __version__
 from physverify.cache import Cache
@@ -253,8 +253,7 @@ def _consulted(path: str, limit: int, kept: _Kept) -> None:
 
 
 # --- answering ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Memo:
+class Memo(NamedTuple):
     """A kept plan whose every stat was found as kept: the claims, their checkouts and inputs.
 
     Claim i has key ``keys[i]``, checkout ``roots[claim_roots[i]]`` and the inputs

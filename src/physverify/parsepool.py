@@ -27,12 +27,14 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from queue import SimpleQueue
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from physverify import claim
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 MIN_BATCH = 64  # fewer contents to parse than this: parsed in the caller's process (a worker start costs ~0.1 s)
 MAX_WORKERS = 4
@@ -130,6 +132,8 @@ class Pool:
                 except OSError:  # no process could be started (a process limit): parse in the caller
                     self._broken = True
                     return False
+                from concurrent.futures import ThreadPoolExecutor  # here: a worker process never needs it
+
                 self._threads = ThreadPoolExecutor(max_workers=self.size, thread_name_prefix="physverify-parse")
             return self._threads is not None and not self._broken
 

@@ -28,11 +28,10 @@ import queue
 import stat
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
 from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
@@ -41,6 +40,8 @@ from physverify.gate import REMOVED, TRANSITIONS
 from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from physverify import confirm
 
 DEFAULT_CLAIMS_DIR = "claims"
@@ -53,8 +54,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class _Planned:
+class _Planned(NamedTuple):
     path: Path
     key: str
     checkout: repo.Checkout
@@ -693,6 +693,8 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned
     worker has returned the exception goes on to cli.main. With one job the interrupted
     wait kills its own claim.
     """
+    from concurrent.futures import ThreadPoolExecutor  # here, with the logging it imports: after the server started
+
     from physverify import isolate  # imported once a claim may run: a no-op hook never needs it
 
     if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify.errors import PhysverifyError, UsageError
 from physverify.settings import sandbox_commit, sandbox_repo
@@ -187,8 +187,7 @@ def _dirty(repo: Any, same_as_head: Iterable[str]) -> bool:
 _RACY_NS = 2 * 10**9
 
 
-@dataclass(frozen=True)
-class HeadCopy:
+class HeadCopy(NamedTuple):
     """A tracked file this run read and found to hold HEAD's bytes (its git blob id is HEAD's), as it was then.
 
     ``stat`` is (mtime_ns, ctime_ns, size, inode, device) of the file read, ``read_ns`` the

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from physverify.errors import RefusedError, UsageError
 
@@ -137,8 +137,7 @@ def _shown(value: object) -> str:
 
 
 # --- one row per option ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One setting: where it comes from and how a flag's value is checked."""
 
     name: str  # the RunSettings field

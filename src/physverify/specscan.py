@@ -18,10 +18,9 @@ import ast
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from operator import attrgetter
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from physverify.text import clip
 
@@ -371,8 +370,7 @@ def _imported_targets(nodes: list[ast.Import | ast.ImportFrom], modules: set[str
     return targets
 
 
-@dataclass(frozen=True)
-class _Body:
+class _Body(NamedTuple):
     """What rule 1 needs from one function body, from one walk of it: its free loads, in order."""
 
     loads: tuple[tuple[str, bool], ...]  # (dotted name, whether it is called), outermost loads not bound inside

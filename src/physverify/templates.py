@@ -12,11 +12,10 @@ quotes them), so this module only lays out text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """One kind of claim: what it is for, what it imports, its ADAPTER stub and its study, control and checks."""
 
     summary: str

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFECT = "defect"
 FIX = "fix"
@@ -41,8 +41,7 @@ class VariantError(Exception):
     """The file holds neither text, both, or one more than once: a load error (rule 0)."""
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """Which text the file holds (``defect`` or ``fix``), where (1-based ``line``), and how many lines."""
 
     held: str

@@ -12,16 +12,14 @@ import io
 import os
 import tokenize
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify import claim, variant
 from physverify.variant_channel import VariantSource
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """Which text the file holds, where, and the variant's source for the child."""
 
     match: variant.Match

@@ -9,9 +9,8 @@ table is tested with plain values (tests/test_verdict.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from physverify.checks import ERROR, EXACT, FAIL, INCONCLUSIVE, PASS, SKIP, CheckOutcome
 from physverify.text import plural
@@ -46,8 +45,7 @@ EXIT_FOR_VERDICT = {REJECTED: EXIT_OK, CONFIRMED: EXIT_FINDING, NOT_DECIDABLE: E
 Outcome = Union[CheckOutcome, Mapping[str, Any]]
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     verdict: str
     reason: str
     exit_code: int
@@ -146,8 +144,7 @@ def _error_note(undecided: Sequence[Outcome]) -> str:
 
 
 # --- claims that name their fix (issue 17) ------------------------------------------------
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """One child run of a claim as the rules read it: its control and checks, or why there are none."""
 
     control: Outcome | None
