@@ -106,6 +106,11 @@ def masks(committed: str | None, after: str, fail_on: Collection[str] = DEFAULT_
     return any(fails(after, later) and not fails(committed, later) for later in VERDICTS)
 
 
+def _drop_masks(before: str | None, after: str | None, fail_on: Collection[str]) -> bool:
+    """Whether a ledger without the claim's baseline line (``DROPPED``) would pass a later verdict that fails now."""
+    return before in VERDICTS and after is not None and masks(None, after, fail_on)
+
+
 def edited_memory(before: str | None, after: str | None, committed: str | None,
                   fail_on: Collection[str] = DEFAULT_FAIL_ON) -> tuple[str, ...]:
     """The failure of a change whose own committed ledger records a verdict its code does not give.
@@ -120,10 +125,9 @@ def edited_memory(before: str | None, after: str | None, committed: str | None,
     gate in the same way once merged.
     """
     if committed == DROPPED:
-        if before not in VERDICTS or after is None or not masks(None, after, fail_on):
-            return ()
         return (f"the ledger this change commits has no line for it (its baseline says {before}): as the next "
-                "baseline, that would let a later run pass that fails now; commit the ledger's lines with the change",)
+                "baseline, that would let a later run pass that fails now; commit the ledger's lines with the change",
+                ) if _drop_masks(before, after, fail_on) else ()
     if committed is None or after is None or committed in (before, after) or committed not in VERDICTS:
         return ()
     if not masks(committed, after, fail_on):
@@ -149,10 +153,9 @@ def staged_line(before: str | None, after: str | None, staged: str | None,
     ``edited_memory`` fails it.
     """
     if staged == DROPPED:
-        if before not in VERDICTS or after is None or not masks(None, after, fail_on):
-            return ()
         return (f"the staged ledger has no line for it (HEAD's says {before}): committed, that would let a later "
-                "run pass that fails now; stage the ledger's lines with the change",)
+                "run pass that fails now; stage the ledger's lines with the change",
+                ) if _drop_masks(before, after, fail_on) else ()
     if staged is None or after is None or staged in (before, after) or staged not in VERDICTS:
         return ()
     return (f"the staged ledger says {staged} (HEAD's says {before or 'nothing'}), but the staged code gives "
