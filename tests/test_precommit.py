@@ -245,18 +245,3 @@ def test_a_ledger_line_staged_without_its_code_cannot_carry_a_regression_past_th
     committed, output = _commit(repo, every=True)
     assert not committed and "the staged ledger says confirmed" in output, output
     assert repo.git.show(f"HEAD:{LEDGER}").count('"verdict": "confirmed"') == 0
-
-
-@pytest.mark.slow
-def test_a_fix_line_staged_without_the_fix_stops_the_commit_and_says_what_to_stage(project: git.Repo) -> None:
-    """The other way round: the line says `rejected` (the fix) and the fix is not staged."""
-    repo = project
-    _start(repo, DEFECT)
-    _write(repo, "decay.py", SOLVER)
-    committed, output = _commit(repo, every=True)
-    assert not committed and re.search(r"rejected +fixed +claims/claim_decay\.py", output), output
-    committed, output = _commit(repo, LEDGER)
-    assert not committed, output
-    assert "the staged ledger says rejected" in output, output
-    committed, output = _commit(repo, "decay.py", LEDGER)
-    assert committed, output
