@@ -315,9 +315,16 @@ def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | N
         return {} if blob[0] is not None else None
     if blob[0] is not None and head.hexsha == blob[0].hexsha:
         return None
-    if baseline.working is not None and baseline.working_id == head.hexsha:
+    return _latest_lines(head, baseline, f"{target}@HEAD")
+
+
+def _latest_lines(found: repo.Committed, baseline: Baseline, name: str) -> Mapping[str, Mapping[str, Any]]:
+    """The latest line per claim of the ledger blob ``found``: the working ledger's reading when it holds the
+    same bytes (``load_baseline`` read it already; a CI checkout, or the hook under pre-commit, which stashes
+    what is not staged), else ``found`` streamed from git."""
+    if baseline.working is not None and baseline.working_id == found.hexsha:
         return baseline.working
-    return ledger.latest_of_chunks(head.chunks, f"{target}@HEAD").latest
+    return ledger.latest_of_chunks(found.chunks, name).latest
 
 
 _NOT_STAGED: tuple[bool, repo.Committed | None] = (False, None)
@@ -343,14 +350,8 @@ def _staged_ledger(target: Path, checkout: repo.Checkout, changes: _Changes,
 
 
 def _staged_memory(staged: repo.Committed | None, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
-    """The latest line per claim in the staged ledger (``_staged_ledger``; none when staged as deleted); the
-    working ledger's reading when it holds the same bytes, as it does under pre-commit, which stashes what is
-    not staged."""
-    if staged is None:
-        return {}
-    if baseline.working is not None and baseline.working_id == staged.hexsha:
-        return baseline.working
-    return ledger.latest_of_chunks(staged.chunks, f"{staged.blob.path}@index").latest
+    """The latest line per claim in the staged ledger (``_staged_ledger``; none when staged as deleted)."""
+    return {} if staged is None else _latest_lines(staged, baseline, f"{staged.blob.path}@index")
 
 
 def _edited(memory: Mapping[str, Mapping[str, Any]] | None, baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
@@ -884,7 +885,7 @@ def replay(
     store = cache.open_cache()
     checkouts = repo.Checkouts()
     changes = None
-    staged = _NOT_STAGED  # the ledger as staged, in the hook, when it differs from HEAD's
+    staged, staged_blob = _NOT_STAGED  # the ledger as staged, in the hook, when it differs from HEAD's
     key_material = None
     memo_problem = None
     if changed_since is not None or files is not None or pre_commit:
@@ -893,8 +894,8 @@ def replay(
         for checkout in folders:  # a bad --changed-since is a usage error before anything runs
             changes.of(checkout.root)
         if pre_commit and baseline is None and blob[0] is not None:
-            staged = _staged_ledger(target, folders[0], changes, blob[0])
-        if store is not None and blob[0] is not None and not moved and not staged[0]:
+            staged, staged_blob = _staged_ledger(target, folders[0], changes, blob[0])
+        if store is not None and blob[0] is not None and not moved and not staged:
             key_material = _material(configs, folders, target, committed, blob, shard_kn)
             memo, memo_problem = noop.recall(store, key_material)
             kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
@@ -921,10 +922,10 @@ def replay(
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        memory = _staged_memory(staged[1], loaded) if staged[0] else _change_memory(target, baseline, blob, loaded)
+        memory = _staged_memory(staged_blob, loaded) if staged else _change_memory(target, baseline, blob, loaded)
         edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
         run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory,
-                          staged=staged[0])
+                          staged=staged)
         # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
         # is that shard's to judge, and this one must not report its old key as removed.
         planned = _frozen_while(_in_shard_only(renames.follow(discovered), shard_kn), freezing)
