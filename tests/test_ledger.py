@@ -536,6 +536,10 @@ def test_ledger_log_reads_the_ledger_replay_writes_in_the_claims_folder(tmp_path
     assert "not decidable" in cli("ledger", "log", "--claims", "claims", cwd=tmp_path).stdout
     missing = cli("ledger", "log", "--claims", "nope", cwd=tmp_path)
     assert missing.returncode == EXIT_ERROR and missing.stderr == "physverify: nope: no such claims folder\n"
+    (tmp_path / "claims" / "a.py").write_text("")
+    a_file = cli("ledger", "log", "--claims", "claims/a.py", cwd=tmp_path)
+    assert a_file.returncode == EXIT_ERROR and a_file.stdout == "" and a_file.stderr == (
+        "physverify: claims/a.py: not a folder; --claims takes the claims folder whose ledger to read (--claims claims)\n")
 
 
 def test_ledger_log_reads_confirms_ledger_until_a_replay_has_written_one(tmp_path: Path, cli: Callable[..., Ran]) -> None:

@@ -278,6 +278,9 @@ def _ledger_path(ledger: str | None, claims: str | None) -> Path:
         confirms = Path(DEFAULT_LEDGER)
         return confirms if not os.path.lexists(replays) and claims is None and confirms.is_file() else replays
     if claims is not None:
+        if os.path.lexists(folder):  # a claim file, say, given for its folder
+            raise UsageError(f"{folder}: not a folder; --claims takes the claims folder whose ledger to read"
+                             f" (--claims {folder.parent.as_posix()})")
         raise UsageError(f"{folder}: no such claims folder")
     return Path(DEFAULT_LEDGER)
 
