@@ -160,7 +160,7 @@ def parse_github_output(text: str) -> dict[str, str]:
 def _python_shim(tmp_path: Path) -> Path:
     """A folder whose `python` is the interpreter running the tests (issue 13, item 28).
 
-    The step runs `python -m physverify.action`, which on a runner is setup-python's. Here the
+    The step runs `python -I -m physverify.action`, which on a runner is setup-python's. Here the
     `python` first on PATH may be any other interpreter, with another physverify or none; a
     script that execs sys.executable keeps its virtual environment, which a symlink would not.
     """
@@ -173,10 +173,12 @@ def _python_shim(tmp_path: Path) -> Path:
 
 
 def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
-    """Run the step's `run` line in bash with the runner's files pointing at temp files.
+    """Run the step's `run` line in bash, in the workspace as the runner does, with the runner's files pointing at temp files.
 
     $RUNNER_TEMP is a folder of tmp_path, outside the workspace, as on a runner; the runner's
-    files of one run are new files, so a test may run the step several times.
+    files of one run are new files, so a test may run the step several times. The working
+    directory is the workspace because a step's is: what the repository holds there must not
+    change which physverify runs (tests/security/test_action_entry.py).
     """
     files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
     for path in files.values():
@@ -188,7 +190,7 @@ def _run_locally(root: Path, tmp_path: Path, event: dict[str, Any], inputs: dict
                RUNNER_TEMP=str(tmp_path / "runner-temp"))
     env.pop("PHYSVERIFY_REPO", None)
     env["PATH"] = f"{_python_shim(tmp_path)}{os.pathsep}{env.get('PATH', '')}"
-    done = subprocess.run(["bash", "-c", _run_step()["run"]], cwd=tmp_path, env=env, capture_output=True,
+    done = subprocess.run(["bash", "-c", _run_step()["run"]], cwd=root, env=env, capture_output=True,
                           text=True, timeout=300)
     outputs = parse_github_output(files["GITHUB_OUTPUT"].read_text()) if files["GITHUB_OUTPUT"].exists() else {}
     summary = files["GITHUB_STEP_SUMMARY"].read_text() if files["GITHUB_STEP_SUMMARY"].exists() else ""
