@@ -256,6 +256,28 @@ def test_the_console_command_and_python_m_run_main_and_freeze_what_it_left(tmp_p
     assert cli.command.__module__ == "physverify.cli"
 
 
+# Modules the command line imports after its package, each a plausible file name at a physics project's root.
+_SHADOWED = ("signal", "random", "json", "argparse", "shlex", "secrets", "subprocess", "tempfile")
+
+
+def test_python_m_physverify_in_a_project_with_stdlib_named_files_imports_none_of_them(project: git.Repo) -> None:
+    """``python -m`` puts the working directory first on sys.path; physverify takes it off before importing its command
+    line, so a project's ``signal.py`` or ``random.py`` at the root is never imported in place of the standard library's
+    (it was, and the command crashed). The claim's own process still has the root on its path, by design."""
+    root = Path(project.working_tree_dir or ".")
+    ran = root.parent / f"{root.name}-imported.txt"
+    for name in _SHADOWED:
+        (root / f"{name}.py").write_text(f"import os\nwith open({str(ran)!r}, 'a') as f:\n"
+                                         f"    f.write('{name} %d\\n' % os.getpid())\n")
+    proc = subprocess.Popen([sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "1"],
+                            cwd=root, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == ExitCode.OK, out + err
+    assert "1 claim: 1 new" in out and out.startswith("rejected       new"), out
+    lines = ran.read_text().splitlines() if ran.exists() else []
+    assert not [line for line in lines if line.endswith(f" {proc.pid}")], lines
+
+
 def test_building_the_parser_does_not_import_the_sandbox() -> None:
     """Every command builds the whole parser, the no-op hook too: the sandbox's defaults come from a module of
     their own, and they and the backends' names are the sandbox's."""
