@@ -227,6 +227,12 @@ class HeadCopy(NamedTuple):
 _NEUTRAL = {"core.fsmonitor": "false", "core.hooksPath": os.devnull, "diff.external": "", "core.pager": "cat",
             "core.untrackedCache": "false", "core.sshCommand": "false", "core.askPass": "", "credential.helper": ""}
 _DRIVER_KEYS = {"filter": ("clean", "smudge", "process"), "diff": ("command", "textconv")}
+# A received partial clone (extensions.partialClone, remote.X.promisor) makes git fetch an object
+# missing from the store, HEAD's tree included: the fetch runs remote.X.uploadpack through the shell,
+# or an ext:: URL its config allows. Environment variables outrank every configuration file here:
+# GIT_ALLOW_PROTOCOL with no real name allows no transport at all, GIT_NO_LAZY_FETCH (git 2.44)
+# stops the fetch before it starts.
+_NO_FETCH = {"GIT_ALLOW_PROTOCOL": "none", "GIT_NO_LAZY_FETCH": "1"}
 _GIT_LIMIT_S = 60  # a config that includes a FIFO would block git's read for ever
 
 
@@ -274,7 +280,7 @@ def _neutral_env(drivers: Mapping[str, set[str]]) -> dict[str, str]:
     pairs += [(f"{section}.{name}.{key}", "") for section, keys in _DRIVER_KEYS.items()
               for name in sorted(drivers.get(section, ())) if name for key in keys]
     pairs += [(f"filter.{name}.required", "false") for name in sorted(drivers.get("filter", ())) if name]
-    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", **_NO_FETCH}
     for i, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return env

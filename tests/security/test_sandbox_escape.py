@@ -15,6 +15,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import git
 import pytest
 from support.fixtures import init_repo
 from test_sandbox import claim_file
@@ -363,3 +364,48 @@ def test_physverify_sandbox_runs_no_fsmonitor_command_on_the_host(repo: Path, tm
     done = _in_sandbox(repo, "replay", "claims", "--jobs", "1")
     assert "Traceback" not in done.stderr, done.stderr
     assert not [name for name, path in made.items() if path.exists()], done.stderr
+
+
+def _hostile_partial_clone(root: Path, markers: Path) -> Path:
+    """A received .git that says it is a partial clone and lacks HEAD's tree: git fetches what is missing.
+
+    The promisor remote is a real local repository; its upload-pack command, which git runs
+    through the shell for the fetch, leaves a marker on the host first.
+    """
+    upstream = init_repo(markers / "upstream")
+    upstream.index.commit("upstream")
+    tree = git.Repo(root).head.commit.tree.hexsha
+    (root / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    made = markers / "upload-pack"
+    with open(root / ".git" / "config", "a", encoding="utf-8") as config:
+        config.write(f'[extensions]\n\tpartialClone = origin\n[remote "origin"]\n\tpromisor = true\n'
+                     f'\turl = {upstream.working_tree_dir}\n\tuploadpack = touch "{made}"; git-upload-pack\n')
+    git.Repo(root).git.config("core.repositoryformatversion", "1")
+    return made
+
+
+def test_the_hostile_partial_clone_really_runs_its_upload_pack_when_git_is_asked_as_usual(
+        repo: Path, tmp_path: Path) -> None:
+    """The probe works: the ordinary dirty check (trusted repositories) fetches HEAD's tree through it."""
+    from physverify import repo as repository
+
+    made = _hostile_partial_clone(repo, tmp_path)
+    repository.commit(repo)
+    assert made.exists()
+
+
+def test_the_sandboxs_commit_lookup_fetches_nothing_for_a_received_partial_clone(repo: Path, tmp_path: Path) -> None:
+    from physverify._sandbox_plan import Inner, make_plan
+
+    made = _hostile_partial_clone(repo, tmp_path)
+    plan = make_plan(Inner(("replay", "claims"), "replay", folders=("claims",)), repo=repo, cwd=repo)
+    assert plan.commit is None  # HEAD's tree is not there: the state is unknown
+    assert not made.exists()
+
+
+@needs_bwrap
+def test_physverify_sandbox_runs_no_upload_pack_of_a_received_partial_clone_on_the_host(
+        repo: Path, tmp_path: Path) -> None:
+    made = _hostile_partial_clone(repo, tmp_path)
+    _in_sandbox(repo, "replay", "claims", "--jobs", "1")
+    assert not made.exists()
