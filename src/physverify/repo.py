@@ -507,8 +507,10 @@ def _renamed(fields: list[bytes]) -> Iterator[tuple[str, str]]:
 
 def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
     """Those of ``keys`` (relative to ``root``) that were files at ``ref``; every key outside git."""
-    repo = open_repo(root)
     wanted = list(keys)
+    if not wanted:  # every replay asks (no claim file gone, the usual case): no repository to open, no git to start
+        return frozenset()
+    repo = open_repo(root)
     if repo is None or repo.working_tree_dir is None or head_commit(repo) is None:
         return frozenset(wanted)
     tree = resolve(repo, ref, "--baseline").tree
