@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 import yaml
 from support.fixtures import DECAY_CLAIM as CLAIM
@@ -300,6 +301,33 @@ def test_the_run_step_in_the_sandbox_reports_what_the_direct_run_reports(
     assert ran["outputs"]["ledger"] == "claims/confirm_ledger.jsonl" and ran["outputs"]["regressed"] == "1"
     lines = (root / "claims" / "confirm_ledger.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["verdict"] == "confirmed"  # written inside, landed on the host
+
+
+TOKEN_HEADER = "http.https://github.com/.extraheader"  # where actions/checkout keeps the job's token
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandbox backend bubblewrap is not installed")
+def test_the_sandboxed_step_warns_when_the_checkout_keeps_the_jobs_token_in_git_config(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The sandbox shows the repository, .git included, to the code under test: a token actions/checkout left in
+    .git/config (persist-credentials, its default) is readable there, so the step says so, naming the key only."""
+    root, recorded = workspace
+    git.Repo(root).git.config(TOKEN_HEADER, "AUTHORIZATION: basic c2VjcmV0LXRva2Vu")
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["code"] == EXIT_FINDING, ran["stdout"] + ran["stderr"]
+    warnings = [line for line in ran["stdout"].splitlines() if line.startswith("::warning::sandbox: .git/config")]
+    assert len(warnings) == 1 and TOKEN_HEADER in warnings[0] and "persist-credentials: false" in warnings[0]
+    assert "c2VjcmV0" not in ran["stdout"] + ran["stderr"] + ran["summary"]
+
+
+def test_the_direct_step_does_not_warn_of_a_token_its_own_process_holds_anyway(workspace: tuple[Path, str],
+                                                                                  tmp_path: Path) -> None:
+    root, recorded = workspace
+    git.Repo(root).git.config(TOKEN_HEADER, "AUTHORIZATION: basic c2VjcmV0LXRva2Vu")
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    assert ran["code"] == EXIT_FINDING and ".git/config" not in ran["stdout"], ran["stdout"]
 
 
 def test_the_workflow_in_the_docs_is_valid_and_uses_every_documented_input(tmp_path: Path) -> None:

@@ -462,6 +462,17 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
     return repo.reachable(found, workspace)
 
 
+def _credentials_inside(workspace: Path) -> list[str]:
+    """A warning per credential the checkout's .git/config holds: the sandbox shows the repository, .git included,
+    to the code under test, which can copy it into the ledger this job uploads."""
+    from physverify import repo
+    from physverify.text import visible
+
+    return [f"sandbox: .git/config holds {visible(key)[:120]}, which the code under test can read inside the sandbox "
+            "and write into the uploaded ledger; check out with persist-credentials: false (docs/github-action.md)"
+            for key in repo.readable_credentials(workspace)]
+
+
 def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str], folder: Callable[[], Path]) -> None:
     """Write the report or the shard's files into the step's folder, the SARIF file, the step summary and
     the outputs; print the annotations."""
@@ -503,8 +514,9 @@ def _replayed(inputs: Inputs, env: Mapping[str, str], workspace: Path, log: list
             written = replace(written, outputs={**written.outputs, "ledger": ""})
         return written
     baseline, warning = _baseline(inputs, env, workspace)
-    if warning:
-        sys.stdout.write(github.command("warning", warning) + "\n")
+    for line in [warning] + (_credentials_inside(workspace) if inputs.sandbox else []):
+        if line:
+            sys.stdout.write(github.command("warning", line) + "\n")
     # Before anything is written there. In the sandbox the runner checks the ledger it binds
     # (physverify.yaml is not read here, outside its checks, issue 13).
     refuse_control_characters("ledger", (inputs.ledger or "") if inputs.sandbox else str(_ledger_of(inputs)))

@@ -259,6 +259,22 @@ def untrusted_dirty(repo: Any) -> bool | None:
     return False
 
 
+def readable_credentials(workspace: Path) -> list[str]:
+    """The keys of the checkout's own git configuration (``.git/config``, readable inside the sandbox) that hold an
+    HTTP header git sends with every request: actions/checkout keeps the job's token there (``persist-credentials``).
+
+    Names only, never a value; empty outside git or when git cannot answer.
+    """
+    found = open_repo(workspace)
+    if found is None:
+        return []
+    status, out, _ = found.git.execute(["git", "config", "--local", "--null", "--name-only", "--get-regexp",
+                                        r"^http\..*extraheader$"], with_exceptions=False, with_extended_output=True,
+                                       env=_neutral_env({}), kill_after_timeout=_GIT_LIMIT_S,
+                                       strip_newline_in_stdout=False)
+    return [key for key in (out or "").split("\0") if key] if status == 0 else []
+
+
 def _driver_names(repo: Any) -> dict[str, set[str]] | None:
     """The filter and diff driver names every configuration file git reads defines (includes too), as git
     lists them; None when git could not list them (then nothing else is asked of it)."""
