@@ -394,10 +394,14 @@ def svg(plot: Convergence | Sequence[Series], salt: str) -> str:
     first) or matplotlib fails on the numbers; the report turns that into a note on the check.
     """
     import matplotlib
+    import matplotlib.style
 
+    # matplotlib's own defaults, not a matplotlibrc's: matplotlib reads one from the working directory, the
+    # repository's in the Action, where text.usetex would run TeX on the repository's preamble and any style
+    # would change the report; also the same ledger then gives the same page on every machine.
     # fonttype none: text stays <text> (escaped by matplotlib), not glyph paths; hashsalt makes ids differ
     # between the plots of one page; no metadata, so the same ledger gives the same bytes.
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+    with matplotlib.style.context("default"), matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
         buffer = io.StringIO()
         _draw(_as_series(plot)).savefig(buffer, format="svg", metadata={"Date": None, "Creator": None,
                                                                         "Format": None, "Type": None})

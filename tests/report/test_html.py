@@ -188,6 +188,22 @@ def test_garbage_in_the_data_key_gives_no_plot_and_no_crash(tmp_path: Path) -> N
     assert "1, 2" in " ".join(root.itertext()) and not list(root.iter("i"))
 
 
+def test_a_matplotlibrc_in_the_working_directory_changes_nothing_in_the_plots(tmp_path: Path) -> None:
+    """matplotlib reads ./matplotlibrc at import; in the Action that is the repository's. The plots are drawn with
+    matplotlib's own defaults: no TeX run on the repository's preamble (here TeX is missing, and the plot was lost),
+    no colour or line of its choosing."""
+    write_ledger(tmp_path / "l.jsonl", [ledger_record("claims/a.py", "confirmed")])
+    (tmp_path / "matplotlibrc").write_text("text.usetex: True\ntext.latex.preamble: \\usepackage{nosuchpackage}\n"
+                                           "axes.facecolor: 123456\nlines.linewidth: 17\n")
+    done = subprocess.run([sys.executable, "-m", "physverify", "report", "--ledger", "l.jsonl", "-o", "out.html"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    root = parse((tmp_path / "out.html").read_text(encoding="utf-8"))
+    svgs = [ET.tostring(svg, encoding="unicode") for svg in root.iter("{http://www.w3.org/2000/svg}svg")]
+    assert len(svgs) == 2, done.stderr
+    assert not any("#123456" in svg or "stroke-width: 17" in svg for svg in svgs)
+
+
 def test_the_report_command_writes_the_file_and_exits_2_on_a_missing_ledger(tmp_path: Path, cli: Any) -> None:
     write_ledger(tmp_path / "l.jsonl", [ledger_record("claims/a.py", "confirmed")])
     # the written file is read: in this process (a process of its own imports matplotlib anew, about 1.5 s)
