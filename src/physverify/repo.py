@@ -268,21 +268,25 @@ def readable_credentials(workspace: Path) -> list[str]:
     found = open_repo(workspace)
     if found is None:
         return []
-    status, out, _ = found.git.execute(["git", "config", "--local", "--null", "--name-only", "--get-regexp",
-                                        r"^http\..*extraheader$"], with_exceptions=False, with_extended_output=True,
-                                       env=_neutral_env({}), kill_after_timeout=_GIT_LIMIT_S,
-                                       strip_newline_in_stdout=False)
-    return [key for key in (out or "").split("\0") if key] if status == 0 else []
+    status, keys = _config_names(found, r"^http\..*extraheader$", "--local")
+    return keys if status == 0 else []
+
+
+def _config_names(repo: Any, pattern: str, *scope: str) -> tuple[int, list[str]]:
+    """git's exit status and the names (never the values) of the configuration keys matching ``pattern``, asked so
+    that the repository's configuration runs nothing; status 1 is git's "no such key"."""
+    status, out, _ = repo.git.execute(["git", "config", *scope, "--null", "--name-only", "--get-regexp", pattern],
+                                      with_exceptions=False, with_extended_output=True, env=_neutral_env({}),
+                                      kill_after_timeout=_GIT_LIMIT_S, strip_newline_in_stdout=False)
+    return status, [key for key in (out or "").split("\0") if key]
 
 
 def _driver_names(repo: Any) -> dict[str, set[str]] | None:
     """The filter and diff driver names every configuration file git reads defines (includes too), as git
     lists them; None when git could not list them (then nothing else is asked of it)."""
-    status, out, _ = repo.git.execute(["git", "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."],
-                                      with_exceptions=False, with_extended_output=True, env=_neutral_env({}),
-                                      kill_after_timeout=_GIT_LIMIT_S, strip_newline_in_stdout=False)
+    status, keys = _config_names(repo, r"^(filter|diff)\.")
     names: dict[str, set[str]] = {"filter": set(), "diff": set()}
-    for key in (out or "").split("\0"):
+    for key in keys:
         section, _, rest = key.partition(".")
         name, dot, _ = rest.rpartition(".")
         if section in names and dot and name:
