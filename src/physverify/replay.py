@@ -656,13 +656,17 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
 
     A claim renamed in this run is followed (``follow_renames``), not removed.
     """
-    runs = []
     seen = set(planned) | set(baseline.followed.values())
+    gone: dict[Path, dict[str, None]] = {}  # by root, in order: the keys whose file is gone
     for cfg in configs:
         root = checkouts.for_folder(cfg.folder).root
-        keys = [key for key in _unplanned(cfg, root, baseline, seen, shard) if _gone(root / key)]
+        keys = gone.setdefault(root, {})
+        keys.update((key, None) for key in _unplanned(cfg, root, baseline, seen, shard) if key not in keys
+                    and _gone(root / key))
+    runs = []
+    for root, keys in gone.items():  # one git call per repository, whatever the number of keys
         existed = repo.paths_at(root, baseline.ref, keys) if baseline.ref is not None else frozenset(keys)
-        for key in sorted(existed):
+        for key in sorted(existed - seen):
             seen.add(key)
             base = baseline.latest[key]
             line = base.get("line")
