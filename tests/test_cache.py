@@ -203,7 +203,7 @@ def test_off_and_the_sandbox_use_no_cache(tmp_path: Path) -> None:
     assert cache.open_cache(env={"PHYSVERIFY_CACHE_DIR": "off"}) is None
     assert cache.open_cache(env={"PHYSVERIFY_REPO": "/repo"}) is None
     given = cache.open_cache(env={"PHYSVERIFY_CACHE_DIR": str(tmp_path)})
-    assert given is not None and given.folder == tmp_path
+    assert given is not None and given.folder == tmp_path / cache.OWN_FOLDER  # its own folder in a shared one
     default = cache.open_cache(env={})
     assert default is not None and default.folder == cache.default_folder()
 

@@ -20,6 +20,7 @@ import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
 
 from physverify import noop
+from physverify.cache import OWN_FOLDER
 from physverify.errors import PhysverifyError
 from physverify import replay as replay_module
 from physverify.replay import replay
@@ -59,7 +60,8 @@ def _hook(*files: str, **options: Any) -> ReplayResult:
 
 
 def _memos(cache: Path) -> list[Path]:
-    return sorted((cache / noop.FOLDER).glob("*.json"))
+    """The memos in the folder $PHYSVERIFY_CACHE_DIR names (physverify keeps its files in a folder of its own there)."""
+    return sorted((cache / OWN_FOLDER / noop.FOLDER).glob("*.json"))
 
 
 def _outcome(result: ReplayResult) -> tuple[Any, ...]:
@@ -190,7 +192,7 @@ def test_with_the_cache_off_no_memo_is_kept(project: Path, tmp_path: Path, monke
     monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
     _settle()
     assert _hook("README.md").claims == ()
-    assert not (tmp_path / "cache" / noop.FOLDER).exists()
+    assert not (tmp_path / "cache" / OWN_FOLDER / noop.FOLDER).exists()
 
 
 def test_the_hook_on_the_command_line_answers_from_the_memo_with_the_real_margin(project: Path,

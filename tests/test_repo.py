@@ -80,6 +80,26 @@ def test_a_file_at_a_ref_is_its_committed_bytes_and_none_where_it_was_absent(sma
     assert repository.paths_at(root, "HEAD", ["claims/a.py", "claims/b.py"]) == {"claims/a.py"}
 
 
+def test_the_files_at_a_ref_are_found_for_many_keys_in_one_listing_from_any_folder(small_repo: git.Repo) -> None:
+    """The removed-claim lookup (one ``git ls-tree`` per run): nested folders, a root below the working tree,
+    more folders than are named on the command line, and keys that are folders, links or lead outside."""
+    root = Path(small_repo.working_tree_dir or "")
+    names = [f"claims/deep/d{i}/c.py" for i in range(70)] + ["claims/sub/x.py", "top.py"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("CLAIM = {}\n")
+    os.symlink("top.py", root / "link.py")
+    small_repo.index.add([*names, "link.py"])
+    small_repo.index.commit("nested claims")
+    asked = [*names, "claims/sub", "claims/sub/gone.py", "link.py", "../outside.py", "/etc/passwd", "claims/../top.py"]
+    assert repository.paths_at(root, "HEAD", asked) == {*names, "link.py", "claims/../top.py"}
+    assert repository.paths_at(root, "HEAD", names[:3] + ["claims/sub/x.py"]) == {*names[:3], "claims/sub/x.py"}
+    below = root / "claims"
+    assert repository.paths_at(below, "HEAD", ["sub/x.py", "deep/d1/c.py", "../top.py", "gone.py", "../../x.py"]) == {
+        "sub/x.py", "deep/d1/c.py", "../top.py"}
+    assert repository.paths_at(root, "HEAD~1", ["claims/sub/x.py", "claims/a.py"]) == {"claims/a.py"}
+
+
 @pytest.mark.parametrize("ref", ["HEAD@{999}", "no-such-branch", "HEAD~5", "--output=x"])
 def test_a_ref_that_names_no_commit_is_a_one_line_usage_error(small_repo: git.Repo, ref: str) -> None:
     root = Path(small_repo.working_tree_dir or "")

@@ -44,6 +44,8 @@ import itertools
 import json
 import math
 import os
+import re
+import stat
 import tempfile
 import threading
 import time
@@ -68,6 +70,7 @@ MAX_BYTES = 64 << 20
 MAX_ENTRY_BYTES = 64 << 10  # a reading larger than this (thousands of imports) is read each time instead
 LOCK_WAIT_S = 2.0  # how long a run waits for another's lock on the shards before writing without it
 OFF = "off"
+OWN_FOLDER = "physverify"  # physverify's own folder inside the one $PHYSVERIFY_CACHE_DIR names: all it writes and prunes
 
 
 def default_folder() -> Path:
@@ -84,7 +87,9 @@ def open_cache(setting: str | None = None, *, env: Mapping[str, str] | None = No
         return None
     if given is None and settings.sandbox_repo(env) is not None:
         return None  # inside the sandbox: nothing the repository under test did may reach the host's cache
-    return Cache(Path(given) if given is not None else default_folder())
+    # A folder the variable names may be shared (a project's cache folder, /tmp): physverify keeps to a folder of
+    # its own inside it, so its pruning never reaches a file it did not write.
+    return Cache(Path(given) / OWN_FOLDER if given is not None else default_folder())
 
 
 class Cache:
@@ -102,6 +107,11 @@ class Cache:
         # entry, sha256, reading, the entry's JSON or None) for ``flush``
         self._texts: dict[str, tuple[str, StaticReading, str]] = {}  # by key: '"key":[...]' as ``flush`` encoded it
         self._may_hold: bool | None = None  # found on first use (``may_hold``)
+        self._refused = False
+        unsafe = next((why for why in map(_unsafe_folder, self._guarded()) if why is not None), None)
+        if unsafe is not None:  # another user could have planted readings there: neither read nor written
+            self._refused = self._broken = True
+            self._warn(f"is not safe to use: {unsafe}")
 
     # --- reading ------------------------------------------------------------------------
     def may_hold(self) -> bool:
@@ -112,7 +122,7 @@ class Cache:
         meanwhile is not looked for (a miss costs a parse, never a reading).
         """
         if self._may_hold is None:
-            self._may_hold = any(os.path.isdir(self.folder / sub) for sub in ("shards", "packs"))
+            self._may_hold = not self._refused and any(os.path.isdir(self.folder / sub) for sub in ("shards", "packs"))
         return self._may_hold
 
     def get(self, key: str) -> tuple[str, StaticReading] | None:
@@ -187,12 +197,7 @@ class Cache:
             by_shard.setdefault(key[:2], {})[key] = [written, *entry]
         encoded = {key: text for key, (_, _, _, _, text) in pending.items() if text is not None}
         folder = self.folder / "shards"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            self._folders.add(folder)
-        except OSError as exc:
-            self._broken = True
-            self._warn(f"cannot be written ({exc.strerror or exc})")
+        if not self._made(folder):
             return
         with _locked(folder / ".lock"):  # the shards as they are now, merged: a concurrent run's entries stay
             for prefix, new in sorted(by_shard.items()):
@@ -209,12 +214,39 @@ class Cache:
                 if self._broken:
                     return
 
+    def _made(self, folder: Path) -> bool:
+        """Whether ``folder`` (inside the cache) exists, made here if needed, and is safe to write; once per run.
+
+        Folders are made by this user, mode 0700 at every level made (a umask of 002 would
+        leave them writable by the group, and the next run would refuse them); one found
+        belonging to another user or writable by others stops this run's writes, with the warning.
+        """
+        if folder in self._folders:  # one mkdir per folder and run, not per entry
+            return True
+        try:
+            _make_folders(folder, stop=self.folder.parent)
+        except OSError as exc:
+            self._broken = True
+            self._warn(f"cannot be written ({exc.strerror or exc})")
+            return False
+        unsafe = _unsafe_folder(folder)
+        if unsafe is not None:
+            self._broken = True
+            self._warn(f"is not safe to use: {unsafe}")
+            return False
+        self._folders.add(folder)
+        return True
+
+    def _guarded(self) -> list[Path]:
+        """The folders whose owner and mode decide whether the cache is used: its own, the one holding it (the
+        folder $PHYSVERIFY_CACHE_DIR names), and each folder of files inside it."""
+        return [self.folder.parent, self.folder, *(self.folder / sub for sub in _SUBFOLDERS)]
+
     def _store(self, path: Path, data: bytes) -> None:
         """Write one file of the cache atomically and count it; a failure stops this run's writes, with one warning."""
+        if not self._made(path.parent):
+            return
         try:
-            if path.parent not in self._folders:  # one mkdir per folder and run, not per entry
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._folders.add(path.parent)
             _write_atomically(path, data)
         except OSError as exc:
             self._broken = True
@@ -229,13 +261,16 @@ class Cache:
 
         One file read instead of one per claim: 10,000 claims would otherwise mean 10,000 opens.
         """
-        try:
-            with open(self._pack_path(root), "rb") as handle:
-                pack = json.loads(handle.read())
-        except FileNotFoundError:
+        path = self._pack_path(root)
+        data = self._read(path, MAX_BYTES)
+        if data is None:
             return {}
-        except (OSError, ValueError, RecursionError):
-            self._warn("holds a file of readings that cannot be read; it is ignored and replaced")
+        try:
+            pack = json.loads(data) if len(data) <= MAX_BYTES else None
+        except (ValueError, RecursionError):
+            pack = None
+        if pack is None:
+            self._warn(f"holds a file of readings that is not valid ({path.name}); it is ignored and replaced")
             return {}
         fits = isinstance(pack, dict) and (pack.get("format"), pack.get("pack"), pack.get("physverify"),
                                            pack.get("root")) == (FORMAT, PACK_FORMAT, __version__, str(root))
@@ -277,16 +312,33 @@ class Cache:
         return data
 
     def _read(self, path: Path, limit: int) -> bytes | None:
-        """At most ``limit`` + 1 bytes of ``path`` (one more tells it is too large); None when absent or unreadable
-        (unreadable also gives the warning line)."""
+        """At most ``limit`` + 1 bytes of ``path`` (one more tells it is too large); None when absent, unreadable or
+        not a regular file (those two also give the warning line).
+
+        Opened without following a link and without waiting, and read only when it is a regular
+        file: a FIFO in a shard's place would block every run for ever, and a link to /dev/zero
+        would never end.
+        """
+        if self._refused:
+            return None
         try:
-            with open(path, "rb") as handle:
-                return handle.read(limit + 1)
+            fd = os.open(path, os.O_RDONLY | _NO_FOLLOW | claim.NO_WAIT)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            self._warn(f"cannot be read ({exc.strerror or exc})")
+        except OSError as exc:  # ELOOP: a symbolic link in the file's place
+            self._warn(f"cannot be read ({path.name}: {exc.strerror or exc})")
             return None
+        try:
+            kind = claim.not_regular(fd)
+            if kind is not None:
+                self._warn(f"holds {kind} where a file should be ({path.name}); it is ignored")
+                return None
+            return _read_fd(fd, limit + 1)
+        except OSError as exc:
+            self._warn(f"cannot be read ({path.name}: {exc.strerror or exc})")
+            return None
+        finally:
+            os.close(fd)
 
     def write_file(self, name: str, data: bytes) -> None:
         """Write the cache's file ``name`` atomically; never raises (a failure is the one warning line)."""
@@ -305,14 +357,18 @@ class Cache:
         """Drop the oldest files (shards, checkouts' files) until at most MAX_ENTRIES files of MAX_BYTES in all are left.
 
         A shard bounds its own entries when it is written (``_bounded``); this bounds the folder,
-        also files an earlier layout left (one file per entry).
+        also files an earlier layout left (one file per entry). Only files physverify writes are
+        counted or removed: named by a hash, in one of its subfolders (``_OURS``); anything
+        else a shared folder holds stays, whatever its name.
         """
+        if self._refused:
+            return
         entries = []
         try:
             for sub in os.scandir(self.folder):
-                if sub.is_dir(follow_symlinks=False):
+                if sub.is_dir(follow_symlinks=False) and _OURS_FOLDER.fullmatch(sub.name):
                     for entry in os.scandir(sub.path):
-                        if entry.name.endswith(".json"):
+                        if _OURS_FILE.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                             st = entry.stat(follow_symlinks=False)
                             entries.append((st.st_mtime_ns, st.st_size, entry.path))
         except OSError:
@@ -341,6 +397,57 @@ class Cache:
 
 
 _TEMPORARY = itertools.count()
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_SUBFOLDERS = ("shards", "packs", "noop")  # the folders of files physverify writes (noop.FOLDER: the memos)
+# What prune may remove: a file named by a hash, in one of those folders or in one named by two hex digits (the
+# layout of one file per entry that shards replaced); never another name, never a file in another folder.
+_OURS_FOLDER = re.compile(r"shards|packs|noop|[0-9a-f]{2}")
+_OURS_FILE = re.compile(r"[0-9a-f]{64}\.json")
+
+
+def _unsafe_folder(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold readings this user trusts: another user's, or writable by group or others (the
+    rule git's safe.directory and ssh's StrictModes apply); None when it is safe or does not exist yet.
+
+    root's own folders count as safe (root can write anywhere already). A link is followed:
+    what counts is the folder it leads to. Not asked where there are no owners (Windows).
+    """
+    if not hasattr(os, "geteuid"):
+        return None
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{folder} cannot be looked at ({exc.strerror or exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return None  # not a folder: reading and writing fail there, with their own warning
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"{folder} belongs to another user (uid {st.st_uid}), who could plant readings there"
+    if st.st_mode & 0o022:
+        return (f"{folder} can be written by {'others' if st.st_mode & 0o002 else 'its group'} (mode "
+                f"{stat.S_IMODE(st.st_mode):o}), who could plant readings there; chmod go-w it, or name another folder")
+    return None
+
+
+def _make_folders(folder: Path, stop: Path) -> None:
+    """Make ``folder`` and the folders missing on the way to it, each mode 0700 (``os.makedirs`` gives the ones
+    on the way the umask's mode); ``stop``'s own parents are made as makedirs makes them."""
+    missing = []
+    walk = folder
+    while not walk.is_dir():
+        missing.append(walk)
+        if walk == stop or walk.parent == walk:
+            break
+        walk = walk.parent
+    for made in reversed(missing):
+        if made == stop:
+            made.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:
+            if not made.is_dir():
+                raise
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -405,6 +512,19 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 _clock = time.time_ns  # when an entry is written: its age for ``_bounded``
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of the open file ``fd``, from where it is to its end."""
+    blocks: list[bytes] = []
+    total = 0
+    while total < limit:
+        block = os.read(fd, min(limit - total, 1 << 20))
+        if not block:
+            break
+        blocks.append(block)
+        total += len(block)
+    return b"".join(blocks)
 
 
 _SHARD_READ_LIMIT = 4 * MAX_BYTES // SHARDS + MAX_ENTRY_BYTES  # a shard's file larger than this was not written here
@@ -576,6 +696,8 @@ class Readings:
             kept = self.cache.get(blob) if blob is not None else None
         if kept is None:
             return root, None, blob
+        if not kept[1].binds:  # "no CLAIM" is never taken unread: the bytes are read, and parsed unless they vouch
+            return root, None, None
         return root, claim.with_path(path, kept[0], kept[1], blob), None
 
     def _noted(self, root: Path | None, reading: ClaimReading) -> ClaimReading:
@@ -615,7 +737,7 @@ class Readings:
         """
         store = self.cache
         kept = store.get(found.blob) if store is not None and found.blob != asked and store.may_hold() else None
-        if kept is not None and kept[0] == found.sha256:  # an entry holding another content's hash is never used
+        if kept is not None and kept[0] == found.sha256 and claim.vouched(kept[1], found.data):  # never another's hash
             return claim.with_path(path, found.sha256, kept[1], found.blob)
         static = claim.remembered(found.sha256)
         if static is None:

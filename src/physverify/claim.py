@@ -185,11 +185,22 @@ def read(path: Path, store: Store | None = None) -> ClaimReading:
     if store is None:
         return with_path(path, digest, static_reading(data, digest), blob)
     kept = store.get(blob)
-    if kept is not None and kept[0] == digest:  # an entry holding another content's hash is never used
+    if kept is not None and kept[0] == digest and vouched(kept[1], data):  # another content's hash: never used
         return with_path(path, digest, kept[1], blob)
     static = static_reading(data, digest)  # parsed, or from memory when this process parsed it before
     store.put(blob, digest, static)
     return with_path(path, digest, static, blob)
+
+
+def vouched(kept: StaticReading, data: bytes) -> bool:
+    """Whether a reading kept on disk for ``data`` may stand in for parsing it.
+
+    A kept reading that the file binds no CLAIM takes the claim out of the gate (not run, not
+    counted, not reported as removed), and anyone able to write the cache folder can plant one
+    for a file's id and hash. So it stands only when the bytes say so themselves: ASCII, no
+    coding line (UTF-7 could spell the name), and no "CLAIM" anywhere. Else the file is parsed.
+    """
+    return kept.binds or (data.isascii() and b"CLAIM" not in data and b"coding" not in data)
 
 
 class Contents(NamedTuple):
