@@ -185,7 +185,7 @@ def test_a_second_unrelated_commit_is_answered_from_the_memo_and_a_fix_still_sto
     _write(repo, "plot.py", "# draws figures, now in colour\n")
     committed, output = _commit(repo, "plot.py")
     assert committed and "1 skipped as unaffected" in output, output
-    (memo,) = (tmp_path / "cache" / "physverify" / "noop")  # its own folder in the one named.glob("*.json")
+    (memo,) = (tmp_path / "cache" / "physverify" / "noop").glob("*.json")  # its own folder in the one named
     kept = os.stat(memo).st_ino
     _write(repo, "plot.py", "# draws figures, in black and white again\n")
     committed, output = _commit(repo, "plot.py")
