@@ -38,7 +38,9 @@ def make(root: Path, lines: int, env: dict[str, str]) -> None:
     with ledger.open("wb") as out:
         for i in range(lines - 1):
             key = f"claims/gone/{i:06d}.py"
-            out.write(json.dumps({**record, "claim_file": key, "claim_key": key, "verdict": "confirmed"}).encode()
+            digest = f"{i:064x}"  # each gone claim its own content, as a real history has
+            out.write(json.dumps({**record, "claim_file": key, "claim_key": key, "claim_sha256": digest,
+                                  "verdict": "confirmed"}).encode()
                       + b"\n")
         out.write(own)
     scale_bench.commit_ledger(repo, f"a ledger of {lines:,} lines, all but one for claims that are gone")

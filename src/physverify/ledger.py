@@ -467,7 +467,9 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
             if line.record is not None and (key := _verdict_key(line.record)) is not None:
                 parsed[key] = (number, line.record)
                 order.setdefault(key)
-    for key, (number, raw) in deferred.items():
+    names: dict[tuple[str, ...], tuple[str, ...]] = {}
+    while deferred:  # each raw line let go as it is parsed: a ledger of many keys is not held twice at its peak
+        key, (number, raw) = deferred.popitem()
         if key in parsed and parsed[key][0] > number:
             continue  # a later line that needed parsing is the latest
         line = _parse_line(number, raw, torn=False)
@@ -477,9 +479,29 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
             return _latest_line_by_line(chunks(), name)
         if line.problem is not None:
             problems.append(f"{name}:{number}: {line.problem}")
-        parsed[key] = (number, line.record)
+        parsed[key] = (number, _shared(line.record, names))
     problems.sort(key=lambda problem: int(problem[len(name) + 1:].split(":", 1)[0]))
     return Latest({key: parsed[key][1] for key in order if key in parsed}, problems)
+
+
+def _shared(record: dict[str, Any], names: dict[tuple[str, ...], tuple[str, ...]]) -> dict[str, Any]:
+    """``record`` with the field names of it and of the objects it holds one level down (control, checks) taken
+    from ``names``, the lists of names seen before, so records of one schema share them.
+
+    Each line is parsed on its own, and JSON's decoder shares names only within one call:
+    200,000 claims' latest lines held every name 200,000 times, a third of their memory.
+    """
+    for field, value in record.items():
+        if isinstance(value, dict):
+            record[field] = _named(value, names)
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            record[field] = [_named(item, names) if isinstance(item, dict) else item for item in value]
+    return _named(record, names)
+
+
+def _named(value: dict[str, Any], names: dict[tuple[str, ...], tuple[str, ...]]) -> dict[str, Any]:
+    found = tuple(value)
+    return dict(zip(names.setdefault(found, found), value.values()))
 
 
 # A line as _serialise writes it: a top-level "claim_key" whose value has no escape. Inside a

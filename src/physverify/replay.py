@@ -104,7 +104,7 @@ def _excluded(relative: str, globs: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(relative, g) or fnmatch.fnmatchcase(name, g) for g in globs)
 
 
-def _regular(path: Path) -> bool:
+def _regular(path: Path | str) -> bool:
     # Only regular files are read: a FIFO (or a device) named x.py would block the read forever.
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
@@ -660,9 +660,9 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
     gone: dict[Path, dict[str, None]] = {}  # by root, in order: the keys whose file is gone
     for cfg in configs:
         root = checkouts.for_folder(cfg.folder).root
-        keys = gone.setdefault(root, {})
+        keys, text = gone.setdefault(root, {}), os.fspath(root)
         keys.update((key, None) for key in _unplanned(cfg, root, baseline, seen, shard) if key not in keys
-                    and _gone(root / key))
+                    and _gone(os.path.join(text, key)))  # a string: a Path per key cost more than its stat
     runs = []
     for root, keys in gone.items():  # one git call per repository, whatever the number of keys
         existed = repo.paths_at(root, baseline.ref, keys) if baseline.ref is not None else frozenset(keys)
@@ -684,8 +684,8 @@ def _unplanned(cfg: Config, root: Path, baseline: Baseline, seen: set[str] | fro
             and (shard is None or in_shard(key, *shard))]
 
 
-def _gone(path: Path) -> bool:
-    return not _regular(path) or not claim.binds_claim(path)
+def _gone(path: Path | str) -> bool:
+    return not _regular(path) or not claim.binds_claim(Path(path))
 
 
 # --- running ----------------------------------------------------------------------------
