@@ -6,6 +6,7 @@ costs only the interpreter start; the repositories are real git repositories.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -735,3 +736,57 @@ def test_the_fork_server_starts_before_git_is_asked_unless_the_files_given_reach
     assert started(isolation="fork", changed_since="HEAD") == 1  # git's change set is not known yet
     assert started(isolation="fork", files=["notes.txt", "data/table.csv"]) == 0
     assert started(isolation="fork", files=["notes.txt", "model.py"]) == 1
+
+
+# --- keys outside git -------------------------------------------------------------------------
+def _same_named_outside_git(tmp_path: Path) -> Path:
+    """claims/before/claim_x.py about a defect, claims/after/claim_x.py about the fix, each beside its solver.py."""
+    claims = tmp_path / "claims"
+    for folder, solver in (("before", DEFECT), ("after", GOOD)):
+        (claims / folder).mkdir(parents=True)
+        (claims / folder / "solver.py").write_text(solver)
+        (claims / folder / "claim_x.py").write_text(claim_text())
+    return claims
+
+
+@pytest.mark.parametrize("given", [["claims"], ["claims/before", "claims/after"]])
+def test_two_claims_of_one_name_in_two_folders_outside_git_keep_their_own_histories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: list[str]
+) -> None:
+    """Outside git the key was the bare file name, so the two read and wrote one history: the second replay said
+    one side was "fixed (was confirmed)". Keyed from the folder the run was given, each keeps its own."""
+    _same_named_outside_git(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    ledger_path = tmp_path / "ledger.jsonl"
+    expected = {"before/claim_x.py": CONFIRMED, "after/claim_x.py": REJECTED}
+    first = replay.replay(given, trusted=True, jobs=1, timeout_s=60, ledger=ledger_path)
+    assert {r.key: (r.transition, r.verdict) for r in first.claims} == {k: (NEW, v) for k, v in expected.items()}
+    for _ in range(2):
+        again = replay.replay(given, trusted=True, jobs=1, timeout_s=60, ledger=ledger_path)
+        assert {r.key: (r.transition, r.verdict) for r in again.claims} == {k: (UNCHANGED, v) for k, v in expected.items()}
+        assert again.exit_code == EXIT_OK and again.written == 0
+    lines = [json.loads(line) for line in ledger_path.read_text().splitlines()]
+    assert {line["claim_key"]: line["verdict"] for line in lines} == expected and len(lines) == 2
+
+
+def test_a_ledger_with_the_old_bare_name_keys_outside_git_still_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line under the bare file name is the history of the claim whose file it names (``claim_file``); the other
+    claim of that name starts as new, never from its neighbour's verdict; the next line has the new key."""
+    claims = _same_named_outside_git(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    ledger_path = tmp_path / "ledger.jsonl"
+    digest = hashlib.sha256((claims / "after" / "claim_x.py").read_bytes()).hexdigest()  # both files' content
+    old = {"ledger_version": 1, "date": "2026-01-01T00:00:00+00:00", "claim_file": "claims/before/claim_x.py",
+           "claim_key": "claim_x.py", "claim_sha256": digest, "verdict": REJECTED}  # before the defect came
+    ledger_path.write_text(json.dumps(old) + "\n")
+    result = replay.replay(["claims"], trusted=True, jobs=1, timeout_s=60, ledger=ledger_path)
+    runs = {r.key: (r.transition, r.verdict) for r in result.claims}
+    assert runs == {"before/claim_x.py": (REGRESSED, CONFIRMED), "after/claim_x.py": (NEW, REJECTED)}
+    assert result.exit_code == EXIT_FINDING
+    assert any(w.startswith("before/claim_x.py: its history is under the key claim_x.py") for w in result.warnings)
+    assert sorted(json.loads(line)["claim_key"] for line in ledger_path.read_text().splitlines()[1:]) == [
+        "after/claim_x.py", "before/claim_x.py"]
+    (claims / "before" / "solver.py").write_text(GOOD)
+    fixed = replay.replay(["claims"], trusted=True, jobs=1, timeout_s=60, ledger=ledger_path)
+    assert {r.key: r.transition for r in fixed.claims} == {"before/claim_x.py": FIXED, "after/claim_x.py": UNCHANGED}
+    assert not any("its history is under" in w for w in fixed.warnings)

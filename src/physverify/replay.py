@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
@@ -61,10 +61,16 @@ class _Planned(NamedTuple):
     config: Config
     reading: claim.ClaimReading
     real: Path  # path resolved (once, in planning)
+    base: Path | None = None  # outside git: the folder ``key`` is relative to (``key_bases``); None: the checkout's root
 
     @property
     def root(self) -> Path:
         return self.checkout.root
+
+    @property
+    def root_key(self) -> str:
+        """The claim's path relative to its checkout's root, which the change sets use (``key`` unless outside git)."""
+        return self.key if self.base is None else self.checkout.key(self.real)
 
 
 @dataclass(frozen=True)
@@ -402,6 +408,8 @@ class _Renames:
     def __init__(self, baseline: Baseline) -> None:
         self._latest: dict[str, Mapping[str, Any]] = dict(baseline.latest)
         self._followed: dict[str, str] = {}
+        self.bare: set[str] = set()  # the new keys among ``_followed`` that took a line of an old bare-name key
+        self.superseded: set[str] = set()  # old bare-name keys whose line is a claim's of this run: never "removed"
         self._original = baseline.latest
         self._git: dict[Path, dict[str, str]] = {}
         self._by_hash: dict[str, list[str]] | None = None
@@ -409,12 +417,39 @@ class _Renames:
 
     def follow(self, items: Iterable[_Planned]) -> Iterator[_Planned]:
         for item in items:
+            bare = self._bare_key(item)
+            if bare is not None:
+                self.superseded.add(bare)
             if item.key not in self._latest:
-                old = self._old_key(item)
+                old = bare if bare is not None and bare not in self._followed.values() else None
+                if old is not None:
+                    self.bare.add(item.key)
+                else:
+                    old = self._old_key(item)
                 if old is not None:
                     self._followed[item.key] = old
                     self._latest[item.key] = self._original[old]
             yield item
+
+    def _bare_key(self, item: _Planned) -> str | None:
+        """The key outside git before keys started at the folder the run was given: the path from the claim's own
+        folder (its bare file name, as a rule), when the baseline's line under it was written for this very file.
+
+        Two claims of one name in two folders wrote under one such key; its last line is this
+        claim's only when the file it names (``claim_file``, as that run was given it) ends with
+        this claim's new key, so the other claim starts as new rather than from a stranger's verdict.
+        """
+        if item.base is None:
+            return None
+        old = item.root_key
+        line = self._original.get(old)
+        if old == item.key or line is None:
+            return None
+        named = line.get("claim_file")
+        if not isinstance(named, str):
+            return None
+        named = PurePath(named.replace("\\", "/")).as_posix()
+        return old if named == item.key or named.endswith("/" + item.key) else None
 
     def _old_key(self, item: _Planned) -> str | None:
         if self.baseline.ref is not None and item.root not in self._git:
@@ -423,9 +458,22 @@ class _Renames:
         if old is None or old not in self._original:
             same = self._hashes().get(item.reading.sha256 or "", [])  # the hash discovery read once
             old = same[0] if len(same) == 1 else None
-        if old is None or old in self._followed.values() or not _gone(item.root / old):
+        if old is None or old in self._followed.values() or not _gone((item.base or item.root) / old):
             return None
+        if item.base is not None and self._still_there(self._original[old], item.real):
+            return None  # outside git a bare-name key is no file; the file its line names is, and it is not this one
         return old
+
+    @staticmethod
+    def _still_there(line: Mapping[str, Any], real: Path) -> bool:
+        """Whether the claim file ``line`` names (as its run was given it) is still a claim, and not ``real``."""
+        named = line.get("claim_file")
+        if not isinstance(named, str) or not named or "\0" in named:
+            return False
+        try:
+            return os.path.realpath(named) != os.fspath(real) and not _gone(named)
+        except (OSError, ValueError):
+            return False
 
     def _hashes(self) -> dict[str, list[str]]:
         if self._by_hash is None:
@@ -440,7 +488,7 @@ class _Renames:
 # --- planning ---------------------------------------------------------------------------
 def _inputs(item: _Planned, closures: affected.Closures) -> frozenset[str]:
     return closures.inputs(item.path, item.root, item.reading.target, item.config.path,
-                           imports=item.reading.imports, real_path=item.real, own_key=item.key)
+                           imports=item.reading.imports, real_path=item.real, own_key=item.root_key)
 
 
 class _Changes:
@@ -506,15 +554,54 @@ def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: Reader,
     """Each claim to consider, as soon as it is read: discovery, reading, root and key (the shard is
     chosen later, ``_in_shard_only``, once renames are followed over every claim)."""
     planned: set[Path] = set()
+    bases = KeyBases(configs, checkouts)
     for cfg in configs:
         for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder):
             path = reading.path
-            # the same root and key confirm gives the claim (CLAIM["repo"], else its checkout)
+            # the same root confirm gives the claim (CLAIM["repo"], else its checkout); its key from there in git
             checkout = checkouts.for_claim(path, reading.claim, real)
-            key = checkout.key(real)
+            base = bases.outside_git(cfg, checkout)
+            key = checkout.key(real) if base is None else _key_from(base, real)
             if real not in planned:
                 planned.add(real)
-                yield _Planned(path, key, checkout, cfg, reading, real)
+                yield _Planned(path, key, checkout, cfg, reading, real, base)
+
+
+class KeyBases:
+    """Where the claims' keys start: the checkout's root in git (and in the sandbox), else the folder the run was given.
+
+    Outside git the checkout's root is the claim's own folder (spec section 3), so keyed from
+    there, ``before/claim_x.py`` and ``after/claim_x.py`` were both ``claim_x.py`` and shared one
+    history. Keyed from the folder the run was given they are ``before/claim_x.py`` and
+    ``after/claim_x.py``, as git would key them from a root there; a run given several folders
+    outside git keys all of them from their closest common folder, so none can meet another.
+    """
+
+    def __init__(self, configs: Sequence[Config], checkouts: repo.Checkouts) -> None:
+        self._checkouts = checkouts
+        self._sandbox = settings.sandbox_repo() is not None
+        outside = [os.path.realpath(cfg.folder) for cfg in configs if self._outside(checkouts.for_folder(cfg.folder))]
+        self.common = Path(os.path.commonpath(outside)) if outside else None
+
+    def _outside(self, checkout: repo.Checkout) -> bool:
+        return checkout.repo is None and not self._sandbox
+
+    def outside_git(self, cfg: Config, checkout: repo.Checkout) -> Path | None:
+        """The folder a claim of ``cfg`` in ``checkout`` is keyed from outside git; None in git (its root)."""
+        if not self._outside(checkout):
+            return None
+        return self.common if self.common is not None else cfg.folder.resolve()
+
+    def for_folder(self, cfg: Config) -> Path:
+        """The folder the keys of ``cfg``'s claims start from (the baseline's keys under it: ``_unplanned``)."""
+        checkout = self._checkouts.for_folder(cfg.folder)
+        base = self.outside_git(cfg, checkout)
+        return checkout.root if base is None else base
+
+
+def _key_from(base: Path, real: Path) -> str:
+    """The ledger's key of the claim at ``real`` (resolved) from the folder ``base`` (resolved), POSIX separators."""
+    return PurePath(os.path.relpath(real, base)).as_posix()
 
 
 def _in_shard_only(items: Iterable[_Planned], shard: tuple[int, int] | None) -> Iterator[_Planned]:
@@ -658,8 +745,9 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
     """
     seen = set(planned) | set(baseline.followed.values())
     gone: dict[Path, dict[str, None]] = {}  # by root, in order: the keys whose file is gone
+    bases = KeyBases(configs, checkouts)
     for cfg in configs:
-        root = checkouts.for_folder(cfg.folder).root
+        root = bases.for_folder(cfg)
         keys, text = gone.setdefault(root, {}), os.fspath(root)
         keys.update((key, None) for key in _unplanned(cfg, root, baseline, seen, shard) if key not in keys
                     and _gone(os.path.join(text, key)))  # a string: a Path per key cost more than its stat
@@ -762,6 +850,8 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
                                       isolation=run.isolation_for(item.config), preload=item.config.preload,
                                       env=env)
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
+        if item.base is not None:  # outside git: the line is written under the key planning gave, not confirm's
+            evaluation.record["claim_key"] = item.key
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
                         record_all, _memory_verdict(memory, item.key, baseline.followed), staged)
         seen.finished(judged)
@@ -841,8 +931,8 @@ def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, co
     was followed from another key.
     """
     seen = set(planned)
-    if before.followed or any(_unplanned(cfg, checkouts.for_folder(cfg.folder).root, before, seen, shard)
-                              for cfg in configs):
+    bases = KeyBases(configs, checkouts)
+    if before.followed or any(_unplanned(cfg, bases.for_folder(cfg), before, seen, shard) for cfg in configs):
         return
     recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
     # the working ledger: a full plan reads it, so one it cannot read (its mode changed) is an error there
@@ -938,12 +1028,15 @@ def replay(
         readings.close()
         warnings += readings.problems
         warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
-                     for new, old in before.followed.items()]
+                     for new, old in before.followed.items() if new not in renames.bare]
+        warnings += [f"{new}: its history is under the key {old} (outside git, keys began at each claim's own folder "
+                     f"until now); judged against that line, and recorded as {new} from now on"
+                     for new, old in before.followed.items() if new in renames.bare]
         if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
             warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
                          for cfg in configs if id(cfg) not in seen.folders]
         skipped = seen.skipped
-        runs += _removed(configs, before, seen.keys, shard_kn, first.fail_on, checkouts)
+        runs += _removed(configs, before, [*seen.keys, *renames.superseded], shard_kn, first.fail_on, checkouts)
         if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
             _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
         if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
