@@ -31,9 +31,16 @@ written), and ``prune`` drops the oldest files while the folder holds more than
 ``MAX_BYTES``. A cache that cannot be read or written is ignored with one warning line
 (``problems``): the run reads every file itself.
 
-Limit: an entry found through the index is trusted as git trusts its object ids; the
-folder is the user's own, and inside the sandbox there is none (a repository under test
-must not write what the host reads later).
+The folder is trusted only when it is the user's: a folder (or the one holding it) that
+belongs to another user or that the group or others can write is refused with the warning
+line, as git's safe.directory and ssh refuse theirs, since anyone writing it could make a
+claim vanish. Even in the user's own folder, an entry saying a file binds no CLAIM is never
+taken on the index's id alone: the bytes are read, and parsed unless they vouch for it
+(``claim.vouched``). Every file is opened without following a link or waiting, read only as a
+regular file and within its limit. Inside the sandbox there is no cache (a repository under
+test must not write what the host reads later). ``$PHYSVERIFY_CACHE_DIR`` may name a folder
+shared with other tools: physverify keeps to ``OWN_FOLDER`` inside it, and ``prune`` removes
+only files named as it names them.
 """
 
 from __future__ import annotations
