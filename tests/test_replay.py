@@ -767,6 +767,8 @@ def test_two_claims_of_one_name_in_two_folders_outside_git_keep_their_own_histor
         assert again.exit_code == EXIT_OK and again.written == 0
     lines = [json.loads(line) for line in ledger_path.read_text().splitlines()]
     assert {line["claim_key"]: line["verdict"] for line in lines} == expected and len(lines) == 2
+    rows = ledger.log(ledger_path, "claims/before/claim_x.py", Path("claims")).rows  # `ledger log --claim` finds it
+    assert [(row.claim, row.verdict) for row in rows] == [("before/claim_x.py", CONFIRMED)]
 
 
 def test_a_ledger_with_the_old_bare_name_keys_outside_git_still_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -294,16 +294,19 @@ def _ledger(args: argparse.Namespace) -> int:
         _warn(merged.problems)
         _emit(ledger_text.render_merge(merged))
         return merged.exit_code
+    from physverify.replay import DEFAULT_CLAIMS_DIR  # _ledger_path imports it too
+
     path = _ledger_path(args.ledger, args.claims)
+    folder = Path(args.claims or DEFAULT_CLAIMS_DIR)  # outside git replay keys claims from it
     if args.ledger is not None and not os.path.lexists(path):  # a typo in --ledger is not "no lines yet"
         raise UsageError(f"{path}: no such ledger file")
     _check_output(args.json, "--json")
     if args.ledger_command == "show":
-        shown = ledger.show(path, args.claim)
+        shown = ledger.show(path, args.claim, folder)
         _warn(shown.problems)
         _emit_json_or_text(shown.record, args.json, lambda: text.render_confirm(shown.record))
         return shown.exit_code
-    history = ledger.log(path, claim=args.claim)
+    history = ledger.log(path, claim=args.claim, folder=folder)
     _warn(history.problems)
     rows = [row._asdict() for row in history.rows]
     _emit_json_or_text(rows, args.json,

@@ -752,14 +752,15 @@ class LogResult(NamedTuple):
     exit_code: int = EXIT_OK
 
 
-def log(ledger: Path, claim: str | None = None) -> LogResult:
-    """Return the ledger's rows (one per line), only the given claim's when ``claim`` is set."""
+def log(ledger: Path, claim: str | None = None, folder: Path | None = None) -> LogResult:
+    """Return the ledger's rows (one per line), only the given claim's when ``claim`` is set (``claim_keys``)."""
     read = read_ledger(ledger)
-    return LogResult(log_rows(read.records, claim_keys(claim)), read.problems, claim)
+    return LogResult(log_rows(read.records, claim_keys(claim, folder)), read.problems, claim)
 
 
-def claim_keys(claim: str | None) -> set[str] | None:
-    """Return the keys a --claim PATH may be recorded under: as given, and relative to its repository."""
+def claim_keys(claim: str | None, folder: Path | None = None) -> set[str] | None:
+    """Return the keys a --claim PATH may be recorded under: as given, relative to its repository, and (outside
+    git, where replay keys a claim from the folder it was given) relative to the claims ``folder``."""
     if claim is None:
         return None
     keys = {_normal(claim)}
@@ -768,6 +769,10 @@ def claim_keys(claim: str | None) -> set[str] | None:
         from physverify import repo
 
         keys.add(repo.claim_key(path, repo.root_for(path.parent)))
+        if folder is not None and folder.is_dir():
+            inside = repo.relative_key(path, folder)
+            if inside is not None and repo.open_repo(folder) is None:
+                keys.add(inside)
     return keys
 
 
@@ -792,10 +797,10 @@ class ShowResult(NamedTuple):
     exit_code: int = EXIT_OK
 
 
-def show(ledger: Path, claim: str) -> ShowResult:
-    """The latest line for ``claim`` (as given or relative to its repository); PhysverifyError when none."""
+def show(ledger: Path, claim: str, folder: Path | None = None) -> ShowResult:
+    """The latest line for ``claim`` (as given or relative to its repository, ``claim_keys``); PhysverifyError when none."""
     read = read_ledger(ledger)
-    keys = claim_keys(claim) or set()
+    keys = claim_keys(claim, folder) or set()
     found = [r for r in read.records if _record_key(r) in keys]
     if not found:
         raise PhysverifyError(f"{ledger}: no line for the claim {claim}")
