@@ -365,7 +365,7 @@ class Cache:
 
         A shard bounds its own entries when it is written (``_bounded``); this bounds the folder,
         also files an earlier layout left (one file per entry). Only files physverify writes are
-        counted or removed: named by a hash, in one of its subfolders (``_OURS``); anything
+        counted or removed: named by a hash, in one of its subfolders (``_OURS_FOLDER``); anything
         else a shared folder holds stays, whatever its name.
         """
         if self._refused:

@@ -61,7 +61,7 @@ class _Planned(NamedTuple):
     config: Config
     reading: claim.ClaimReading
     real: Path  # path resolved (once, in planning)
-    base: Path | None = None  # outside git: the folder ``key`` is relative to (``key_bases``); None: the checkout's root
+    base: Path | None = None  # outside git: the folder ``key`` is relative to (``_KeyBases``); None: the checkout's root
 
     @property
     def root(self) -> Path:
@@ -554,7 +554,7 @@ def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: Reader,
     """Each claim to consider, as soon as it is read: discovery, reading, root and key (the shard is
     chosen later, ``_in_shard_only``, once renames are followed over every claim)."""
     planned: set[Path] = set()
-    bases = KeyBases(configs, checkouts)
+    bases = _KeyBases(configs, checkouts)
     for cfg in configs:
         for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder):
             path = reading.path
@@ -567,7 +567,7 @@ def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: Reader,
                 yield _Planned(path, key, checkout, cfg, reading, real, base)
 
 
-class KeyBases:
+class _KeyBases:
     """Where the claims' keys start: the checkout's root in git (and in the sandbox), else the folder the run was given.
 
     Outside git the checkout's root is the claim's own folder (spec section 3), so keyed from
@@ -745,7 +745,7 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
     """
     seen = set(planned) | set(baseline.followed.values())
     gone: dict[Path, dict[str, None]] = {}  # by root, in order: the keys whose file is gone
-    bases = KeyBases(configs, checkouts)
+    bases = _KeyBases(configs, checkouts)
     for cfg in configs:
         root = bases.for_folder(cfg)
         keys, text = gone.setdefault(root, {}), os.fspath(root)
@@ -931,7 +931,7 @@ def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, co
     was followed from another key.
     """
     seen = set(planned)
-    bases = KeyBases(configs, checkouts)
+    bases = _KeyBases(configs, checkouts)
     if before.followed or any(_unplanned(cfg, bases.for_folder(cfg), before, seen, shard) for cfg in configs):
         return
     recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
