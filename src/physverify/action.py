@@ -261,17 +261,11 @@ def merge_shards(folder: Path, into: Path) -> ReplayResult:
     wrote its result would otherwise leave its claims out of the gate without a word.
     """
     from physverify import ledger
-    from physverify.report import json as report_json
 
     found = sorted(folder.glob(f"*/{SHARD_RESULT}")) + sorted(folder.glob(SHARD_RESULT))
     if not found:
         raise UsageError(f"merge-shards: {folder} holds no {SHARD_RESULT} (download the shard jobs' artifacts there)")
-    read = []
-    for path in found:
-        data = json.loads(_read_regular(path))
-        if not isinstance(data, dict):
-            raise PhysverifyError(f"{path}: not a shard result (a JSON object)")
-        read.append((path, report_json.from_dict(data, ledger=into)))
+    read = [(path, result_of(_read_regular(path), path, ledger=into)) for path in found]
     _require_every_shard(read)
     ledgers = [path.parent / SHARD_LEDGER for path, _ in read if (path.parent / SHARD_LEDGER).is_file()]
     if ledgers:
@@ -317,6 +311,31 @@ def combine(shards: list[ReplayResult], ledger_path: Path) -> ReplayResult:
 
 
 _MAX_RESULT = 256 * 1024 * 1024  # a shard result larger than this is not one of ours
+
+
+def result_of(data: bytes, path: Path, *, ledger: Path) -> ReplayResult:
+    """The replay result a JSON report holds (a shard's, or the sandboxed run's); one-line PhysverifyError otherwise.
+
+    The one reader of a result that came from outside this process: whatever the bytes are
+    (not UTF-8, nested 200,000 levels deep, not an object, fields of the wrong kind), the
+    step ends with one line and ``gate=error``, never with an internal error.
+    """
+    from physverify.report import json as report_json
+
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PhysverifyError(f"{path}: not a replay result: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise PhysverifyError(f"{path}: not a replay result: its JSON is nested too deeply to read") from None
+    except ValueError as exc:
+        raise PhysverifyError(f"{path}: not a replay result: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise PhysverifyError(f"{path}: not a replay result: a JSON {type(value).__name__}, not an object")
+    try:
+        return report_json.from_dict(value, ledger=ledger)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # recorded: a field of the wrong kind
+        raise PhysverifyError(f"{path}: not a replay result: {type(exc).__name__} reading its fields") from None
 
 
 def _read_regular(path: Path) -> bytes:
