@@ -50,7 +50,8 @@ class Plan:
 
     def env(self) -> dict[str, str]:
         """Return the variables physverify reads inside (spec sections 3 and 5)."""
-        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1"}
+        # No user site and no start-up file: every claim of a run shares the HOME inside (child.interpreter).
+        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
         if self.commit:
             env[settings.REPO_COMMIT_ENV] = self.commit
         return env

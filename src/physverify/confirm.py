@@ -106,7 +106,8 @@ def evaluate(
     def run(source: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
         return isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots,
                                  env=env if env is not None else repo.child_env(),
-                                 isolation=isolation, preload=preload, imports=reading.imports, variant=source)
+                                 isolation=isolation, preload=preload, imports=reading.imports, variant=source,
+                                 private_home=settings.sandbox_repo() is not None)
 
     child = run()
     code = _read_child(record, child, claim_path)

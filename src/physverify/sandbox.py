@@ -159,7 +159,8 @@ def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), execu
     argv += [a for p in python for a in ("--ro-bind", str(p), str(p))]
     argv += ["--ro-bind", str(plan.repo), MOUNT]
     argv += [a for f in plan.writable for a in ("--bind", str(f.host), f.inside)]
-    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-c", INNER_MAIN, *plan.args]
+    # -s: no user site, as every interpreter physverify starts (child.interpreter)
+    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-s", "-c", INNER_MAIN, *plan.args]
 
 
 def _system_binds() -> list[str]:
