@@ -16,6 +16,7 @@ from physverify import __version__, claim, isolate, repo, settings, variant_load
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
+from physverify.isolation import guard
 from physverify.text import clean
 from physverify.verdict import Run, Verdict, decide, decide_fixed, settled
 
@@ -54,8 +55,9 @@ def confirm(
     _ledger.check_writable(destination)  # found before the run, not after minutes of it
     folder = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
     run = settings.resolve({"timeout_s": seconds, "isolation": isolation}, folder)
-    evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
-                          isolation=run.isolation, preload=run.preload)
+    with guard.watching():  # a claim that changes physverify's limits gets no verdict and no ledger line
+        evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
+                              isolation=run.isolation, preload=run.preload)
     _ledger.append_record(destination, evaluation.record)
     return evaluation
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from physverify.child import child_environment
+from physverify.isolation import guard
 from physverify.fresh import run_fresh
 from physverify.procgroup import Stopped, refuse_if_stopping, stopping
 from physverify.protocol import ChildOutcome
@@ -83,13 +84,22 @@ def run_child(
     path = Path(path).resolve()
     extra = [str(Path(entry).resolve()) for entry in sys_path]
     child_env = child_environment(env)
-    with descriptor(variant) as variant_fd, _own_home(child_env, private_home):
-        if resolve_isolation(isolation) == FORK:
-            from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
+    before = guard.snapshot()
+    guard.check(before)  # changed since the run began: no claim starts under limits a claim chose
+    try:
+        with descriptor(variant) as variant_fd, _own_home(child_env, private_home):
+            if resolve_isolation(isolation) == FORK:
+                from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
-            return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
-                                         imports=imports, variant_fd=variant_fd)
-        return run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+                outcome = forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
+                                                imports=imports, variant_fd=variant_fd)
+            else:
+                outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+    except BaseException:  # re-raised, as the limits' own error when a claim lowered them (an EMFILE, say)
+        guard.check(before)
+        raise
+    guard.check(before)  # this claim, or one beside it, changed physverify's limits: no verdict from this run
+    return outcome
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from test_action import _run_locally, make_workspace
 
+import physverify
 from physverify.action import SHARD_RESULT
 
 
@@ -52,3 +53,75 @@ def test_a_bad_shard_result_is_one_line_and_gate_error(workspace: tuple[Path, st
     assert len(errors) == 1 and SHARD_RESULT in errors[0], ran["stdout"]
     assert "Traceback" not in ran["stderr"] and "this is a bug" not in ran["stdout"] + ran["stderr"]
     assert os.path.getsize(downloads / SHARD_RESULT) > 0  # nothing of it was changed
+
+
+# --- the sandboxed gate's own result ----------------------------------------------------------
+needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+
+# A claim beside the regressed one: it finds the result file on its ancestor's command line,
+# writes a result with no claims and exit code 0 there, and lowers the ancestor's LIMIT with
+# prlimit, so that physverify cannot write the ledger or start another claim and never
+# writes a result of its own. It passes its own checks. MARK notes what it managed.
+FORGER = '''\
+"""A claim that forges the sandboxed run's result."""
+import json, os, resource
+
+from physverify import PASS, Check, Result
+
+CLAIM = {{"text": "a forger", "source": "a test", "file": "decay.py", "line": 1,
+         "reference": "none: the checks pass", "impact": "unknown"}}
+
+
+def _ancestors():
+    pid = os.getpid()
+    while pid > 1:
+        with open(f"/proc/{{pid}}/stat") as handle:
+            pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        yield pid
+
+
+def _forge():
+    done = []
+    for pid in _ancestors():
+        try:
+            with open(f"/proc/{{pid}}/cmdline", "rb") as handle:
+                args = handle.read().split(b"\\0")
+        except OSError:
+            continue
+        if b"--output" not in args:
+            continue
+        with open(args[args.index(b"--output") + 1], "w") as handle:
+            handle.write(json.dumps({{"claims": [], "exit_code": 0, "skipped": [], "written": 0}}))
+        done.append("forged")
+        hard = resource.prlimit(pid, resource.{limit})[1]
+        resource.prlimit(pid, resource.{limit}, ({value}, hard))
+        done.append("limited")
+        break
+    return done
+
+
+_DONE = _forge()
+
+
+def control():
+    return Check("x", "always passes", lambda: Result(PASS, "ok"))
+
+
+def checks():
+    return [Check("x", "always passes: " + " and ".join(_DONE), lambda: Result(PASS, "ok"))]
+'''
+
+
+@pytest.mark.slow
+@needs_bwrap
+@pytest.mark.parametrize(("limit", "value", "isolation"), [("RLIMIT_FSIZE", 1, "fork"), ("RLIMIT_NOFILE", 8, "fresh")])
+def test_a_claim_cannot_forge_the_sandboxed_gates_result(workspace: tuple[Path, str], tmp_path: Path, limit: str,
+                                                          value: int, isolation: str) -> None:
+    root, recorded = workspace
+    (root / "claims" / "claim_forger.py").write_text(FORGER.format(limit=limit, value=value))
+    (root / "claims" / "physverify.yaml").write_text(f"isolation: {isolation}\n")
+    (root / "physverify").symlink_to(Path(physverify.__file__).resolve().parent)  # the physverify under test, inside
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"sandbox": "true", "jobs": "1"})
+    assert ran["outputs"].get("gate") in ("fail", "error") and ran["code"] in (1, 2), ran["stdout"] + ran["stderr"]
+    assert "a claim changed physverify's limits during the run" in ran["stdout"], ran["stdout"]
+    assert f"{limit} " in ran["stdout"]
