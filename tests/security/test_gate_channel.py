@@ -114,7 +114,7 @@ def checks():
 
 @pytest.mark.slow
 @needs_bwrap
-@pytest.mark.parametrize(("limit", "value", "isolation"), [("RLIMIT_FSIZE", 1, "fork"), ("RLIMIT_NOFILE", 8, "fresh")])
+@pytest.mark.parametrize(("limit", "value", "isolation"), [("RLIMIT_FSIZE", 1, "fork"), ("RLIMIT_NOFILE", 3, "fresh")])
 def test_a_claim_cannot_forge_the_sandboxed_gates_result(workspace: tuple[Path, str], tmp_path: Path, limit: str,
                                                           value: int, isolation: str) -> None:
     root, recorded = workspace
