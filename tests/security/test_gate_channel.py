@@ -125,3 +125,123 @@ def test_a_claim_cannot_forge_the_sandboxed_gates_result(workspace: tuple[Path, 
     assert ran["outputs"].get("gate") in ("fail", "error") and ran["code"] in (1, 2), ran["stdout"] + ran["stderr"]
     assert "a claim changed physverify's limits during the run" in ran["stdout"], ran["stdout"]
     assert f"{limit} " in ran["stdout"]
+
+
+# A claim that looks for the physverify process above it (its command line is readable by all)
+# and tries the routes a process of the same user has into it without ptrace: re-opening its
+# descriptors, reading its environment and its memory. (Listing /proc/PID/fd stays possible
+# where the caller is root, whose uid the sandbox maps to the claims' own; the names alone open nothing.)
+PROBE = '''\
+"""A claim that probes the physverify process above it."""
+import os
+
+from physverify import PASS, Check, Result
+
+CLAIM = {"text": "a probe", "source": "a test", "file": "decay.py", "line": 1,
+         "reference": "none: the checks pass", "impact": "unknown"}
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def _probe():
+    pid = os.getpid()
+    while pid > 1:
+        pid = _parent(pid)
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if b"physverify.cli" not in handle.read():
+                continue
+        reached = []
+        for route in ("fd/0", "fd/1", "fd/2", "environ", "mem"):
+            try:
+                os.close(os.open(f"/proc/{pid}/{route}", os.O_RDONLY))
+                reached.append(route)
+            except OSError:
+                pass
+        return "reached " + (",".join(reached) or "nothing")
+    return "no physverify above"
+
+
+_FOUND = _probe()
+
+
+def control():
+    return Check("x", "always passes", lambda: Result(PASS, "ok"))
+
+
+def checks():
+    return [Check("x", "probe: " + _FOUND, lambda: Result(PASS, "ok"))]
+'''
+
+
+@needs_bwrap
+def test_no_claim_inside_the_sandbox_opens_physverifys_descriptors_environment_or_memory(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    root, _ = workspace
+    (root / "claims" / "claim_probe.py").write_text(PROBE)
+    (root / "physverify").symlink_to(Path(physverify.__file__).resolve().parent)
+    output = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "physverify", "sandbox", "--backend", "bwrap", "--", "replay", "claims",
+                           "--jobs", "1", "--format", "json", "--output", str(output)], cwd=root, capture_output=True,
+                          text=True, timeout=300)
+    assert output.exists(), done.stdout + done.stderr
+    probe = next(c for c in json.loads(output.read_text())["claims"] if c["claim_key"].endswith("claim_probe.py"))
+    assert [c["label"] for c in probe["checks"]] == ["probe: reached nothing"]
+
+
+def test_only_a_result_sealed_with_the_runs_key_is_opened() -> None:
+    from physverify.commands.sandbox import seal
+    from physverify.errors import PhysverifyError
+
+    key, other = seal.new_key(), seal.new_key()
+    data = b'{"claims": [], "exit_code": 0}\n'
+    assert seal.opened(seal.seal(data, key), key, "the result") == data
+    forged = [data, seal.seal(data, other), seal.seal(data, key)[:-2] + b"1}", b"", b"0" * 64 + b"\n" + data]
+    for sealed in forged:
+        with pytest.raises(PhysverifyError, match="does not carry this run's seal"):
+            seal.opened(sealed, key, "the result")
+
+
+def test_the_key_is_read_from_standard_input_only_when_the_host_asks_for_a_seal() -> None:
+    from physverify.commands.sandbox import seal
+    from physverify.errors import PhysverifyError
+
+    key = seal.new_key()
+    for sent, env, wanted in [(seal.key_line(key), {seal.SEAL_ENV: "stdin"}, True), (b"", {}, False)]:
+        read, write = os.pipe()
+        os.write(write, sent)
+        os.close(write)
+        try:
+            assert seal.receive(env, read) is wanted
+        finally:
+            os.close(read)
+    assert seal.opened(seal.seal(b"x"), key, "the result") == b"x"  # the key received is the one sealing
+    read, write = os.pipe()
+    os.write(write, b"not a key\n")
+    os.close(write)
+    with pytest.raises(PhysverifyError, match="no key for the result's seal"):
+        seal.receive({seal.SEAL_ENV: "stdin"}, read)
+    os.close(read)
+
+
+def test_a_sealed_plan_keeps_docker_s_standard_input_open_for_the_key(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from physverify import sandbox
+    from physverify.commands.sandbox.seal import SEAL_ENV
+
+    (tmp_path / "claims").mkdir()
+    plan = sandbox.make_plan(sandbox.Inner(("replay", "claims"), "replay", folders=("claims",)), repo=tmp_path,
+                             cwd=tmp_path)
+    limits = sandbox.Limits(2**30, 64)
+    assert "--interactive" not in sandbox.docker_argv(plan, limits, image="img", name="box")
+    sealed = replace(plan, sealed=True)
+    assert "--interactive" in sandbox.docker_argv(sealed, limits, image="img", name="box")
+    assert sealed.env()[SEAL_ENV] == "stdin" and SEAL_ENV not in plan.env()
