@@ -88,13 +88,13 @@ def run_child(
     guard.check(before)  # changed since the run began: no claim starts under limits a claim chose
     try:
         with descriptor(variant) as variant_fd, _own_home(child_env, private_home):
-            if resolve_isolation(isolation) == FORK:
+            if resolve_isolation(isolation) != FORK:
+                outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+            else:
                 from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
                 outcome = forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
                                                 imports=imports, variant_fd=variant_fd)
-            else:
-                outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
     except BaseException:  # re-raised, as the limits' own error when a claim lowered them (an EMFILE, say)
         guard.check(before)
         raise

@@ -245,3 +245,48 @@ def test_a_sealed_plan_keeps_docker_s_standard_input_open_for_the_key(tmp_path: 
     sealed = replace(plan, sealed=True)
     assert "--interactive" in sandbox.docker_argv(sealed, limits, image="img", name="box")
     assert sealed.env()[SEAL_ENV] == "stdin" and SEAL_ENV not in plan.env()
+
+
+# Outside the sandbox too: a claim that lowers physverify's RLIMIT_NOFILE by one, which breaks
+# nothing by itself: the change alone is what the run refuses.
+LIMITER = '''\
+"""A claim that changes its ancestor physverify's limits."""
+import os, resource, time
+
+from physverify import PASS, Check, Result
+
+CLAIM = {"text": "a limiter", "source": "a test", "file": "decay.py", "line": 1,
+         "reference": "none: the checks pass", "impact": "unknown"}
+
+pid = os.getpid()
+while pid > 1:
+    with open(f"/proc/{pid}/stat") as handle:
+        pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        if b"replay" in handle.read().split(b"\\0"):
+            soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft - 1, hard))
+            break
+
+
+def control():
+    return Check("x", "always passes", lambda: Result(PASS, "ok"))
+
+
+def checks():
+    return [Check("x", "always passes too", lambda: Result(PASS, "ok"))]
+'''
+
+
+@pytest.mark.parametrize("isolation", ["fork", "fresh"])
+def test_a_claim_that_changes_physverifys_limits_leaves_the_run_without_a_verdict(tmp_path: Path,
+                                                                                isolation: str) -> None:
+    from support.fixtures import DECAY_CLAIM, run_process
+    from support.hostile import claims_repo
+
+    claims = claims_repo(tmp_path, {"claim_decay.py": DECAY_CLAIM, "claim_limiter.py": LIMITER})
+    done = run_process("replay", "claims", "--trusted", "--jobs", "1", "--isolation", isolation,
+                       cwd=claims.parent)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "physverify: a claim changed physverify's limits during the run (RLIMIT_NOFILE" in done.stderr
+    assert not (claims / "confirm_ledger.jsonl").exists()  # no verdict, no line
