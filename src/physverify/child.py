@@ -35,7 +35,7 @@ def interpreter(module: str) -> list[str]:
     ``-s`` leaves the user's site-packages out, and with it the ``.pth`` files there, which
     Python runs at start: inside the sandbox every claim of a run shares one writable HOME,
     so a ``~/.local/lib/python3.X/site-packages/zz.pth`` one claim wrote ran inside every
-    interpreter started after it, the victim's included (issue 37, item 2). The paths a
+    interpreter started after it, the victim's included. The paths a
     child gets are the ones the design names (the claim's folder, the root, src/, then
     PYTHONPATH and the interpreter's own site-packages). ``-B``: no .pyc is written.
     """

@@ -2,7 +2,7 @@
 
 Every claim runs as the same user as physverify, inside the sandbox too, and without ptrace
 such a process may still re-open another's descriptors through /proc/PID/fd, read its
-memory through /proc/PID/mem, and set its resource limits with prlimit(2) (issue 37, item 1).
+memory through /proc/PID/mem, and set its resource limits with prlimit(2).
 
 - ``protect`` makes this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): the kernel
   then lets only a process with CAP_SYS_PTRACE open its /proc/PID/fd, /proc/PID/mem and

@@ -1,4 +1,4 @@
-"""The sandboxed Action's result, sealed by physverify inside with a key no claim can reach (issue 37, item 1).
+"""The sandboxed Action's result, sealed by physverify inside with a key no claim can reach.
 
 The replay inside the sandbox writes its JSON result into a file bound writable from the
 host, and every claim inside can write that file too: it finds the path in its ancestor's
