@@ -33,11 +33,11 @@ def interpreter(module: str) -> list[str]:
     """The command line of every interpreter physverify starts for a claim or a server: ``python -s -B -m MODULE``.
 
     ``-s`` leaves the user's site-packages out, and with it the ``.pth`` files there, which
-    Python runs at start: inside the sandbox every claim of a run shares one writable HOME,
-    so a ``~/.local/lib/python3.X/site-packages/zz.pth`` one claim wrote ran inside every
-    interpreter started after it, the victim's included. The paths a
-    child gets are the ones the design names (the claim's folder, the root, src/, then
-    PYTHONPATH and the interpreter's own site-packages). ``-B``: no .pyc is written.
+    Python runs at start: a ``~/.local/lib/python3.X/site-packages/zz.pth`` one claim wrote
+    into a HOME the others share (the sandbox's, the user's own) ran inside every interpreter
+    started after it, the victim's included. The paths a child gets are the ones the design
+    names (the claim's folder, the root, src/, then PYTHONPATH and the interpreter's own
+    site-packages). ``-B``: no .pyc is written.
     """
     return [sys.executable, "-s", "-B", "-m", module]
 
