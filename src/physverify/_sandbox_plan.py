@@ -47,12 +47,18 @@ class Plan:
     writable: tuple[WritableFile, ...]
     commit: str | None
     ledger: Path | None = None  # the ledger on the host, after the checks of writable_path
+    sealed: bool = False  # the host sends a key on standard input and reads only a result sealed with it
 
     def env(self) -> dict[str, str]:
         """Return the variables physverify reads inside (spec sections 3 and 5)."""
-        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1"}
+        # No user site and no start-up file: every claim of a run shares the HOME inside (child.interpreter).
+        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
         if self.commit:
             env[settings.REPO_COMMIT_ENV] = self.commit
+        if self.sealed:
+            from physverify.commands.sandbox.seal import SEAL_ENV
+
+            env[SEAL_ENV] = "stdin"
         return env
 
 

@@ -227,30 +227,39 @@ def _shard_text(inputs: Inputs) -> str | None:
 
 
 def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayResult:
-    """The same replay run by ``physverify sandbox``; its JSON report is read back into a ReplayResult.
+    """The same replay run by ``physverify sandbox``; its sealed JSON report is read back into a ReplayResult.
 
     The ledger reported (and uploaded by action.yml) is the file the sandbox checked and
-    bound, never a path read from the repository under test (issue 13).
+    bound, never a path read from the repository under test (issue 13). The report file is
+    bound writable, so every claim inside can write it: only a report sealed with this run's
+    key (commands/sandbox/seal.py) is read, and only when physverify inside ended with the
+    exit code it reports; anything else is an error, never a pass.
     """
     import tempfile
 
     from physverify import sandbox
-    from physverify.report import json as report_json
+    from physverify.commands.sandbox import seal
 
     options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline,
                "--shard": _shard_text(inputs)}
     args = ["replay", *inputs.claims, *(x for k, v in options.items() if v is not None for x in (k, v))]
+    key = seal.new_key()
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "replay.json"
         inner = sandbox.Inner((*args, "--format", "json", "--output", str(report_path)), "replay",
                               folders=inputs.claims, timeout=inputs.timeout, jobs=inputs.jobs)
-        ran = sandbox.sandbox(inner, capture=True)  # the code inside must not reach the runner's stdout
+        ran = sandbox.sandbox(inner, capture=True, seal_key=key)  # the code inside must not reach the runner's stdout
         log += neutralise(ran.output)
-        if ran.problem or ran.ledger is None or not report_path.is_file() or not report_path.stat().st_size:
+        written = report_path.is_file() and report_path.stat().st_size > 0
+        if ran.problem or ran.ledger is None or not written:
             why = ran.problem or "; ".join(ran.notes) or "see the log above"
             raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {why}")
-        data = json.loads(report_path.read_text(encoding="utf-8"))
-    return report_json.from_dict(data, ledger=_shown(ran.ledger, Path.cwd()))
+        data = seal.opened(_read_regular(report_path), key, f"sandbox ({ran.backend}): the replay's result")
+        result = result_of(data, report_path, ledger=_shown(ran.ledger, Path.cwd()))
+    if result.exit_code != ran.exit_code:
+        raise PhysverifyError(f"sandbox ({ran.backend}): physverify inside ended with exit {ran.exit_code}, but its "
+                              f"result says {result.exit_code}; no verdict")
+    return result
 
 
 # --- the merge job: the shards' results and ledgers as one ----------------------------------
@@ -261,17 +270,11 @@ def merge_shards(folder: Path, into: Path) -> ReplayResult:
     wrote its result would otherwise leave its claims out of the gate without a word.
     """
     from physverify import ledger
-    from physverify.report import json as report_json
 
     found = sorted(folder.glob(f"*/{SHARD_RESULT}")) + sorted(folder.glob(SHARD_RESULT))
     if not found:
         raise UsageError(f"merge-shards: {folder} holds no {SHARD_RESULT} (download the shard jobs' artifacts there)")
-    read = []
-    for path in found:
-        data = json.loads(_read_regular(path))
-        if not isinstance(data, dict):
-            raise PhysverifyError(f"{path}: not a shard result (a JSON object)")
-        read.append((path, report_json.from_dict(data, ledger=into)))
+    read = [(path, result_of(_read_regular(path), path, ledger=into)) for path in found]
     _require_every_shard(read)
     ledgers = [path.parent / SHARD_LEDGER for path, _ in read if (path.parent / SHARD_LEDGER).is_file()]
     if ledgers:
@@ -317,6 +320,31 @@ def combine(shards: list[ReplayResult], ledger_path: Path) -> ReplayResult:
 
 
 _MAX_RESULT = 256 * 1024 * 1024  # a shard result larger than this is not one of ours
+
+
+def result_of(data: bytes, path: Path, *, ledger: Path) -> ReplayResult:
+    """The replay result a JSON report holds (a shard's, or the sandboxed run's); one-line PhysverifyError otherwise.
+
+    The one reader of a result that came from outside this process: whatever the bytes are
+    (not UTF-8, nested 200,000 levels deep, not an object, fields of the wrong kind), the
+    step ends with one line and ``gate=error``, never with an internal error.
+    """
+    from physverify.report import json as report_json
+
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PhysverifyError(f"{path}: not a replay result: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise PhysverifyError(f"{path}: not a replay result: its JSON is nested too deeply to read") from None
+    except ValueError as exc:
+        raise PhysverifyError(f"{path}: not a replay result: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise PhysverifyError(f"{path}: not a replay result: a JSON {type(value).__name__}, not an object")
+    try:
+        return report_json.from_dict(value, ledger=ledger)
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # recorded: a field of the wrong kind
+        raise PhysverifyError(f"{path}: not a replay result: {type(exc).__name__} reading its fields") from None
 
 
 def _read_regular(path: Path) -> bytes:
@@ -554,4 +582,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from physverify.isolation import guard
+
+    guard.protect()  # before any claim runs: none may open this process's descriptors or memory
     raise SystemExit(main())

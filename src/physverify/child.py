@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,9 +29,30 @@ from physverify.protocol import encode_result
 from physverify.variant_channel import VariantSource
 
 
+def interpreter(module: str) -> list[str]:
+    """The command line of every interpreter physverify starts for a claim or a server: ``python -s -B -m MODULE``.
+
+    ``-s`` leaves the user's site-packages out, and with it the ``.pth`` files there, which
+    Python runs at start: a ``~/.local/lib/python3.X/site-packages/zz.pth`` one claim wrote
+    into a HOME the others share (the sandbox's, the user's own) ran inside every interpreter
+    started after it, the victim's included. The paths a child gets are the ones the design
+    names (the claim's folder, the root, src/, then PYTHONPATH and the interpreter's own
+    site-packages). ``-B``: no .pyc is written.
+    """
+    return [sys.executable, "-s", "-B", "-m", module]
+
+
+def startup_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for an interpreter physverify starts: no user site (as ``-s``), no start-up file of the user's."""
+    started = dict(env)
+    started["PYTHONNOUSERSITE"] = "1"  # for what the claim itself starts with sys.executable, too
+    started.pop("PYTHONSTARTUP", None)
+    return started
+
+
 def child_environment(env: dict[str, str] | None) -> dict[str, str]:
     """The child's environment: the caller's (or ``env``) plus what spec section 4 fixes."""
-    child_env = dict(os.environ if env is None else env)
+    child_env = startup_environment(os.environ if env is None else env)
     child_env["PYTHONDONTWRITEBYTECODE"] = "1"  # an edit within one second is still seen; nothing added to the repo
     child_env["PYTHONUNBUFFERED"] = "1"  # the stderr tail is complete even when the child is killed
     child_env["PYTHONPATH"] = _package_parent(child_env.get("PYTHONPATH"))  # this physverify, wherever the cwd is

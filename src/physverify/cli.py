@@ -58,15 +58,23 @@ def _add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="-|FILE", help="write the result as JSON to FILE, or to stdout with -")
 
 
-def _emit(text: str, output: str | None = None) -> None:
-    """Write ``text`` to stdout, or to the file ``output`` (created or replaced)."""
+def _emit(text: str, output: str | None = None, *, sealed: bool = False) -> None:
+    """Write ``text`` to stdout, or to the file ``output`` (created or replaced).
+
+    ``sealed``: inside the Action's sandbox the file carries the run's seal (commands/sandbox/seal.py).
+    """
+    from physverify.commands.sandbox import seal
+
     if not text.endswith("\n"):
         text += "\n"
     if output is None or output == "-":
         sys.stdout.write(text)
         return
     try:
-        Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")
+        if sealed and seal.active():
+            Path(output).write_bytes(seal.seal(text.encode("utf-8", errors="backslashreplace")))
+        else:
+            Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")
     except OSError as exc:
         raise PhysverifyError(f"{output}: cannot be written: {exc.strerror or exc}") from None
 
@@ -433,7 +441,7 @@ def _replay(args: argparse.Namespace) -> int:
         baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
         shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress, isolation=args.isolation,
     )
-    _emit(report.render(args.format, result), args.output)
+    _emit(report.render(args.format, result), args.output, sealed=True)
     return result.exit_code
 
 
@@ -481,8 +489,16 @@ def command() -> int:
     left to the process's end, and no physverify object needs its cycle collected (every
     file, the ledger first, is closed where it is written).
     """
+    from physverify.commands.sandbox import seal
+    from physverify.isolation import guard
+
+    guard.protect()  # before any claim runs: none may open this process's descriptors or memory
     try:
+        seal.receive()  # inside the Action's sandbox: the key of the result's seal, before anything else runs
         return main()
+    except PhysverifyError as exc:  # only receive's: main reports its own
+        sys.stderr.write(f"physverify: {exc}\n")
+        return EXIT_ERROR
     finally:  # also after argparse's own exits (--help, --version, a usage error)
         gc.freeze()
 

@@ -16,6 +16,7 @@ from physverify import __version__, claim, isolate, repo, settings, variant_load
 from physverify import ledger as _ledger
 from physverify.checks import ERROR
 from physverify.config import load_config
+from physverify.isolation import guard
 from physverify.text import clean
 from physverify.verdict import Run, Verdict, decide, decide_fixed, settled
 
@@ -54,8 +55,9 @@ def confirm(
     _ledger.check_writable(destination)  # found before the run, not after minutes of it
     folder = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
     run = settings.resolve({"timeout_s": seconds, "isolation": isolation}, folder)
-    evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
-                          isolation=run.isolation, preload=run.preload)
+    with guard.watching():  # a claim that changes physverify's limits gets no verdict and no ledger line
+        evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
+                              isolation=run.isolation, preload=run.preload)
     _ledger.append_record(destination, evaluation.record)
     return evaluation
 
@@ -106,7 +108,8 @@ def evaluate(
     def run(source: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
         return isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots,
                                  env=env if env is not None else repo.child_env(),
-                                 isolation=isolation, preload=preload, imports=reading.imports, variant=source)
+                                 isolation=isolation, preload=preload, imports=reading.imports, variant=source,
+                                 private_home=settings.sandbox_repo() is not None)
 
     child = run()
     code = _read_child(record, child, claim_path)

@@ -30,14 +30,13 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from physverify.child import child_environment, package_parent
+from physverify.child import child_environment, interpreter, package_parent
 from physverify.forkserver import MESSAGE_BYTES
 from physverify.fresh import run_fresh
 from physverify.preload import BASE_PRELOAD, preload_for
@@ -81,7 +80,7 @@ class ForkServer:
         # the sys.path it gave, whatever its own request says. _acquire compares the two.
         self.python_path = env.get("PYTHONPATH")
         self._proc = subprocess.Popen(
-            [sys.executable, "-B", "-m", "physverify.forkserver", str(theirs.fileno()), *sorted(preload)],
+            [*interpreter("physverify.forkserver"), str(theirs.fileno()), *sorted(preload)],
             cwd=package_parent(), env=env, pass_fds=(theirs.fileno(),), start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

@@ -345,6 +345,9 @@ def _fresh_state(entries: Sequence[str]) -> None:
     """What differs after a fork and not after an interpreter start: caches, random seeds, preloaded modules."""
     gc.unfreeze()  # the server froze its objects (serve); a fresh interpreter's collector tracks them all
     importlib.invalidate_caches()  # a file added since the server started is found
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # type: ignore[attr-defined]  # found again from the claim's own TMPDIR (isolate's private HOME), as a fresh child's
     drop_shadowed(entries)
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from physverify import variant_channel
-from physverify.child import divert_stdout, run_as_process
+from physverify.child import divert_stdout, interpreter, run_as_process
 from physverify.procgroup import TOKEN_ENV, kill_leftovers, new_group_kwargs, refuse_if_stopping, send_status, supervise
 from physverify.protocol import ChildOutcome, Streams, collect, new_key, stream_pairs
 
@@ -38,7 +38,7 @@ def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, 
     ``variant_fd``: the variant's source (variant_channel.py), inherited by the new process.
     """
     refuse_if_stopping()
-    command = [sys.executable, "-B", "-m", "physverify.fresh", mode, str(path)]
+    command = [*interpreter("physverify.fresh"), mode, str(path)]
     for entry in extra:
         command += ["--sys-path", entry]
     if variant_fd is not None:

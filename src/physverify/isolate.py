@@ -15,11 +15,15 @@ The rooms behind this door: procgroup.py (process groups, signals, killing), pro
 
 from __future__ import annotations
 
+import shutil
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from physverify.child import child_environment
+from physverify.isolation import guard
 from physverify.fresh import run_fresh
 from physverify.procgroup import Stopped, refuse_if_stopping, stopping
 from physverify.protocol import ChildOutcome
@@ -61,6 +65,7 @@ def run_child(
     preload: Sequence[str] = (),
     variant: VariantSource | None = None,
     imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
+    private_home: bool = False,
 ) -> ChildOutcome:
     """Run ``path`` in a child (mode ``claim`` or ``spec``) and collect its result.
 
@@ -70,6 +75,8 @@ def run_child(
     modules the fork server imports besides the ones it finds in the claim's imports;
     ``imports`` are the file's own, from its reading (read again when not given).
     ``variant``: the child imports CLAIM["file"] from this source instead (issue 17).
+    ``private_home``: the child gets a new empty HOME and TMPDIR of its own (inside the sandbox,
+    where every claim of a run would otherwise share one writable HOME).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -77,10 +84,39 @@ def run_child(
     path = Path(path).resolve()
     extra = [str(Path(entry).resolve()) for entry in sys_path]
     child_env = child_environment(env)
-    with descriptor(variant) as variant_fd:
-        if resolve_isolation(isolation) == FORK:
-            from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
+    before = guard.snapshot()
+    guard.check(before)  # changed since the run began: no claim starts under limits a claim chose
+    try:
+        with descriptor(variant) as variant_fd, _own_home(child_env, private_home):
+            if resolve_isolation(isolation) != FORK:
+                outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+            else:
+                from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
-            return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
-                                         imports=imports, variant_fd=variant_fd)
-        return run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+                outcome = forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
+                                                imports=imports, variant_fd=variant_fd)
+    except BaseException:  # re-raised, as the limits' own error when a claim lowered them (an EMFILE, say)
+        guard.check(before)
+        raise
+    guard.check(before)  # this claim, or one beside it, changed physverify's limits: no verdict from this run
+    return outcome
+
+
+@contextmanager
+def _own_home(child_env: dict[str, str], private: bool) -> Iterator[None]:
+    """With ``private``: HOME and TMPDIR of ``child_env`` become new empty folders for this child alone, removed after.
+
+    What one claim leaves in its HOME (a ``.pth`` file, a matplotlibrc, a numpy config) is
+    then never read by the next claim's process, which looks in a HOME of its own.
+    """
+    if not private:
+        yield
+        return
+    folder = Path(tempfile.mkdtemp(prefix="physverify-claim-"))
+    try:
+        for name, variable in (("home", "HOME"), ("tmp", "TMPDIR")):
+            (folder / name).mkdir(mode=0o700)
+            child_env[variable] = str(folder / name)
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

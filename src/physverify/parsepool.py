@@ -54,10 +54,13 @@ def workers_wanted() -> int:
 
 class _Worker:
     def __init__(self) -> None:
+        from physverify.child import interpreter, startup_environment  # the parent's: no worker imports it
+
         folder = str(Path(__file__).resolve().parent.parent)  # physverify's own folder: sys.path[0] under -m
         self.dead = False
-        self.proc = subprocess.Popen([sys.executable, "-B", "-m", "physverify.parsepool"], cwd=folder,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(interpreter("physverify.parsepool"), cwd=folder,
+                                     env=startup_environment(os.environ), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def parse(self, items: Sequence[tuple[str, bytes]]) -> list[object]:
         """The worker's answers for ``items`` ((SHA-256, bytes) each); OSError or ValueError when it failed."""

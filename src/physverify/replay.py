@@ -37,6 +37,7 @@ from physverify import affected, cache, claim, gate, ledger, noop, repo, setting
 from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import REMOVED, TRANSITIONS
+from physverify.isolation import guard
 from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
 if TYPE_CHECKING:
@@ -1024,7 +1025,9 @@ def replay(
         # is that shard's to judge, and this one must not report its old key as removed.
         planned = _frozen_while(_in_shard_only(renames.follow(discovered), shard_kn), freezing)
         stream = _selected(planned, before.latest, changes, seen, watch, edited)
-        runs = _write(_run_all(run_one, stream, workers), target, dry_run)
+        with guard.watching():  # a claim that changes physverify's limits leaves the run without a verdict
+            runs = _run_all(run_one, stream, workers)
+        runs = _write(runs, target, dry_run)
         readings.close()
         warnings += readings.problems
         warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"

@@ -101,7 +101,8 @@ def find_repo(start: Path) -> Path:
 def docker_argv(plan: Plan, limits: Limits, *, image: str, name: str, engine: str = "docker") -> list[str]:
     """Return the docker (or podman) command line that runs ``plan`` in ``image``."""
     uid, gid = os.getuid(), os.getgid()
-    argv = [engine, "run", "--rm", "--init", "--name", name, "--network", "none", "--read-only",
+    argv = [engine, "run", "--rm", "--init", *(["--interactive"] if plan.sealed else []), "--name", name,
+            "--network", "none", "--read-only",
             "--memory", str(limits.memory_bytes), "--memory-swap", str(limits.memory_bytes),
             "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     if limits.pids:
@@ -159,7 +160,8 @@ def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), execu
     argv += [a for p in python for a in ("--ro-bind", str(p), str(p))]
     argv += ["--ro-bind", str(plan.repo), MOUNT]
     argv += [a for f in plan.writable for a in ("--bind", str(f.host), f.inside)]
-    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-c", INNER_MAIN, *plan.args]
+    # -s: no user site, as every interpreter physverify starts (child.interpreter)
+    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-s", "-c", INNER_MAIN, *plan.args]
 
 
 def _system_binds() -> list[str]:
@@ -260,6 +262,7 @@ def sandbox(
     timeout: str | None = None,
     capture: bool = False,
     relay: Relay | None = None,
+    seal_key: bytes | None = None,
 ) -> SandboxRun:
     """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes.
 
@@ -269,7 +272,9 @@ def sandbox(
     stdout and stderr writers) each line goes to its writer as it comes, shown through
     ``visible``: the code inside can write to the inner physverify's own streams, and
     passed on as bytes a screen clear, an OSC 52 clipboard write or a ``##[`` command reached
-    the terminal or a CI log as it was (issue 13).
+    the terminal or a CI log as it was (issue 13). With ``seal_key`` the command inside
+    receives the key on its standard input and seals the result it writes with it
+    (commands/sandbox/seal.py).
     """
     from physverify.confirm import parse_timeout
 
@@ -280,13 +285,14 @@ def sandbox(
     limits = Limits(parse_size(memory), pids)
     cwd = Path.cwd()
     plan = make_plan(inner, repo=(repo or find_repo(cwd)), cwd=cwd)
+    plan = replace(plan, sealed=seal_key is not None)
     outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd, repo=plan.repo)
     image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
     chosen = choose_backend(backend, image)
     created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
     try:
         run = _run_bwrap if chosen == "bwrap" else functools.partial(_run_engine, chosen, image=image)
-        ran = run(plan, limits, outer, _Tail() if capture else _Relay(*relay) if relay is not None else None)
+        ran = run(plan, limits, outer, _Tail() if capture else _Relay(*relay) if relay is not None else None, seal_key)
     finally:
         for path in created:  # an unused one is removed again
             if path.lstat().st_size == 0:
@@ -318,19 +324,20 @@ def _known_exit(ran: SandboxRun) -> SandboxRun:
     return replace(ran, exit_code=EXIT_ERROR, problem=problem)
 
 
-def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Output | None) -> SandboxRun:
+def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Output | None, key: bytes | None) -> SandboxRun:
     from physverify import _cgroup  # POSIX only (resource): imported when bwrap runs
 
     argv = bwrap_argv(plan, limits, python=python_paths())
     with _cgroup.limited(limits.memory_bytes, limits.pids) as group:
         out, err = _streams(tail)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=backend_env("bwrap"),
+        proc = subprocess.Popen(argv, stdin=_stdin(key), stdout=out, stderr=err, env=backend_env("bwrap"),
                                 preexec_fn=group.enter)
+        _send_key(proc, key)
         code, timed_out = _wait(proc, outer, lambda proc: proc.kill(), tail)
     return _ran(code, "bwrap", argv, group.notes, outer, timed_out, tail)
 
 
-def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Output | None, *,
+def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Output | None, key: bytes | None, *,
                 image: str) -> SandboxRun:
     if not _answers([engine, "image", "inspect", image]):
         raise _no_image(engine, image)
@@ -342,11 +349,33 @@ def _run_engine(engine: str, plan: Plan, limits: Limits, outer: float, tail: _Ou
             proc.kill()
 
     out, err = _streams(tail)
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=backend_env(engine))
+    proc = subprocess.Popen(argv, stdin=_stdin(key), stdout=out, stderr=err, env=backend_env(engine))
+    _send_key(proc, key)
     code, timed_out = _wait(proc, outer, stop, tail)
     notes = (f"{engine}: memory {limits.memory_bytes} bytes and {limits.pids or 'unlimited'} processes "
              "(the container's cgroup), no network, repository read-only",)
     return _ran(code, engine, argv, notes, outer, timed_out, tail)
+
+
+def _stdin(key: bytes | None) -> int:
+    """Popen's stdin: a pipe that carries the seal's key, else nothing."""
+    return subprocess.DEVNULL if key is None else subprocess.PIPE
+
+
+def _send_key(proc: subprocess.Popen[bytes], key: bytes | None) -> None:
+    """Write the seal's key on the run's standard input and close it: read once, by physverify, before any claim runs.
+
+    The line fits the pipe's buffer, so this never waits for the command inside.
+    """
+    if key is None or proc.stdin is None:
+        return
+    from physverify.commands.sandbox.seal import key_line
+
+    try:
+        proc.stdin.write(key_line(key))
+        proc.stdin.close()
+    except OSError:
+        pass  # it ended at once: it reports no sealed result, which the caller takes as an error
 
 
 def _streams(tail: _Output | None) -> tuple[int | None, int | None]:
