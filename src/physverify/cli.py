@@ -419,6 +419,22 @@ def _run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+MCP_MISSING = "physverify mcp needs the MCP SDK, which the base install leaves out: pip install 'physverify[mcp]'"
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    # The SDK is an extra (pyproject.toml says why); found before mcp_server imports it, so its absence
+    # is one line, not an ImportError's traceback.
+    if importlib.util.find_spec("mcp") is None:
+        raise PhysverifyError(MCP_MISSING)
+    from physverify import mcp_server
+
+    mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
+    return EXIT_OK
+
+
 def _replay(args: argparse.Namespace) -> int:
     from physverify import replay, report
 
@@ -520,10 +536,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     elif args.command == "replay":
         return _replay(args)
     elif args.command == "mcp":
-        from physverify import mcp_server
-
-        mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
-        return EXIT_OK
+        return _mcp(args)
     elif args.command == "sandbox":
         return _sandbox(args)
     elif args.command == "ledger":
