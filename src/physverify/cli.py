@@ -174,6 +174,30 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     replay.add_argument("--dry-run", action="store_true", help="run and judge the claims but write nothing to the ledger")
 
 
+def _demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sub.add_parser(
+        "demo", allow_abbrev=False,
+        help="the worked examples confirmed and replayed in a temporary folder: a first run that writes nothing of yours",
+        description="Copy three worked examples of docs/confirm.md into a new folder under the system's temporary "
+        "folder, confirm each (one verdict of each kind), replay the gate after fixing the confirmed defect (it "
+        "passes) and after putting it back (it fails), and write the HTML report there. The folder stays, so the "
+        "report can be opened; nothing is written outside it. Exit 0 when every step came out as documented.",
+    )
+
+
+def _demo() -> int:
+    from physverify.commands import demo
+
+    def show(step: demo.Step) -> None:
+        _emit(f"$ {step.title}\n{step.text}")
+        sys.stdout.flush()  # each step as it ends: the whole demo takes several seconds
+
+    done = demo.demo(on_step=show)
+    _emit(f"the HTML report: {done.report}\n(the demo's files stay in {done.folder}, under the system's temporary "
+          "folder; delete it when done)")
+    return done.exit_code
+
+
 def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify import _sandbox_defaults as sandbox  # the defaults alone: every command builds this parser
 
@@ -369,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     _sandbox_parser(sub)
     _ledger_parser(sub)
     _report_parser(sub)
+    _demo_parser(sub)
     return parser
 
 
@@ -543,6 +568,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return _ledger(args)
     elif args.command == "report":
         return _report(args)
+    elif args.command == "demo":
+        return _demo()
     elif args.command is None:
         parser.print_help()
         return EXIT_ERROR
