@@ -452,8 +452,11 @@ class _Renames:
 
 # --- planning ---------------------------------------------------------------------------
 def _inputs(item: _Planned, closures: affected.Closures) -> frozenset[str]:
-    return closures.inputs(item.path, item.root, item.reading.target, item.config.path,
-                           imports=item.reading.imports, real_path=item.real, own_key=item.key)
+    found = closures.inputs(item.path, item.root, item.reading.target, item.config.path,
+                            imports=item.reading.imports, real_path=item.real, own_key=item.key)
+    # the repository's pyproject.toml, [tool.physverify] or not: staging a table added there is a settings change
+    table = repo.relative_key(item.config.pyproject, item.root) if item.config.pyproject is not None else None
+    return found | {table} if table is not None else found
 
 
 class _Changes:
@@ -854,11 +857,12 @@ def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, co
                               for cfg in configs):
         return
     recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
-    # looked up whether or not it exists: a [tool.physverify] added later must be seen
-    recorder.paths.update(os.fspath(cfg.pyproject) for cfg in configs if cfg.pyproject is not None)
     # the working ledger: a full plan reads it, so one it cannot read (its mode changed) is an error there
     recorder.paths.add(os.fspath(target))
-    noop.remember(store, key_material, recorder, changes.closures.probed)
+    # the repository's pyproject.toml kept as a lookup of its own path, found or not: a [tool.physverify] added
+    # later is seen, and another new file in the root does not count
+    tables = {cfg.pyproject: os.path.lexists(cfg.pyproject) for cfg in configs if cfg.pyproject is not None}
+    noop.remember(store, key_material, recorder, {**changes.closures.probed, **tables})
 
 
 def replay(
