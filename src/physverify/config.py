@@ -61,15 +61,16 @@ class Config:
 def load_config(folder: Path) -> Config:
     """The Config of ``folder``: its physverify.yaml over its repository's [tool.physverify], over the defaults."""
     path = folder / CONFIG_NAME
-    own = _values(path, folder, _read_yaml(path)) if os.path.lexists(path) else {}
-    pyproject, table = tool_table(folder)
+    exists = os.path.lexists(path)
+    own = _values(path, folder, _read_yaml(path)) if exists else {}
+    pyproject, table = _tool_table(folder)
     shared = _values(_table_name(pyproject), pyproject.parent, table) if table is not None else {}
     overridden = sorted(key for key in own.keys() & shared.keys() if _differ(own[key][0], shared[key][0]))
     warnings = tuple(f"{key}: {path} sets {short_repr(own[key][1])}, {_table_name(pyproject)} sets "
                      f"{short_repr(shared[key][1])}; {CONFIG_NAME} wins" for key in overridden)
     values = {key: value for key, (value, _) in {**shared, **own}.items()}
     origins = {**{key: pyproject for key in shared}, **{key: path for key in own}}
-    return Config(folder=folder, path=path if os.path.lexists(path) else None, pyproject=pyproject,
+    return Config(folder=folder, path=path if exists else None, pyproject=pyproject,
                   origins=origins, warnings=warnings, **values)
 
 
@@ -90,7 +91,7 @@ def pyproject_ledger_setting(root: Path, text: str, name: Path) -> Path | None:
     return _ledger(_table_name(name), root, table.get("ledger")) if table is not None else None
 
 
-def tool_table(folder: Path) -> tuple[Path, Mapping[str, Any] | None]:
+def _tool_table(folder: Path) -> tuple[Path, Mapping[str, Any] | None]:
     """The pyproject.toml at the root of the repository holding ``folder``, and its [tool.physverify] (or None)."""
     from physverify.repo import root_for
 
