@@ -129,3 +129,15 @@ def test_numpy_numbers_become_plain_lists_and_other_fields_are_left_out() -> Non
 
     outcome = run_check(Check("drift", "d", lambda: Custom(PASS, "", np.array([1.0, 2.0]), np.float64(3.5), object())))
     assert outcome.to_dict()["data"] == {"ts": [1.0, 2.0], "peak": 3.5}
+
+
+def test_every_result_shows_its_status_and_escaped_message_in_a_notebook() -> None:
+    from physverify import mean_study
+
+    hostile = Result(FAIL, '<img src=x onerror="alert(1)"> & \x1b[31m')._repr_html_()
+    assert hostile.startswith('<div class="physverify-result"><p><strong class="physverify-status">FAIL</strong> ')
+    assert "<img" not in hostile and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp;" in hostile
+    assert "\x1b" not in hostile
+    sampled = mean_study(lambda n, rng: rng.normal(1.0, 1.0, n), 1.0, tol=0.1, n=4000)
+    shown = sampled._repr_html_()
+    assert f"<strong class=\"physverify-status\">{sampled.status}</strong>" in shown and "seed 0" in shown

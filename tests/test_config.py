@@ -176,3 +176,108 @@ def test_a_physverify_yaml_that_is_a_fifo_a_device_or_huge_is_an_error_at_once(t
     (dangling / "physverify.yaml").symlink_to(tmp_path / "nowhere.yaml")
     with pytest.raises(ConfigError, match="cannot be read"):
         load_config(dangling)
+
+
+# --- [tool.physverify] in the repository's pyproject.toml -------------------------------------
+def _project(root: Path, pyproject: str | None = None, yaml: str | None = None) -> Path:
+    """A git repository at ``root`` with the decay claim in claims/, and the settings given."""
+    from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+
+    (root / "claims").mkdir(parents=True)
+    init_repo(root)
+    (root / "decay.py").write_text(DECAY_SOLVER)
+    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
+    if pyproject is not None:
+        (root / "pyproject.toml").write_text(pyproject)
+    if yaml is not None:
+        (root / "claims" / "physverify.yaml").write_text(yaml)
+    return root
+
+
+def _ledger_lines(path: Path) -> list[dict[str, object]]:
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_timeout_in_tool_physverify_reaches_the_ledger_line(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    root = _project(tmp_path / "p", pyproject="[project]\nname = 'solver'\n\n[tool.physverify]\ntimeout = 7\n")
+    ran = cli("replay", "claims", "--trusted", cwd=root)
+    assert ran.returncode == 0, ran.stderr
+    (line,) = _ledger_lines(root / "claims" / "confirm_ledger.jsonl")
+    assert line["timeout_s"] == 7.0
+
+
+def test_the_order_is_flag_then_physverify_yaml_then_tool_physverify_then_the_default(tmp_path: Path) -> None:
+    from physverify.settings import DEFAULT_TIMEOUT_S, resolve
+
+    root = _project(tmp_path / "p", pyproject="[tool.physverify]\ntimeout = 7\njobs = 3\n", yaml="timeout: 11\n")
+    config = load_config(root / "claims")
+    run = resolve({"jobs": None, "timeout_s": None}, config)
+    assert (run.timeout_s, run.jobs) == (11.0, 3)  # physverify.yaml over the table; the table over the default
+    assert run.sources["timeout_s"] == str(root / "claims" / "physverify.yaml")
+    assert run.sources["jobs"] == str(root / "pyproject.toml")
+    assert resolve({"timeout_s": "5"}, config).timeout_s == 5.0  # the flag over both
+    (root / "claims" / "physverify.yaml").unlink()
+    assert resolve({}, load_config(root / "claims")).timeout_s == 7.0
+    (root / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")  # a pyproject.toml without the table
+    assert resolve({}, load_config(root / "claims")).timeout_s == DEFAULT_TIMEOUT_S
+
+
+def test_paths_in_tool_physverify_start_from_the_repository_root(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", pyproject='[tool.physverify]\nledger = "claims/gate.jsonl"\n'
+                    'expect = {"claims/claim_decay.py" = "rejected"}\n')
+    config = load_config(root / "claims")
+    assert config.ledger == root / "claims" / "gate.jsonl"
+    assert config.expect == {(root / "claims" / "claim_decay.py").resolve(): "rejected"}
+
+
+def test_a_key_both_files_set_differently_gives_one_warning_line_naming_both(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    root = _project(tmp_path / "p", pyproject="[tool.physverify]\ntimeout = 7\njobs = 2\n", yaml="timeout: 9\njobs: 2\n")
+    (warning,) = load_config(root / "claims").warnings  # jobs agrees: no warning for it
+    assert warning == (f"timeout: {root / 'claims' / 'physverify.yaml'} sets 9, {root / 'pyproject.toml'} "
+                       "[tool.physverify] sets 7; physverify.yaml wins")
+    ran = cli("replay", "claims", "--trusted", cwd=root)  # the folder as given: claims/physverify.yaml
+    assert ran.returncode == 0
+    assert (f"\nwarning: timeout: claims/physverify.yaml sets 9, {root / 'pyproject.toml'} [tool.physverify] sets 7; "
+            "physverify.yaml wins\n") in ran.stdout
+    assert _ledger_lines(root / "claims" / "confirm_ledger.jsonl")[0]["timeout_s"] == 9.0
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("timout = 5", "pyproject.toml [tool.physverify]: unknown key 'timout' (known: timeout, jobs, ledger, fail_on, "
+     "exclude, expect, isolation, preload)"),
+    ("timeout = 'fast'", "pyproject.toml [tool.physverify]: timeout must be a positive number of seconds, not 'fast'"),
+    ("jobs = true", "pyproject.toml [tool.physverify]: jobs must be a whole number of at least 1, not True"),
+    ("fail_on = ['regresed']", "pyproject.toml [tool.physverify]: fail_on: unknown transition 'regresed'"),
+    ("timeout = ", "pyproject.toml: is not valid TOML (Invalid value (at line 2, column 11))"),
+])
+def test_a_bad_tool_physverify_is_one_line_naming_pyproject_toml_and_exit_2(
+        tmp_path: Path, cli, table: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    root = _project(tmp_path / "p", pyproject=f"[tool.physverify]\n{table}\n")
+    ran = cli("replay", "claims", "--trusted", cwd=root)
+    assert ran.returncode == EXIT_ERROR and ran.stdout == ""
+    assert ran.stderr.startswith(f"physverify: {root / message}") and ran.stderr.count("\n") == 1
+    assert not (root / "claims" / "confirm_ledger.jsonl").exists()
+
+
+def test_tool_physverify_that_is_not_a_table_is_refused(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", pyproject='tool = {physverify = "fast"}\n')
+    with pytest.raises(ConfigError, match=r"pyproject.toml: \[tool.physverify\] must be a table of settings"):
+        load_config(root / "claims")
+
+
+def test_the_baseline_ledger_is_where_the_committed_tool_physverify_keeps_it(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from support.fixtures import DECAY_DEFECT
+
+    root = _project(tmp_path / "p", pyproject='[tool.physverify]\nledger = "claims/gate.jsonl"\n')
+    assert cli("replay", "claims", "--trusted", cwd=root).returncode == 0
+    repository = __import__("git").Repo(root)
+    repository.index.add(["decay.py", "claims/claim_decay.py", "claims/gate.jsonl", "pyproject.toml"])
+    repository.index.commit("the decay claim, rejected")
+    # a change that moves the ledger does not move the gate's memory: the commit's own table says where it is
+    (root / "pyproject.toml").write_text('[tool.physverify]\nledger = "claims/moved.jsonl"\n')
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    ran = cli("replay", "claims", "--trusted", cwd=root)
+    assert ran.returncode == 1 and "confirmed      regressed    claims/claim_decay.py" in ran.stdout
+    assert f"the baseline is the ledger as committed at HEAD in {root / 'claims' / 'gate.jsonl'}, where" in ran.stdout

@@ -235,3 +235,13 @@ def test_a_module_appearing_where_a_lookup_found_nothing_is_seen(project: Path, 
     assert [run.key for run in after.claims] == ["claims/decay_claim.py"]  # its closure reaches the new module
     monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
     assert _outcome(after) == _outcome(_hook("helper.py"))
+
+
+def test_a_tool_physverify_table_staged_after_the_memo_runs_the_claims_with_it(project: Path, tmp_path: Path) -> None:
+    _settle()
+    assert _hook("notes.txt").claims == () and len(_memos(tmp_path / "cache")) == 1
+    # the claim pinned to a verdict it does not give: with the memo wrongly used, the hook would pass
+    (project / "pyproject.toml").write_text('[tool.physverify]\nexpect = {"claims/decay_claim.py" = "confirmed"}\n')
+    after = _hook("pyproject.toml")
+    assert after.exit_code == 1 and [(run.key, run.expected) for run in after.claims] == [
+        ("claims/decay_claim.py", "confirmed")]

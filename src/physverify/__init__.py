@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+# The one place the version is written (pyproject.toml reads it from here). 1.0.0, above every release
+# published under the name (another project's 0.6.0 on the index, 0.7 to 0.10 elsewhere), so that
+# `pip install -U physverify` never replaces this tool with an older, different one.
+__version__ = "1.0.0"
 
 # public name -> the module that defines it; one line per name, so adding one is one line
 _LAZY: dict[str, str] = {

@@ -128,7 +128,7 @@ def _default_ledger(inner: Inner, cwd: Path, repo: Path) -> tuple[Path, Path, st
     if inner.command == "confirm":
         return cwd / DEFAULT_LEDGER, cwd, "the default"
     config = _host_config(_first_folder(inner, cwd), repo)
-    chosen = f"{config.path}: ledger" if config.ledger is not None else "the default"
+    chosen = f"{config.origin('ledger')}: ledger" if config.ledger is not None else "the default"
     return default_ledger(config), config.folder, chosen
 
 
@@ -138,13 +138,14 @@ def _host_config(folder: Path, repo: Path) -> Config:
     A committed ``physverify.yaml -> ~/.config/...`` would make the host read one of the
     caller's files and quote its keys in an error, which the Action prints to a public log.
     """
-    from physverify.config import CONFIG_NAME, load_config
+    from physverify.config import CONFIG_NAME, PYPROJECT_NAME, load_config
 
     if folder.is_dir():
         writable_path(folder, repo, f"the claims folder {folder}", kind="folder")
-    if (folder / CONFIG_NAME).is_symlink():
-        raise UsageError(f"sandbox: {folder / CONFIG_NAME} is a symbolic link; the sandbox reads no "
-                         f"{CONFIG_NAME} through a link")
+    for settings_file in (folder / CONFIG_NAME, repo / PYPROJECT_NAME):
+        if settings_file.is_symlink():
+            raise UsageError(f"sandbox: {settings_file} is a symbolic link; the sandbox reads no {settings_file.name} "
+                             "through a link")
     return load_config(folder)
 
 

@@ -50,6 +50,15 @@ class Result:
         """True for PASS and EXACT (EXACT: the error is at round-off, a stronger pass)."""
         return self.status in (PASS, EXACT)
 
+    def _repr_html_(self) -> str:
+        """How a Jupyter notebook shows a result: the status and the message, escaped; for a result
+        that keeps an order study's numbers (OrderResult), the HTML report's own convergence plot,
+        or without matplotlib the numbers as a text table."""
+        # Imported here, not at the top: the numerics must not import the report when they are imported.
+        from physverify.plot import notebook_html
+
+        return notebook_html(self.status, self.message, result_data(self))
+
 
 @dataclass(frozen=True)
 class OrderResult(Result):
@@ -68,14 +77,6 @@ class OrderResult(Result):
     errors: tuple[float, ...] = field(default_factory=tuple)
     floor: float | None = None
     fit_hs: tuple[float, ...] = field(default_factory=tuple)
-
-    def _repr_html_(self) -> str:
-        """How a Jupyter notebook shows the result (issue 18): the status, the message and the HTML
-        report's own convergence plot; without matplotlib, the numbers as a text table."""
-        # Imported here, not at the top: the numerics must not import the report when they are imported.
-        from physverify.plot import notebook_html
-
-        return notebook_html(self.status, self.message, result_data(self))
 
 
 class SkipCheck(Exception):

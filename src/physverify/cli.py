@@ -182,6 +182,30 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     replay.add_argument("--dry-run", action="store_true", help="run and judge the claims but write nothing to the ledger")
 
 
+def _demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sub.add_parser(
+        "demo", allow_abbrev=False,
+        help="the worked examples confirmed and replayed in a temporary folder: a first run that writes nothing of yours",
+        description="Copy three worked examples of docs/confirm.md into a new folder under the system's temporary "
+        "folder, confirm each (one verdict of each kind), replay the gate after fixing the confirmed defect (it "
+        "passes) and after putting it back (it fails), and write the HTML report there. The folder stays, so the "
+        "report can be opened; nothing is written outside it. Exit 0 when every step came out as documented.",
+    )
+
+
+def _demo() -> int:
+    from physverify.commands import demo
+
+    def show(step: demo.Step) -> None:
+        _emit(f"$ {step.title}\n{step.text}")
+        sys.stdout.flush()  # each step as it ends: the whole demo takes several seconds
+
+    done = demo.demo(on_step=show)
+    _emit(f"the HTML report: {done.report}\n(the demo's files stay in {done.folder}, under the system's temporary "
+          "folder; delete it when done)")
+    return done.exit_code
+
+
 def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from physverify import _sandbox_defaults as sandbox  # the defaults alone: every command builds this parser
 
@@ -380,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     _sandbox_parser(sub)
     _ledger_parser(sub)
     _report_parser(sub)
+    _demo_parser(sub)
     return parser
 
 
@@ -428,6 +453,22 @@ def _run(args: argparse.Namespace) -> int:
     outcome = run_specs.run_specs([Path(p) for p in args.specs], timeout_s=args.timeout, isolation=args.isolation)
     _emit_json_or_text(outcome.to_dict(), args.json, lambda: text.render_run(outcome))
     return outcome.exit_code
+
+
+MCP_MISSING = "physverify mcp needs the MCP SDK, which the base install leaves out: pip install 'physverify[mcp]'"
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    # The SDK is an extra (pyproject.toml says why); found before mcp_server imports it, so its absence
+    # is one line, not an ImportError's traceback.
+    if importlib.util.find_spec("mcp") is None:
+        raise PhysverifyError(MCP_MISSING)
+    from physverify import mcp_server
+
+    mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
+    return EXIT_OK
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -539,16 +580,15 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     elif args.command == "replay":
         return _replay(args)
     elif args.command == "mcp":
-        from physverify import mcp_server
-
-        mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
-        return EXIT_OK
+        return _mcp(args)
     elif args.command == "sandbox":
         return _sandbox(args)
     elif args.command == "ledger":
         return _ledger(args)
     elif args.command == "report":
         return _report(args)
+    elif args.command == "demo":
+        return _demo()
     elif args.command is None:
         parser.print_help()
         return EXIT_ERROR

@@ -1,10 +1,13 @@
-"""physverify.yaml: the optional settings of a claims folder (DESIGN.md, "Replay: the gate").
+"""The optional settings of a claims folder: physverify.yaml, and [tool.physverify] in pyproject.toml.
 
-The file sits in the claims folder and is read with PyYAML's safe loader, narrowed further:
-anchors and aliases and a key given twice are refused (issue 13). Every key is optional;
-an unknown key, a wrong type, an unknown verdict or transition is a ConfigError (exit 2)
-naming the file and the key, because a typo that silently meant "no setting" would
-quietly change what the gate checks.
+physverify.yaml sits in the claims folder and is read with PyYAML's safe loader, narrowed
+further: anchors and aliases and a key given twice are refused (issue 13). The table
+[tool.physverify] of the repository's pyproject.toml takes the same keys, as ruff, pytest and
+mypy read theirs. For each key physverify.yaml wins over the table (flag > physverify.yaml >
+[tool.physverify] > default: settings.resolve applies the flag); a key both set to different
+values gives a warning naming both files. Every key is optional; an unknown key, a wrong type,
+an unknown verdict or transition is a ConfigError (exit 2) naming the file and the key,
+because a typo that silently meant "no setting" would quietly change what the gate checks.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,9 @@ from physverify.gate import DEFAULT_FAIL_ON, TRANSITIONS
 from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"
+PYPROJECT_NAME = "pyproject.toml"
+TOOL_TABLE = "[tool.physverify]"
 
-KNOWN_KEYS = ("timeout", "jobs", "ledger", "fail_on", "exclude", "expect", "isolation", "preload")
 ISOLATION_MODES = ("fresh", "fork")  # isolate.py's two ways to start a claim's child
 
 
@@ -38,20 +43,35 @@ class Config:
     path: Path | None = None
     timeout: float | None = None
     jobs: int | None = None
-    ledger: Path | None = None  # resolved against the claims folder
+    ledger: Path | None = None  # resolved against the folder of the file that names it
     fail_on: frozenset[str] = DEFAULT_FAIL_ON
     exclude: tuple[str, ...] = ()
     expect: Mapping[Path, str] = field(default_factory=dict)  # resolved claim path -> verdict
     isolation: str | None = None  # fresh | fork; None: isolate.py's default (fork on Linux)
     preload: tuple[str, ...] = ()  # modules the fork server imports besides those it finds
+    pyproject: Path | None = None  # the repository's pyproject.toml as looked for (it may not exist)
+    origins: Mapping[str, Path] = field(default_factory=dict)  # key -> the file that set it
+    warnings: tuple[str, ...] = ()  # keys both files set, to different values
+
+    def origin(self, key: str) -> Path | None:
+        """The file that set ``key`` (physverify.yaml or pyproject.toml), None when neither did."""
+        return self.origins.get(key)
 
 
 def load_config(folder: Path) -> Config:
-    """The Config of ``folder``: its physverify.yaml if there is one, else the defaults."""
+    """The Config of ``folder``: its physverify.yaml over its repository's [tool.physverify], over the defaults."""
     path = folder / CONFIG_NAME
-    if not os.path.lexists(path):
-        return Config(folder=folder)
-    return _config(folder, path, _read_yaml(path))
+    exists = os.path.lexists(path)
+    own = _values(path, folder, _read_yaml(path)) if exists else {}
+    pyproject, table = _tool_table(folder)
+    shared = _values(_table_name(pyproject), pyproject.parent, table) if table is not None else {}
+    overridden = sorted(key for key in own.keys() & shared.keys() if _differ(own[key][0], shared[key][0]))
+    warnings = tuple(f"{key}: {path} sets {short_repr(own[key][1])}, {_table_name(pyproject)} sets "
+                     f"{short_repr(shared[key][1])}; {CONFIG_NAME} wins" for key in overridden)
+    values = {key: value for key, (value, _) in {**shared, **own}.items()}
+    origins = {**{key: pyproject for key in shared}, **{key: path for key in own}}
+    return Config(folder=folder, path=path if exists else None, pyproject=pyproject,
+                  origins=origins, warnings=warnings, **values)
 
 
 def ledger_setting(folder: Path, text: str, name: Path) -> Path | None:
@@ -62,10 +82,65 @@ def ledger_setting(folder: Path, text: str, name: Path) -> Path | None:
     return _ledger(name, folder, _parse_yaml(text, name).get("ledger"))
 
 
+def pyproject_ledger_setting(root: Path, text: str, name: Path) -> Path | None:
+    """The ``ledger`` of [tool.physverify] in a pyproject.toml holding ``text`` (a commit's copy, named ``name``),
+    relative to the repository ``root``, or None when it sets none."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{name}: is larger than {MAX_CONFIG_BYTES:,} bytes (1 MiB)")
+    table = _parse_toml(text, name)
+    return _ledger(_table_name(name), root, table.get("ledger")) if table is not None else None
+
+
+def _tool_table(folder: Path) -> tuple[Path, Mapping[str, Any] | None]:
+    """The pyproject.toml at the root of the repository holding ``folder``, and its [tool.physverify] (or None)."""
+    from physverify.repo import root_for
+
+    pyproject = root_for(folder) / PYPROJECT_NAME
+    if not os.path.lexists(pyproject):
+        return pyproject, None
+    try:
+        text = _read_text(pyproject)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot be read ({exc})") from None
+    return pyproject, _parse_toml(text, pyproject)
+
+
+def _table_name(pyproject: Path) -> Path:
+    """How messages name the table: the file, then [tool.physverify]."""
+    return Path(f"{pyproject} {TOOL_TABLE}")
+
+
+def _parse_toml(text: str, path: Path) -> Mapping[str, Any] | None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the backport, a dependency on 3.10 only
+        import tomli as tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # its message is one line and gives the line and column
+        raise ConfigError(f"{path}: is not valid TOML ({exc})") from None
+    except RecursionError:  # nested arrays are parsed recursively
+        raise ConfigError(f"{path}: is nested too deeply to be a settings file") from None
+    tool = data.get("tool", {})
+    table = tool.get("physverify") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: {TOOL_TABLE} must be a table of settings (known keys: {', '.join(KNOWN_KEYS)})")
+    return table
+
+
+def _differ(first: object, second: object) -> bool:
+    """Whether two checked values of a key differ (two ledgers: as files, wherever each was named from)."""
+    if isinstance(first, Path) and isinstance(second, Path):
+        return os.path.abspath(first) != os.path.abspath(second)
+    return first != second
+
+
 _KEYS_NAMED = 5  # unknown keys named in the message
 
 
-def _config(folder: Path, path: Path, data: Mapping[Any, Any]) -> Config:
+def _values(path: Path, base: Path, data: Mapping[Any, Any]) -> dict[str, tuple[Any, Any]]:
+    """Each key ``data`` sets, checked: key -> (its value, as given). ``base``: what relative paths start from."""
     # sorted by their text: YAML keys may be numbers, dates or None, which do not compare with str
     unknown = sorted((key for key in data if key not in KNOWN_KEYS), key=short_repr)
     if unknown:  # a few named, the rest counted: a file of 50,000 keys must not make a line of 500 kB
@@ -73,18 +148,8 @@ def _config(folder: Path, path: Path, data: Mapping[Any, Any]) -> Config:
         if len(unknown) > _KEYS_NAMED:
             named += f" and {len(unknown) - _KEYS_NAMED:,} more"
         raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {named} (known: {', '.join(KNOWN_KEYS)})")
-    return Config(
-        folder=folder,
-        path=path,
-        timeout=_timeout(path, data.get("timeout")),
-        jobs=_jobs(path, data.get("jobs")),
-        ledger=_ledger(path, folder, data.get("ledger")),
-        fail_on=_fail_on(path, data.get("fail_on")),
-        exclude=_string_list(path, "exclude", data.get("exclude")),
-        expect=_expect(path, folder, data.get("expect")),
-        isolation=_isolation(path, data.get("isolation")),
-        preload=_string_list(path, "preload", data.get("preload")),
-    )
+    # a key given as null (YAML's "timeout:") means its default, as if it were not there
+    return {key: (_READERS[key](path, base, value), value) for key, value in data.items() if value is not None}
 
 
 def _read_yaml(path: Path) -> Mapping[Any, Any]:
@@ -260,3 +325,18 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:  # a name too long for the file system names no file either
         return False
+
+
+# One row per key: the function that checks its value, given the file's name (for messages), the
+# folder relative paths start from, and the value. The Config field of each key has its name.
+_READERS: Mapping[str, Callable[[Path, Path, object], Any]] = {
+    "timeout": lambda path, base, value: _timeout(path, value),
+    "jobs": lambda path, base, value: _jobs(path, value),
+    "ledger": _ledger,
+    "fail_on": lambda path, base, value: _fail_on(path, value),
+    "exclude": lambda path, base, value: _string_list(path, "exclude", value),
+    "expect": _expect,
+    "isolation": lambda path, base, value: _isolation(path, value),
+    "preload": lambda path, base, value: _string_list(path, "preload", value),
+}
+KNOWN_KEYS = tuple(_READERS)

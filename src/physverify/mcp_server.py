@@ -305,7 +305,8 @@ def replay_ledger_inside_root(root: Path, folders: Sequence[Path], ledger: str |
     if ledger is not None:
         return _as_given(inside_root(root, ledger))
     first = configs[0]
-    how = "named by physverify.yaml" if first.ledger is not None else "the default"
+    named = first.origin("ledger")
+    how = f"named by {named.name}" if named is not None else "the default"  # physverify.yaml or pyproject.toml
     chosen = replay.default_ledger(first)
     return _as_given(inside_root(root, str(chosen), what=f"the ledger of {visible(first.folder)} ({how}): "))
 

@@ -34,7 +34,8 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
-from physverify.config import CONFIG_NAME, Config, ledger_setting, load_config
+from physverify.config import (CONFIG_NAME, PYPROJECT_NAME, Config, ledger_setting, load_config,
+                               pyproject_ledger_setting)
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate import REMOVED, TRANSITIONS
 from physverify.isolation import guard
@@ -276,29 +277,41 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
 
 
 def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
-    """Where the baseline commit keeps the ledger: its own physverify.yaml's ``ledger``, else its default.
+    """Where the baseline commit keeps the ledger: its own settings' ``ledger``, else its default.
 
-    A change that moves the ledger in physverify.yaml must not move the gate's memory with
-    it (issue 21, item 9), so the commit's copy decides. A --ledger the caller gives is
-    the caller's choice, kept. A copy that cannot be read gives a warning and ``target``.
+    A change that moves the ledger in physverify.yaml (or [tool.physverify]) must not move the
+    gate's memory with it (issue 21, item 9), so the commit's copies decide, in the order of
+    the settings: physverify.yaml, then pyproject.toml. A --ledger the caller gives is the
+    caller's choice, kept. A copy that cannot be read gives a warning and ``target``.
     """
     if explicit:
         return target, []
-    where = first.folder / CONFIG_NAME
-    try:
-        found = repo.blob_at(where, ref) if ref is not None else repo.blob_at_head(where)
-        if found is None:  # no settings in that commit: its default place
-            return first.folder / ledger.DEFAULT_LEDGER, []
-        if found.size > (1 << 20):
-            raise PhysverifyError(f"{where}@{found.ref}: larger than 1 MiB")
-        text = b"".join(found.chunks()).decode("utf-8")
-        setting = ledger_setting(first.folder, text, Path(f"{where}@{found.ref}"))
-    except UsageError:
-        raise  # a ref that names no commit: the same error the ledger's reading gives
-    except (PhysverifyError, UnicodeDecodeError) as exc:
-        return target, [f"{where}: its committed copy cannot give the baseline's ledger ({exc}); reading the "
-                        f"baseline from {target}"]
-    return (setting if setting is not None else first.folder / ledger.DEFAULT_LEDGER), []
+    yaml_copy = first.folder / CONFIG_NAME
+    readers = [(yaml_copy, lambda text, name: ledger_setting(first.folder, text, name))]
+    if first.pyproject is not None:
+        root = first.pyproject.parent
+        readers.append((first.pyproject, lambda text, name: pyproject_ledger_setting(root, text, name)))
+    for where, read in readers:
+        try:
+            setting = _committed_setting(where, ref, read)
+        except UsageError:
+            raise  # a ref that names no commit: the same error the ledger's reading gives
+        except (PhysverifyError, UnicodeDecodeError) as exc:
+            return target, [f"{where}: its committed copy cannot give the baseline's ledger ({exc}); reading the "
+                            f"baseline from {target}"]
+        if setting is not None:
+            return setting, []
+    return first.folder / ledger.DEFAULT_LEDGER, []  # no setting in that commit: its default place
+
+
+def _committed_setting(where: Path, ref: str | None, read: Callable[[str, Path], Path | None]) -> Path | None:
+    """What ``read`` finds in the copy of ``where`` that commit ``ref`` (default HEAD) holds; None without one."""
+    found = repo.blob_at(where, ref) if ref is not None else repo.blob_at_head(where)
+    if found is None:
+        return None
+    if found.size > (1 << 20):
+        raise PhysverifyError(f"{where}@{found.ref}: larger than 1 MiB")
+    return read(b"".join(found.chunks()).decode("utf-8"), Path(f"{where}@{found.ref}"))
 
 
 def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | None, str | None],
@@ -488,8 +501,11 @@ class _Renames:
 
 # --- planning ---------------------------------------------------------------------------
 def _inputs(item: _Planned, closures: affected.Closures) -> frozenset[str]:
-    return closures.inputs(item.path, item.root, item.reading.target, item.config.path,
-                           imports=item.reading.imports, real_path=item.real, own_key=item.root_key)
+    found = closures.inputs(item.path, item.root, item.reading.target, item.config.path,
+                            imports=item.reading.imports, real_path=item.real, own_key=item.root_key)
+    # the repository's pyproject.toml, [tool.physverify] or not: staging a table added there is a settings change
+    table = repo.relative_key(item.config.pyproject, item.root) if item.config.pyproject is not None else None
+    return found | {table} if table is not None else found
 
 
 class _Changes:
@@ -938,7 +954,10 @@ def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, co
     recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
     # the working ledger: a full plan reads it, so one it cannot read (its mode changed) is an error there
     recorder.paths.add(os.fspath(target))
-    noop.remember(store, key_material, recorder, changes.closures.probed)
+    # the repository's pyproject.toml kept as a lookup of its own path, found or not: a [tool.physverify] added
+    # later is seen, and another new file in the root does not count
+    tables = {cfg.pyproject: os.path.lexists(cfg.pyproject) for cfg in configs if cfg.pyproject is not None}
+    noop.remember(store, key_material, recorder, {**changes.closures.probed, **tables})
 
 
 def replay(
@@ -1007,10 +1026,11 @@ def replay(
     with _Freezing() as freezing, \
             closing(_Ahead(_plan(configs, checkouts, readings.read_each, watch))) as discovered:
         before = loaded = load_baseline(target, baseline, committed, blob=blob)
-        warnings = list(before.problems) + moved + _baseline_note(before, target)
+        warnings = [line for cfg in configs for line in cfg.warnings] + list(before.problems) + moved
+        warnings += _baseline_note(before, target)
         if before.path is not None and before.path != target:
             warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
-                            f"commit's {CONFIG_NAME} keeps it; this run writes {target}")
+                            f"commit's {CONFIG_NAME} or {PYPROJECT_NAME} keeps it; this run writes {target}")
         recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
         if before.head_copy is not None:
             checkouts.know((before.head_copy,))

@@ -1,4 +1,4 @@
-"""The settings of one run, resolved once: flag over physverify.yaml over default (issue 19).
+"""The settings of one run, resolved once: flag over physverify.yaml over [tool.physverify] over default.
 
 Every entry point (cli.py, action.py, mcp_server.py, the sandbox plan) hands the values
 it was given to ``resolve``; what a command uses afterwards is the ``RunSettings`` it
@@ -42,6 +42,8 @@ class FolderConfig(Protocol):
 
     @property
     def isolation(self) -> str | None: ...
+
+    def origin(self, key: str) -> Path | None: ...
 
 
 # The variables the sandbox sets inside (sandbox/README.md): the repository's mount point,
@@ -183,7 +185,10 @@ class RunSettings:
 
 
 def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> RunSettings:
-    """Each option from its flag (when given), else the first folder's physverify.yaml, else its default.
+    """Each option from its flag (when given), else the first folder's settings, else its default.
+
+    The folder's settings are its physverify.yaml over its repository's [tool.physverify]
+    (config.load_config merges the two).
 
     ``flags`` maps RunSettings field names to the values as given (None: not given);
     a bad flag value is a UsageError naming the flag. The file's values were checked
@@ -197,7 +202,8 @@ def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> 
         if given is not None:
             values[option.name], sources[option.name] = option.parse(given), "flag"
         elif configured is not None:
-            values[option.name], sources[option.name] = configured, str(config.path if config else "")
+            origin = config.origin(option.key) if config is not None and option.key else None
+            values[option.name], sources[option.name] = configured, str(origin or "")
         else:
             values[option.name], sources[option.name] = option.default(config), "default"
     preload = config.preload if config is not None else ()

@@ -91,7 +91,7 @@ def test_moving_the_ledger_in_physverify_yaml_does_not_move_the_baseline(tmp_pat
     assert (run.transition, run.baseline_verdict) == (REGRESSED, "rejected") and result.exit_code == EXIT_FINDING
     assert result.ledger == Path("claims/fresh.jsonl")  # the run writes where the working settings say
     assert json.loads((root / "claims" / "fresh.jsonl").read_text())["verdict"] == "confirmed"
-    assert any("in claims/kept.jsonl, where that commit's physverify.yaml keeps it" in w for w in result.warnings)
+    assert any("in claims/kept.jsonl, where that commit's physverify.yaml or pyproject.toml keeps it" in w for w in result.warnings)
 
 
 def test_adding_a_physverify_yaml_that_moves_the_ledger_keeps_the_default_baseline(
