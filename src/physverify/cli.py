@@ -14,6 +14,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -167,11 +168,42 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                         help="the pre-commit hook: positional arguments are the staged files, trust is implied, "
                         "and the run fails whenever it wrote to the ledger")
     replay.add_argument("--claims", metavar="DIR", help="with --pre-commit: the claims folder (default: claims)")
-    replay.add_argument("--format", default="text", choices=sorted(FORMATS), help="output format (default: text)")
+    replay.add_argument("--format", action=_Once, choices=sorted(FORMATS),
+                        help="the output's format (default: text); given once")
     replay.add_argument("--output", metavar="F", help="write the output to F instead of stdout")
+    replay.add_argument("--report", action="append", default=[], metavar="FORMAT=PATH",
+                        help=f"also write the result as FORMAT ({', '.join(FORMATS)}) to PATH; repeatable, "
+                        "from the same run, and the output above stays as it is")
     replay.add_argument("--shard", metavar="K/N", help="run only shard K of N (a stable split by claim path)")
     replay.add_argument("--record-all", action="store_true", help="append a ledger line for every claim run")
     replay.add_argument("--dry-run", action="store_true", help="run and judge the claims but write nothing to the ledger")
+
+
+class _Once(argparse.Action):
+    """An option that may be given once: a second value is a usage error, never a silent last-wins."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"argument {option_string}: given twice; for several files from one run, "
+                         "use --report FORMAT=PATH for each")
+        setattr(namespace, self.dest, values)
+
+
+def _reports(values: Sequence[str]) -> list[tuple[str, str]]:
+    """Each --report FORMAT=PATH as (format, path); a UsageError for an unknown format or a missing path."""
+    from physverify.report import FORMATS
+
+    reports = []
+    for value in values:
+        fmt, eq, path = value.partition("=")
+        if not eq or not path or fmt not in FORMATS:
+            raise UsageError(f"--report {value!r}: give FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}, "
+                             "e.g. --report junit=replay.xml")
+        if path == "-":
+            raise UsageError(f"--report {value!r}: a report goes to a file; the output (--format) is stdout's")
+        reports.append((fmt, path))
+    return reports
 
 
 def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -423,14 +455,20 @@ def _replay(args: argparse.Namespace) -> int:
     from physverify import replay, report
 
     dirs, files = _replay_dirs_and_files(args)
-    progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
+    fmt = args.format or "text"
+    reports = _reports(args.report)
+    for _, path in reports:  # every file is checked before anything runs
+        _check_output(path, "--report")
     _check_output(args.output, "--output")
+    progress = _replay_progress(fmt, sys.stderr.isatty(), args.pre_commit)
     result = replay.replay(
         dirs, ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
         baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
         shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress, isolation=args.isolation,
     )
-    _emit(report.render(args.format, result), args.output)
+    for name, path in reports:
+        _emit(report.render(name, result), path)
+    _emit(report.render(fmt, result), args.output)
     return result.exit_code
 
 
@@ -441,11 +479,37 @@ def _replay_dirs_and_files(args: argparse.Namespace) -> tuple[list[str], list[st
     return list(args.paths) + ([args.claims] if args.claims else []), args.files
 
 
-def _replay_progress(run: object, done: int, total: int) -> None:
+def _replay_progress(fmt: str, terminal: bool, pre_commit: bool) -> Callable[[Any, int, int], None] | None:
+    """Progress on stderr: on a terminal each claim's line as it ends (text output); elsewhere (a CI log) a
+    count at most every PROGRESS_EVERY_S and at the end; none for the hook, whose log pre-commit shows."""
+    if terminal:
+        return _claim_progress if fmt == "text" else None
+    return None if pre_commit else _Counted(time.monotonic())
+
+
+def _claim_progress(run: Any, done: int, total: int) -> None:
     from physverify.report import text
 
-    sys.stderr.write(f"[{done}/{total}] {text.replay_line(run)}\n")  # type: ignore[arg-type]
+    sys.stderr.write(f"[{done}/{total}] {text.replay_line(run)}\n")
     sys.stderr.flush()
+
+
+PROGRESS_EVERY_S = 5.0  # a CI log gets a line this often at most: alive, not flooded
+
+
+class _Counted:
+    """``[k/N] claims done (T s)`` on stderr, at most every PROGRESS_EVERY_S, and when the last claim ends."""
+
+    def __init__(self, start: float) -> None:
+        self.start = self.last = start
+
+    def __call__(self, run: object, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        sys.stderr.write(f"[{done}/{total}] claims done ({now - self.start:.0f} s)\n")
+        sys.stderr.flush()
 
 
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:

@@ -27,6 +27,7 @@ import os
 import queue
 import stat
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -752,6 +753,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
     def run_one(item: _Planned) -> ClaimRun:
+        start = time.monotonic()
         # the reading and checkout discovery resolved: the commit (and its dirty flag) is
         # looked up once per repository for the whole run, each lookup starts git processes
         evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, reading=item.reading, checkouts=checkouts,
@@ -760,6 +762,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
         isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
                         record_all, _memory_verdict(memory, item.key, baseline.followed), staged)
+        judged = replace(judged, seconds=time.monotonic() - start)
         seen.finished(judged)
         return judged
 
