@@ -427,6 +427,13 @@ def _confirm(args: argparse.Namespace) -> int:
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
     _check_output(args.json, "--json")
+    shown: list[confirm.Finished] = []
+
+    def show(finished: confirm.Finished) -> None:  # each line as the child finishes it: a long claim is not silent
+        shown.append(finished)
+        sys.stdout.write(text.finished_line(*finished) + "\n")
+        sys.stdout.flush()
+
     evaluation = confirm.confirm(
         Path(args.claim),
         ledger=Path(args.ledger),
@@ -434,11 +441,12 @@ def _confirm(args: argparse.Namespace) -> int:
         trusted=args.trusted,
         allow_dependent_reference=args.allow_dependent_reference,
         isolation=args.isolation,
+        on_finished=show if args.json != "-" else None,  # with --json - stdout holds the JSON alone
     )
     if args.json is not None:  # spec section 7: only --json - replaces the text verdict
         _emit(dumps(evaluation.record, indent=None if args.json == "-" else 2), args.json)
     if args.json != "-":
-        _emit(text.render_confirm(evaluation.record))
+        _emit(text.render_confirm(evaluation.record, outcomes=not shown))
     return evaluation.verdict.exit_code
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from physverify.child import child_environment
 from physverify.fresh import run_fresh
 from physverify.procgroup import Stopped, refuse_if_stopping, stopping
-from physverify.protocol import ChildOutcome
+from physverify.protocol import ChildOutcome, Progress
 from physverify.variant_channel import VariantSource, descriptor
 
 __all__ = [
@@ -61,6 +61,7 @@ def run_child(
     preload: Sequence[str] = (),
     variant: VariantSource | None = None,
     imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
+    progress: Progress | None = None,
 ) -> ChildOutcome:
     """Run ``path`` in a child (mode ``claim`` or ``spec``) and collect its result.
 
@@ -70,6 +71,8 @@ def run_child(
     modules the fork server imports besides the ones it finds in the claim's imports;
     ``imports`` are the file's own, from its reading (read again when not given).
     ``variant``: the child imports CLAIM["file"] from this source instead (issue 17).
+    ``progress`` is told each control and check as the child finishes it: ``{"role": ..., "outcome": ...}``
+    (for display only; the result decides).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -82,5 +85,5 @@ def run_child(
             from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
             return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
-                                         imports=imports, variant_fd=variant_fd)
-        return run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+                                         imports=imports, variant_fd=variant_fd, progress=progress)
+        return run_fresh(mode, path, extra, child_env, timeout_s, variant_fd, progress)
