@@ -490,9 +490,11 @@ def _replay_dirs_and_files(args: argparse.Namespace) -> tuple[list[str], list[st
 def _replay_progress(fmt: str, terminal: bool, pre_commit: bool) -> Callable[[Any, int, int], None] | None:
     """Progress on stderr: on a terminal each claim's line as it ends (text output); elsewhere (a CI log) a
     count at most every PROGRESS_EVERY_S and at the end; none for the hook, whose log pre-commit shows."""
+    from physverify.report.text import CountedProgress
+
     if terminal:
         return _claim_progress if fmt == "text" else None
-    return None if pre_commit else _Counted(time.monotonic())
+    return None if pre_commit else CountedProgress(_flushed(sys.stderr), time.monotonic())
 
 
 def _claim_progress(run: Any, done: int, total: int) -> None:
@@ -502,22 +504,6 @@ def _claim_progress(run: Any, done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-PROGRESS_EVERY_S = 5.0  # a CI log gets a line this often at most: alive, not flooded
-
-
-class _Counted:
-    """``[k/N] claims done (T s)`` on stderr, at most every PROGRESS_EVERY_S, and when the last claim ends."""
-
-    def __init__(self, start: float) -> None:
-        self.start = self.last = start
-
-    def __call__(self, run: object, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.last < PROGRESS_EVERY_S:
-            return
-        self.last = now
-        sys.stderr.write(f"[{done}/{total}] claims done ({now - self.start:.0f} s)\n")
-        sys.stderr.flush()
 
 
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:

@@ -7,7 +7,8 @@ passed", "::warning::") or reach the terminal (issue 13).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from physverify.checks import STATUSES
@@ -137,3 +138,22 @@ def render(result: ReplayResult) -> str:
         lines.append("gate passed")
     lines += [visible(note) for note in result.notes]
     return "\n".join(lines)
+
+
+PROGRESS_EVERY_S = 5.0  # a CI log gets a count this often at most: alive, not flooded
+
+
+class CountedProgress:
+    """A replay's progress for a log that is not a terminal: ``[k/N] claims done (T s)`` through ``write``, at most
+    every ``every_s`` and when the last claim ends (each claim's own line is the report's, at the end)."""
+
+    def __init__(self, write: Callable[[str], None], start: float, every_s: float = PROGRESS_EVERY_S) -> None:
+        self.write, self.start, self.every_s = write, start, every_s
+        self.last = start
+
+    def __call__(self, run: object, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < self.every_s:
+            return
+        self.last = now
+        self.write(f"[{done}/{total}] claims done ({now - self.start:.0f} s)\n")
