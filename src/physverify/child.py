@@ -63,7 +63,10 @@ def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int, key:
     def finished(role: str, outcome: dict[str, Any]) -> None:  # shown by confirm as it comes (protocol.py)
         _write_all(result_fd, encode_progress(role, outcome, key))
 
-    payload = run_claim(path, finished) if mode == "claim" else run_spec(path, finished)
+    if mode == "list":
+        payload = list_spec(path)
+    else:
+        payload = run_claim(path, finished) if mode == "claim" else run_spec(path, finished)
     if finder is not None:
         payload["variant_served"] = finder.served > 0
     sys.stdout.flush()
@@ -205,6 +208,16 @@ def run_claim(path: Path, finished: Finished | None = None) -> dict[str, Any]:
         checks = _call_for_checks(module, "checks", single=False)
         first = _told("control", control, finished)
         return {"load_error": None, "control": first, "checks": [_told("check", check, finished) for check in checks]}
+
+    return _guarded(path, body)
+
+
+def list_spec(path: Path) -> dict[str, Any]:
+    """A spec file's checks, each named by its family and label, in order; none is run."""
+
+    def body(module: ModuleType) -> dict[str, Any]:
+        checks = _call_for_checks(module, "checks", single=False)
+        return {"load_error": None, "checks": [{"family": check.family, "label": check.label} for check in checks]}
 
     return _guarded(path, body)
 

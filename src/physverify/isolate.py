@@ -30,7 +30,7 @@ __all__ = [
     "fork_supported", "refuse_if_stopping", "resolve_isolation", "run_child", "stopping",
 ]
 
-MODES = ("claim", "spec")
+MODES = ("claim", "spec", "list")  # list: a spec file's checks named, none run (the pytest plugin's collection)
 FRESH = "fresh"
 FORK = "fork"
 ISOLATION_MODES = (FRESH, FORK)
