@@ -21,7 +21,7 @@ GitPython) is loaded by the plugin object ``pytest_configure`` registers then.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,8 +93,11 @@ class Collector:
         return self._claims
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Iterator[None] | Any:
-        collected: list[pytest.Collector] = yield
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
+                            ) -> Generator[None, list[pytest.Collector], list[pytest.Collector]]:
+        """pytest's own collectors of the file, a claim's or a spec's Module (which would import it) replaced
+        by ours."""
+        collected = yield
         folder = self.claims().get(file_path.resolve()) if self.folders else None
         if folder is not None:  # never imported here: a claim runs in its child only
             kept = [node for node in collected if not isinstance(node, pytest.Module)]
