@@ -410,7 +410,9 @@ def _comparable(records: list[dict[str, Any]]) -> list[str]:
 
 
 def _lines(text: str, start: str) -> list[str]:
-    return sorted(line for line in text.splitlines() if line.startswith(start))
+    """The lines starting with ``start``, sorted; the log's groups are not annotations and are left out."""
+    return sorted(line for line in text.splitlines() if line.startswith(start)
+                  and not line.startswith(("::group::", "::endgroup::")))
 
 
 def _sarif_results(job: Path) -> list[str]:
@@ -520,3 +522,57 @@ def test_actionlint_as_the_tests_run_it_finds_a_broken_matrix_workflow(tmp_path:
     done = subprocess.run([*(ACTIONLINT or []), str(broken)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert 'job "merge" needs job "replays" which does not exist' in done.stdout
+
+
+# --- the log's groups and GitHub's cap on annotations (issue 38) ------------------------------
+def _groups(stdout: str) -> dict[str, list[str]]:
+    """Each ::group:: of the log with its lines; AssertionError when groups nest or one is not closed."""
+    groups: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in stdout.splitlines():
+        if line.startswith("::group::"):
+            assert current is None, "a group inside a group"
+            current = groups.setdefault(line.removeprefix("::group::"), [])
+        elif line == "::endgroup::":
+            assert current is not None, "an end without a group"
+            current = None
+        elif current is not None:
+            current.append(line)
+    assert current is None, "a group never closed"
+    return groups
+
+
+def test_the_log_folds_the_run_and_each_claim_into_groups_before_the_annotations(
+    workspace: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, recorded = workspace
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
+    groups = _groups(ran["stdout"])
+    assert ran["code"] == EXIT_FINDING and list(groups) == [action.RUN_GROUP, "physverify replay: each claim"], ran
+    assert groups[action.RUN_GROUP][-1].startswith("[1/1] claims done ("), groups
+    assert groups["physverify replay: each claim"][0].startswith("confirmed      regressed    claims/claim_decay.py")
+    annotation = ran["stdout"].index("::error file=decay.py")
+    assert annotation > ran["stdout"].rindex("::endgroup::"), "annotations come after the groups"
+    assert "annotations of each kind" not in ran["summary"]  # one annotation: nothing hidden, nothing said
+
+
+def test_the_summary_names_the_annotations_githubs_cap_hides_and_changed_claims_come_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eleven confirmed defects recorded, then a twelfth claim: GitHub shows ten warnings; the new one is among them."""
+    root = tmp_path / "workspace"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DEFECT)
+    for n in range(11):
+        (root / "claims" / f"claim_{n:02}.py").write_text(CLAIM)
+    repo = init_repo(root)
+    monkeypatch.chdir(root)
+    replay.replay(["claims"], trusted=True)
+    repo.index.add(["decay.py", "claims", "claims/confirm_ledger.jsonl"])
+    recorded = repo.index.commit("eleven confirmed defects, kept").hexsha
+    (root / "claims" / "claim_zz.py").write_text(CLAIM)
+    ran = _run_locally(root, tmp_path, {"before": recorded}, {"report": "false"})
+    warnings = [line for line in ran["stdout"].splitlines() if line.startswith("::warning ")]
+    assert ran["code"] == EXIT_OK and len(warnings) == 12, ran["stdout"] + ran["stderr"]
+    assert "::new: confirmed (claims/claim_zz.py)" in warnings[0], warnings[0]  # path order would put it last
+    assert "GitHub shows 10 annotations of each kind per step: 2 warnings of this run are not shown" in ran["summary"]

@@ -444,3 +444,87 @@ def test_confirm_says_when_the_claimed_file_is_not_found(project: git.Repo, phys
         "hash of it is recorded; check the path (relative to the repository root)"), typo.stdout
     found = physverify("confirm", "claims/claim_ok.py", "--trusted", cwd=root)
     assert found.returncode == ExitCode.OK and "note:" not in found.stdout, found.stdout
+
+
+# --- several reports from one run, and progress in a CI log (issue 38) ---------------------
+HOSTILE = "</failure><script>alert(1)</script>]]>&amp;\x1b[31m\n::error::forged"
+HOSTILE_CLAIM = TINY_CLAIM.replace('"text": "t"', f'"text": {HOSTILE!r}').replace(
+    '"two is two"', f'"two is two {HOSTILE!r}"').replace('Result(PASS, "2 == 2")', f'Result(FAIL, {HOSTILE!r})').replace(
+    "import PASS,", "import FAIL, PASS,")
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_one_replay_writes_junit_sarif_and_html_reports_that_validate_and_prints_its_usual_text(
+    project: git.Repo, physverify: Callable[..., Ran]
+) -> None:
+    import json
+
+    import jsonschema
+    import xmlschema
+
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "claim_hostile.py").write_text(HOSTILE_CLAIM)
+    plain = physverify("replay", "claims", "--trusted", "--dry-run", cwd=root)
+    (root / "out").mkdir()
+    done = physverify("replay", "claims", "--trusted", "--report", "junit=out/r.xml", "--report", "sarif=out/r.sarif",
+                      "--report=html=out/r.html", cwd=root)
+    assert done.returncode == plain.returncode == ExitCode.OK, done.stderr
+    assert done.stdout == plain.stdout.replace("0 lines written", "2 lines written")  # the terminal text as ever
+    xmlschema.XMLSchema(DATA / "junit.xsd").validate(str(root / "out" / "r.xml"))
+    junit = (root / "out" / "r.xml").read_text(encoding="utf-8")
+    assert junit.count("<testcase ") == 2 and "\x1b" not in junit and "<script>" not in junit
+    schema = json.loads((DATA / "sarif-schema-2.1.0-excerpt.json").read_text(encoding="utf-8"))
+    sarif = json.loads((root / "out" / "r.sarif").read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(sarif)
+    assert any("alert(1)" in result["message"]["text"] for result in sarif["runs"][0]["results"])
+    assert "\x1b" not in (root / "out" / "r.sarif").read_text(encoding="utf-8")
+    page = (root / "out" / "r.html").read_text(encoding="utf-8")
+    assert "alert(1)" in page and "<script>alert(1)" not in page and "\x1b" not in page
+
+
+def test_the_junit_time_of_a_claim_is_its_whole_run_not_only_its_checks(
+    project: git.Repo, physverify: Callable[..., Ran]
+) -> None:
+    """A claim whose module sleeps at import spends that time outside any check: the case's time holds it."""
+    import xml.etree.ElementTree as ET
+
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "claim_ok.py").write_text("import time\ntime.sleep(1.5)\n" + TINY_CLAIM)
+    done = physverify("replay", "claims", "--trusted", "--format", "junit", cwd=root)
+    case = ET.fromstring(done.stdout.encode()).find("testsuite/testcase")
+    assert case is not None and float(case.get("time") or 0) >= 1.5, done.stdout
+
+
+@pytest.mark.parametrize("value", ["junit", "junit=", "yaml=r.yaml", "junit=-"])
+def test_a_report_without_a_known_format_and_a_file_is_a_usage_error(
+    project: git.Repo, physverify: Callable[..., Ran], value: str
+) -> None:
+    root = Path(project.working_tree_dir or "")
+    done = physverify("replay", "claims", "--trusted", "--report", value, cwd=root)
+    assert done.returncode == ExitCode.ERROR and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert "--report" in done.stderr and not (root / "claims" / "confirm_ledger.jsonl").exists()
+
+
+def test_a_repeated_format_is_a_usage_error_not_the_last_one_silently(
+    project: git.Repo, physverify: Callable[..., Ran]
+) -> None:
+    root = Path(project.working_tree_dir or "")
+    done = physverify("replay", "claims", "--trusted", "--format", "json", "--format", "junit", cwd=root)
+    assert done.returncode == ExitCode.ERROR and done.stdout == "", done.stderr
+    assert "--format: given twice" in done.stderr and "--report" in done.stderr
+    assert not (root / "claims" / "confirm_ledger.jsonl").exists()
+
+
+def test_a_replay_with_its_stderr_piped_prints_counted_progress(
+    project: git.Repo, physverify: Callable[..., Ran]
+) -> None:
+    """Outside a terminal (a CI log) a count, never each claim's line; at least the last one, when all are done."""
+    root = Path(project.working_tree_dir or "")
+    for n in range(3):
+        (root / "claims" / f"claim_{n}.py").write_text(TINY_CLAIM)
+    done = physverify("replay", "claims", "--trusted", cwd=root)
+    lines = done.stderr.splitlines()
+    assert done.returncode == ExitCode.OK and lines and lines[-1].startswith("[4/4] claims done ("), done.stderr
+    assert all(line.startswith("[") and "/4] claims done (" in line for line in lines), done.stderr
+    hook = physverify("replay", "--pre-commit", "--claims", "claims", "claims/claim_0.py", cwd=root)
+    assert "claims done" not in hook.stderr, hook.stderr

@@ -222,3 +222,35 @@ def test_ctrl_c_while_waiting_for_a_claim_ends_it_and_leaves_no_stream_open() ->
             sock.close()
     assert supervisor.wait(timeout=30) == -signal.SIGKILL  # ended by the interrupted wait, its whole session
     assert out.fileno() == -1 and err.fileno() == -1 and watch.fileno() == -1
+
+
+def test_progress_lines_are_told_once_each_as_they_arrive_and_a_forged_one_never() -> None:
+    """Issue 38: confirm shows each control and check as the child finishes it; a line cut across reads is told
+    once it is whole, and a line without this run's tag (another process's) is dropped, as a forged result is."""
+    import time
+
+    from physverify.protocol import Streams, encode_progress, encode_result, new_key, stream_pairs
+
+    key = new_key()
+    (out, out_child), (err, err_child) = stream_pairs()
+    told: list[dict[str, object]] = []
+    streams = Streams(out, err, told.append, key)
+    control = {"label": "quick", "family": "demo", "status": "PASS", "message": "m" * 5000, "data": [1.0] * 10}
+    data = (encode_progress("control", control, new_key())  # forged: another key
+            + encode_progress("control", control, key) + encode_progress("check", {"label": "x", "status": "FAIL"}, key)
+            + encode_result({"load_error": None, "control": control, "checks": []}, key))
+
+    def send() -> None:  # in pieces far smaller than a line, while the parent reads
+        for start in range(0, len(data), 7):
+            out_child.sendall(data[start:start + 7])
+        out_child.close()
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    err_child.close()
+    outcome = streams.outcome(0, False, time.monotonic(), key)
+    sender.join()
+    assert [line["role"] for line in told] == ["control", "check"]
+    first = told[0]["outcome"]
+    assert isinstance(first, dict) and first["label"] == "quick" and len(first["message"]) == 4096
+    assert "data" not in first and outcome.payload is not None and outcome.payload["control"]["label"] == "quick"

@@ -28,7 +28,7 @@ OUT_MOUNT = "/out"  # writable files that live outside the repository
 COMMANDS = ("confirm", "replay")
 CLAIM_GRACE_S = 15.0  # added per claim of a replay to its --timeout (its child's start and end)
 # The options whose value is a file physverify writes: they are the only writable places.
-_WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output")}
+_WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output", "--report")}
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,9 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
         name, eq, value = token.partition("=")
         if name in writes and (eq or rest):
             value = value if eq else rest.pop(0)
-            arg, named[name] = translate.writable(value, name)
-            out += [name, arg]
+            fmt, path = _report_value(value) if name == "--report" else ("", value)  # only its path is bound
+            arg, named[name] = translate.writable(path, name)
+            out += [name, f"{fmt}={arg}" if name == "--report" else arg]
         else:
             out.append(translate.readable(token))
     if "--ledger" not in named:  # made explicit, so the command inside writes only where it is bound
@@ -105,6 +106,14 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     # git told to run nothing the received .git/config names (issue 21, item 7).
     return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files),
                 repo_commit(repo, untrusted=True), named["--ledger"])
+
+
+def _report_value(value: str) -> tuple[str, str]:
+    """--report FORMAT=PATH split in two; a UsageError without the '='."""
+    fmt, eq, path = value.partition("=")
+    if not eq or not path:
+        raise UsageError(f"sandbox: --report {value!r}: give FORMAT=PATH, e.g. --report junit=replay.xml")
+    return fmt, path
 
 
 def _command(inner: Inner) -> str:

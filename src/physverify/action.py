@@ -161,6 +161,7 @@ class Written:
     sarif: str | None
     html: str | None = None  # the HTML report, when the report input is true
     shard_result: str | None = None  # a shard job's result (JSON) for the merge job
+    text: str = ""  # the text report, for the log's group of claims
 
 
 def run(inputs: Inputs, baseline: str | None, log: list[str] | None = None) -> Written:
@@ -184,12 +185,24 @@ def rendered(result: ReplayResult, inputs: Inputs) -> Written:
     page = report.render("html", result) if inputs.report else None
     return Written(
         annotations=report.render("github", result),
-        summary=report.render("markdown", result) + (REPORT_NOTE if page is not None else ""),
+        summary=report.render("markdown", result) + hidden_note(result) + (REPORT_NOTE if page is not None else ""),
         outputs={**outputs(result), "report": ""},  # the report's path is known once it is written (_deliver)
         exit_code=result.exit_code,
         sarif=report.render("sarif", result) if inputs.sarif else None,
         html=page,
+        text=report.render("text", result),
     )
+
+
+def hidden_note(result: ReplayResult) -> str:
+    """The summary's word on annotations GitHub's cap per kind hides, with their count ('' when none is hidden)."""
+    over = github.hidden(result)
+    if not over:
+        return ""
+    counts = " and ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in over.items())
+    return (f"\n\n> GitHub shows {github.SHOWN_PER_KIND} annotations of each kind per step: {counts} of this run "
+            "are not shown on the files (claims that moved or fail the gate come first). The table above lists every "
+            "claim, and the step's log has every annotation.\n")
 
 
 def _shard_written(result: ReplayResult) -> Written:
@@ -209,7 +222,10 @@ def _shard_written(result: ReplayResult) -> Written:
 
 
 def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
+    import time
+
     from physverify import replay
+    from physverify.report.text import CountedProgress
 
     return replay.replay(
         list(inputs.claims),
@@ -219,7 +235,13 @@ def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
         trusted=True,  # a repository's own workflow runs its own code, as its test job does (docs/github-action.md)
         baseline=baseline,
         shard=_shard_text(inputs),
+        progress=CountedProgress(_log, time.monotonic()),  # the log is not silent while claims run
     )
+
+
+def _log(line: str) -> None:
+    sys.stdout.write(line)
+    sys.stdout.flush()
 
 
 def _shard_text(inputs: Inputs) -> str | None:
@@ -246,7 +268,8 @@ def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayRe
     key = seal.new_key()
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "replay.json"
-        inner = sandbox.Inner((*args, "--format", "json", "--output", str(report_path)), "replay",
+        # the result as a report file; the inner run's usual text and progress go to the log
+        inner = sandbox.Inner((*args, "--report", f"json={report_path}"), "replay",
                               folders=inputs.claims, timeout=inputs.timeout, jobs=inputs.jobs)
         ran = sandbox.sandbox(inner, capture=True, seal_key=key)  # the code inside must not reach the runner's stdout
         log += neutralise(ran.output)
@@ -398,6 +421,15 @@ def _write_file(path: Path, data: bytes, mode: int) -> Path:
     return path
 
 
+RUN_GROUP = "physverify replay: running the claims"
+
+
+def _group(title: str, lines: list[str]) -> str:
+    """``lines`` folded under ``title`` in the log; each is text a renderer made safe (``visible``), so none is
+    a workflow command, and an ``::endgroup::`` cannot come from the repository."""
+    return f"::group::{title}\n" + "".join(f"{line}\n" for line in lines) + "::endgroup::\n"
+
+
 def neutralise(text: str) -> list[str]:
     """``text`` as log lines the runner cannot read as workflow commands (neither ``::cmd::`` nor ``##[cmd]``),
     with no control character or bidi mark left raw: the code inside wrote it, so ``visible`` shows it."""
@@ -515,6 +547,8 @@ def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str], folder: C
     if written.summary:
         _append(env.get("GITHUB_STEP_SUMMARY"), written.summary)
     _append(env.get("GITHUB_OUTPUT"), output_lines(outputs_))
+    if written.text:
+        sys.stdout.write(_group("physverify replay: each claim", written.text.rstrip("\n").split("\n")))
     if written.annotations:
         sys.stdout.write(written.annotations.rstrip("\n") + "\n")
 
@@ -556,6 +590,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     log: list[str] = []
     made: list[Path] = []
+    grouped: list[bool] = []  # the run's group is open
 
     def folder() -> Path:  # created when the first file needs it, once
         if not made:
@@ -566,15 +601,18 @@ def main(env: Mapping[str, str] | None = None) -> int:
         inputs = read_inputs(env)
         workspace = Path(env.get("GITHUB_WORKSPACE") or ".").resolve()
         os.chdir(workspace)  # claims, ledger and sarif paths are relative to the repository, as in a workflow
+        _log(f"::group::{RUN_GROUP}\n")  # the claims' progress, and the sandbox's log, folded
+        grouped.append(True)
         written = _replayed(inputs, env, workspace, log, folder)
-        sys.stdout.write("".join(f"{line}\n" for line in log))
+        sys.stdout.write("".join(f"{line}\n" for line in log) + "::endgroup::\n")
         log.clear()
+        grouped.clear()
         _deliver(written, inputs, env, folder)
     except Exception as exc:  # the one handler (handler.py): one ::error line, the outputs say error, the step fails
         failed = handler.failure(exc)
         if failed is None or (failed.bug and handler.debugging()):
             raise
-        sys.stdout.write("".join(f"{line}\n" for line in log))
+        sys.stdout.write("".join(f"{line}\n" for line in log) + ("::endgroup::\n" if grouped else ""))
         sys.stdout.write(github.command("error", f"physverify: {failed.message}") + "\n")
         _append(env.get("GITHUB_OUTPUT"), output_lines({"gate": "error", "exit-code": str(int(failed.exit_code))}))
         return failed.exit_code

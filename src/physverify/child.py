@@ -25,7 +25,7 @@ from typing import Any
 from physverify.checks import ERROR, Check, CheckOutcome, describe_exception, run_check
 from physverify.procgroup import TOKEN_ENV
 from physverify import _variant_import
-from physverify.protocol import encode_result
+from physverify.protocol import encode_progress, encode_result
 from physverify.variant_channel import VariantSource
 
 
@@ -80,14 +80,24 @@ def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int, key:
     """
     sys.path[:] = [str(path.parent)] + list(extra) + [p for p in sys.path if p not in ("", str(path.parent))]
     finder = _variant_import.install(variant.target, variant.source) if variant is not None else None
-    payload = run_claim(path) if mode == "claim" else run_spec(path)
+
+    def finished(role: str, outcome: dict[str, Any]) -> None:  # shown by confirm as it comes (protocol.py)
+        _write_all(result_fd, encode_progress(role, outcome, key))
+
+    if mode == "list":
+        payload = list_spec(path)
+    else:
+        payload = run_claim(path, finished) if mode == "claim" else run_spec(path, finished)
     if finder is not None:
         payload["variant_served"] = finder.served > 0
     sys.stdout.flush()
-    data = encode_result(payload, key)
-    while data:
-        data = data[os.write(result_fd, data) :]
+    _write_all(result_fd, encode_result(payload, key))
     os.close(result_fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def run_as_process(mode: str, path: Path, extra: Sequence[str], result_fd: int, key: bytes,
@@ -201,22 +211,43 @@ def _guarded(path: Path, body: Callable[[ModuleType], dict[str, Any]]) -> dict[s
         return {"load_error": str(exc)}
 
 
-def run_claim(path: Path) -> dict[str, Any]:
-    """The child's work for a claim: build and run the control and every check."""
+Finished = Callable[[str, dict[str, Any]], None]  # told each outcome as it is made: its role, the outcome
+
+
+def _told(role: str, check: Check, finished: Finished | None) -> dict[str, Any]:
+    outcome = _run(check)
+    if finished is not None:
+        finished(role, outcome)
+    return outcome
+
+
+def run_claim(path: Path, finished: Finished | None = None) -> dict[str, Any]:
+    """The child's work for a claim: build and run the control and every check, each told to ``finished``."""
 
     def body(module: ModuleType) -> dict[str, Any]:
         control = _call_for_checks(module, "control", single=True)[0]
         checks = _call_for_checks(module, "checks", single=False)
-        return {"load_error": None, "control": _run(control), "checks": [_run(check) for check in checks]}
+        first = _told("control", control, finished)
+        return {"load_error": None, "control": first, "checks": [_told("check", check, finished) for check in checks]}
 
     return _guarded(path, body)
 
 
-def run_spec(path: Path) -> dict[str, Any]:
-    """The child's work for a spec file (``physverify run``): run every check of checks()."""
+def list_spec(path: Path) -> dict[str, Any]:
+    """A spec file's checks, each named by its family and label, in order; none is run."""
 
     def body(module: ModuleType) -> dict[str, Any]:
         checks = _call_for_checks(module, "checks", single=False)
-        return {"load_error": None, "checks": [_run(check) for check in checks]}
+        return {"load_error": None, "checks": [{"family": check.family, "label": check.label} for check in checks]}
+
+    return _guarded(path, body)
+
+
+def run_spec(path: Path, finished: Finished | None = None) -> dict[str, Any]:
+    """The child's work for a spec file (``physverify run``): run every check of checks(), each told to ``finished``."""
+
+    def body(module: ModuleType) -> dict[str, Any]:
+        checks = _call_for_checks(module, "checks", single=False)
+        return {"load_error": None, "checks": [_told("check", check, finished) for check in checks]}
 
     return _guarded(path, body)

@@ -14,6 +14,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -175,8 +176,12 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                         help="the pre-commit hook: positional arguments are the staged files, trust is implied, "
                         "and the run fails whenever it wrote to the ledger")
     replay.add_argument("--claims", metavar="DIR", help="with --pre-commit: the claims folder (default: claims)")
-    replay.add_argument("--format", default="text", choices=sorted(FORMATS), help="output format (default: text)")
+    replay.add_argument("--format", action=_Once, choices=sorted(FORMATS),
+                        help="the output's format (default: text); given once")
     replay.add_argument("--output", metavar="F", help="write the output to F instead of stdout")
+    replay.add_argument("--report", action="append", default=[], metavar="FORMAT=PATH",
+                        help=f"also write the result as FORMAT ({', '.join(FORMATS)}) to PATH; repeatable, "
+                        "from the same run, and the output above stays as it is")
     replay.add_argument("--shard", metavar="K/N", help="run only shard K of N (a stable split by claim path)")
     replay.add_argument("--record-all", action="store_true", help="append a ledger line for every claim run")
     replay.add_argument("--dry-run", action="store_true", help="run and judge the claims but write nothing to the ledger")
@@ -204,6 +209,33 @@ def _demo() -> int:
     _emit(f"the HTML report: {done.report}\n(the demo's files stay in {done.folder}, under the system's temporary "
           "folder; delete it when done)")
     return done.exit_code
+
+
+class _Once(argparse.Action):
+    """An option that may be given once: a second value is a usage error, never a silent last-wins."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"argument {option_string}: given twice; for several files from one run, "
+                         "use --report FORMAT=PATH for each")
+        setattr(namespace, self.dest, values)
+
+
+def _reports(values: Sequence[str]) -> list[tuple[str, str]]:
+    """Each --report FORMAT=PATH as (format, path); a UsageError for an unknown format or a missing path."""
+    from physverify.report import FORMATS
+
+    reports = []
+    for value in values:
+        fmt, eq, path = value.partition("=")
+        if not eq or not path or fmt not in FORMATS:
+            raise UsageError(f"--report {value!r}: give FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}, "
+                             "e.g. --report junit=replay.xml")
+        if path == "-":
+            raise UsageError(f"--report {value!r}: a report goes to a file; the output (--format) is stdout's")
+        reports.append((fmt, path))
+    return reports
 
 
 def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -431,6 +463,13 @@ def _confirm(args: argparse.Namespace) -> int:
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
     _check_output(args.json, "--json")
+    shown: list[confirm.Finished] = []
+
+    def show(finished: confirm.Finished) -> None:  # each line as the child finishes it: a long claim is not silent
+        shown.append(finished)
+        sys.stdout.write(text.finished_line(*finished) + "\n")
+        sys.stdout.flush()
+
     evaluation = confirm.confirm(
         Path(args.claim),
         ledger=Path(args.ledger),
@@ -438,11 +477,12 @@ def _confirm(args: argparse.Namespace) -> int:
         trusted=args.trusted,
         allow_dependent_reference=args.allow_dependent_reference,
         isolation=args.isolation,
+        on_finished=show if args.json != "-" else None,  # with --json - stdout holds the JSON alone
     )
     if args.json is not None:  # spec section 7: only --json - replaces the text verdict
         _emit(dumps(evaluation.record, indent=None if args.json == "-" else 2), args.json)
     if args.json != "-":
-        _emit(text.render_confirm(evaluation.record))
+        _emit(text.render_confirm(evaluation.record, outcomes=not shown))
     return evaluation.verdict.exit_code
 
 
@@ -475,14 +515,20 @@ def _replay(args: argparse.Namespace) -> int:
     from physverify import replay, report
 
     dirs, files = _replay_dirs_and_files(args)
-    progress = _replay_progress if args.format == "text" and sys.stderr.isatty() else None
+    fmt = args.format or "text"
+    reports = _reports(args.report)
+    for _, path in reports:  # every file is checked before anything runs
+        _check_output(path, "--report")
     _check_output(args.output, "--output")
+    progress = _replay_progress(fmt, sys.stderr.isatty(), args.pre_commit)
     result = replay.replay(
         dirs, ledger=args.ledger, jobs=args.jobs, timeout_s=args.timeout, trusted=args.trusted,
         baseline=args.baseline, changed_since=args.changed_since, files=files, pre_commit=args.pre_commit,
         shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress, isolation=args.isolation,
     )
-    _emit(report.render(args.format, result), args.output, sealed=True)
+    for name, path in reports:
+        _emit(report.render(name, result), path)
+    _emit(report.render(fmt, result), args.output, sealed=True)
     return result.exit_code
 
 
@@ -493,11 +539,23 @@ def _replay_dirs_and_files(args: argparse.Namespace) -> tuple[list[str], list[st
     return list(args.paths) + ([args.claims] if args.claims else []), args.files
 
 
-def _replay_progress(run: object, done: int, total: int) -> None:
+def _replay_progress(fmt: str, terminal: bool, pre_commit: bool) -> Callable[[Any, int, int], None] | None:
+    """Progress on stderr: on a terminal each claim's line as it ends (text output); elsewhere (a CI log) a
+    count at most every PROGRESS_EVERY_S and at the end; none for the hook, whose log pre-commit shows."""
+    from physverify.report.text import CountedProgress
+
+    if terminal:
+        return _claim_progress if fmt == "text" else None
+    return None if pre_commit else CountedProgress(_flushed(sys.stderr), time.monotonic())
+
+
+def _claim_progress(run: Any, done: int, total: int) -> None:
     from physverify.report import text
 
-    sys.stderr.write(f"[{done}/{total}] {text.replay_line(run)}\n")  # type: ignore[arg-type]
+    sys.stderr.write(f"[{done}/{total}] {text.replay_line(run)}\n")
     sys.stderr.flush()
+
+
 
 
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:

@@ -18,10 +18,21 @@ from physverify.checks import ERROR
 from physverify.config import load_config
 from physverify.isolation import guard
 from physverify.text import clean
-from physverify.verdict import Run, Verdict, decide, decide_fixed, settled
+from physverify.verdict import Run, Verdict, decide, decide_fixed, settled, variant_name
 
 DEFAULT_TIMEOUT_S = settings.DEFAULT_TIMEOUT_S
 SANDBOX_HINT = settings.SANDBOX_HINT
+
+
+class Finished(NamedTuple):
+    """A control or check the child finished, told as it happens (for display; the record decides)."""
+
+    role: str  # "control" or "check"
+    outcome: Mapping[str, Any]  # label, family, status and message, as the child reported it
+    run: str | None = None  # the second run of a claim that names its fix ("with the fix", ...), else None
+
+
+OnFinished = Callable[[Finished], None]
 
 
 class Evaluation(NamedTuple):
@@ -46,8 +57,12 @@ def confirm(
     trusted: bool = False,
     allow_dependent_reference: str | None = None,
     isolation: str | None = None,
+    on_finished: OnFinished | None = None,
 ) -> Evaluation:
-    """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it."""
+    """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it.
+
+    ``on_finished`` is told each control and check as the child finishes it.
+    """
     require_trust(trusted)  # before anything is read, run or written
     seconds = parse_timeout(timeout_s)
     reason = settings.parse_reason(allow_dependent_reference)
@@ -57,7 +72,7 @@ def confirm(
     run = settings.resolve({"timeout_s": seconds, "isolation": isolation}, folder)
     with guard.watching():  # a claim that changes physverify's limits gets no verdict and no ledger line
         evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
-                              isolation=run.isolation, preload=run.preload)
+                              isolation=run.isolation, preload=run.preload, on_finished=on_finished)
     _ledger.append_record(destination, evaluation.record)
     return evaluation
 
@@ -72,6 +87,7 @@ def evaluate(
     reading: claim.ClaimReading | None = None,
     checkouts: repo.Checkouts | None = None,
     env: dict[str, str] | None = None,
+    on_finished: OnFinished | None = None,
 ) -> Evaluation:
     """Run one claim and return its ledger object; never raises for a bad claim, never writes.
 
@@ -80,7 +96,8 @@ def evaluate(
     set when not given). The root is always spec section 3's (CLAIM["repo"], else the
     checkout holding the claim), so replay and confirm write the same fields.
     ``isolation`` and ``preload`` go to isolate.run_child; ``env`` is ``repo.child_env()``
-    (computed here when not given; replay computes it once for the run).
+    (computed here when not given; replay computes it once for the run). ``on_finished`` is told each
+    control and check as a child finishes it.
     """
     claim_path = Path(claim_path)
     reading = reading if reading is not None else claim.read(claim_path)
@@ -106,10 +123,12 @@ def evaluate(
     roots = repo.import_roots(claim_path.resolve().parent, checkout.root)[1:]
 
     def run(source: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
+        told = None if on_finished is None or fixed is None or source is None else variant_name(fixed.match.held)
         return isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots,
                                  env=env if env is not None else repo.child_env(),
                                  isolation=isolation, preload=preload, imports=reading.imports, variant=source,
-                                 private_home=settings.sandbox_repo() is not None)
+                                 private_home=settings.sandbox_repo() is not None,
+                                 progress=_telling(on_finished, told))
 
     child = run()
     code = _read_child(record, child, claim_path)
@@ -118,6 +137,20 @@ def evaluate(
         return _finish(record, _decide_fixed(record, code, fixed, run, timeout_s, claim_path), target)
     return _finish(record, decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
                                   control=code.control, checks=code.checks), target)
+
+
+def _telling(on_finished: OnFinished | None, run: str | None) -> Callable[[dict[str, Any]], None] | None:
+    """The child's progress lines as Finished values for ``on_finished`` (lines of another shape are dropped)."""
+    if on_finished is None:
+        return None
+    tell = on_finished
+
+    def progress(line: dict[str, Any]) -> None:
+        role, outcome = line.get("role"), line.get("outcome")
+        if role in ("control", "check") and isinstance(outcome, dict):
+            tell(Finished(role, outcome, run))
+
+    return progress
 
 
 def _read_child(record: dict[str, Any], child: isolate.ChildOutcome, claim_path: Path) -> Run:

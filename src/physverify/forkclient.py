@@ -41,7 +41,7 @@ from physverify.forkserver import MESSAGE_BYTES
 from physverify.fresh import run_fresh
 from physverify.preload import BASE_PRELOAD, preload_for
 from physverify.procgroup import TOKEN_ENV, Stopped, refuse_if_stopping, state_of, tracked
-from physverify.protocol import ChildOutcome, Streams, collect, new_key, stream_pairs
+from physverify.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
 
 _START_S = 300.0  # importing scipy on a loaded machine can take a while; past this the server is broken
 _REPLY_S = 30.0  # from a request to the forked child's pid
@@ -145,7 +145,8 @@ class ForkServer:
         self._checked = now
         return any(_stamp(file) != stamp for file, stamp in self._stamps.items())
 
-    def run(self, request: dict[str, Any], key: bytes, timeout_s: float, variant_fd: int | None = None) -> ChildOutcome:
+    def run(self, request: dict[str, Any], key: bytes, timeout_s: float, variant_fd: int | None = None,
+            progress: Progress | None = None) -> ChildOutcome:
         """Have the server fork a supervisor for ``request`` and collect it as fresh.py collects its own.
 
         ``variant_fd`` (issue 17) travels as a fifth descriptor; the request says it is there.
@@ -171,7 +172,7 @@ class ForkServer:
         finally:
             for sock in (reply_child, out_child, err_child, watch_child):
                 sock.close()
-        streams = Streams(out, err)
+        streams = Streams(out, err, progress, key)
         try:
             with reply:
                 pid = self._forked_pid(reply, watch)
@@ -314,6 +315,7 @@ def run_forked(
     mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str],
     variant_fd: int | None = None,
     imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
+    progress: Progress | None = None,
 ) -> ChildOutcome:
     """isolate.run_child's fork mode; a fresh child when the server cannot be had.
 
@@ -323,11 +325,11 @@ def run_forked(
     try:
         server = _acquire(frozenset(preload), preload_for(path, extra, preload, imports), env.get("PYTHONPATH"))
     except ForkUnavailable:
-        return run_fresh(mode, path, extra, env, timeout_s, variant_fd)
+        return run_fresh(mode, path, extra, env, timeout_s, variant_fd, progress)
     try:
-        return server.run(request, new_key(), timeout_s, variant_fd)
+        return server.run(request, new_key(), timeout_s, variant_fd, progress)
     except ForkUnavailable as exc:
-        outcome = run_fresh(mode, path, extra, env, timeout_s, variant_fd)
+        outcome = run_fresh(mode, path, extra, env, timeout_s, variant_fd, progress)
         if exc.died and outcome.payload is None and not outcome.timed_out:
             return dataclasses.replace(outcome, note=f"the fork server died under the claim ({exc})")
         return outcome

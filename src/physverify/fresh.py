@@ -25,17 +25,18 @@ from pathlib import Path
 from physverify import variant_channel
 from physverify.child import divert_stdout, interpreter, run_as_process
 from physverify.procgroup import TOKEN_ENV, kill_leftovers, new_group_kwargs, refuse_if_stopping, send_status, supervise
-from physverify.protocol import ChildOutcome, Streams, collect, new_key, stream_pairs
+from physverify.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
 
 KEY_BYTES = 32
 
 
 # --- the parent -----------------------------------------------------------------------
 def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, str], timeout_s: float,
-              variant_fd: int | None = None) -> ChildOutcome:
+              variant_fd: int | None = None, progress: Progress | None = None) -> ChildOutcome:
     """Run ``path`` in a new interpreter (mode ``claim`` or ``spec``); also fork mode's fallback.
 
     ``variant_fd``: the variant's source (variant_channel.py), inherited by the new process.
+    ``progress`` is told each control and check as the child finishes it (protocol.Streams).
     """
     refuse_if_stopping()
     command = [*interpreter("physverify.fresh"), mode, str(path)]
@@ -67,7 +68,7 @@ def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, 
     finally:
         for sock in (out_child, err_child, watch_child):
             sock.close()
-    streams = Streams(out, err)
+    streams = Streams(out, err, progress, key)
     try:
         watch.sendall(key)
     except OSError:

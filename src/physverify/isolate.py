@@ -26,7 +26,7 @@ from physverify.child import child_environment
 from physverify.isolation import guard
 from physverify.fresh import run_fresh
 from physverify.procgroup import Stopped, refuse_if_stopping, stopping
-from physverify.protocol import ChildOutcome
+from physverify.protocol import ChildOutcome, Progress
 from physverify.variant_channel import VariantSource, descriptor
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
     "fork_supported", "refuse_if_stopping", "resolve_isolation", "run_child", "stopping",
 ]
 
-MODES = ("claim", "spec")
+MODES = ("claim", "spec", "list")  # list: a spec file's checks named, none run (the pytest plugin's collection)
 FRESH = "fresh"
 FORK = "fork"
 ISOLATION_MODES = (FRESH, FORK)
@@ -66,6 +66,7 @@ def run_child(
     variant: VariantSource | None = None,
     imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
     private_home: bool = False,
+    progress: Progress | None = None,
 ) -> ChildOutcome:
     """Run ``path`` in a child (mode ``claim`` or ``spec``) and collect its result.
 
@@ -77,6 +78,8 @@ def run_child(
     ``variant``: the child imports CLAIM["file"] from this source instead (issue 17).
     ``private_home``: the child gets a new empty HOME and TMPDIR of its own (inside the sandbox,
     where every claim of a run would otherwise share one writable HOME).
+    ``progress`` is told each control and check as the child finishes it: ``{"role": ..., "outcome": ...}``
+    (for display only; the result decides).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -89,12 +92,12 @@ def run_child(
     try:
         with descriptor(variant) as variant_fd, _own_home(child_env, private_home):
             if resolve_isolation(isolation) != FORK:
-                outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd)
+                outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd, progress)
             else:
                 from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
                 outcome = forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
-                                                imports=imports, variant_fd=variant_fd)
+                                                imports=imports, variant_fd=variant_fd, progress=progress)
     except BaseException:  # re-raised, as the limits' own error when a claim lowered them (an EMFILE, say)
         guard.check(before)
         raise

@@ -33,6 +33,10 @@ from physverify.procgroup import end_supervised, signal_name, status_in, tracked
 from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"
+# Before the result, the child sends each control and check as it finishes, tagged as the
+# result is, so ``confirm`` can show it at once; the result alone decides the verdict.
+PROGRESS_MARKER = "\x1ephysverify-progress-v1\x1e"
+PROGRESS_MESSAGE_CHARS = 4096  # a progress line is for the eye: the whole message is in the result
 STDERR_TAIL_CHARS = 2000
 # The most a child may report (issue 13, item 14). The child checks its own result against
 # it and says so; the parent keeps a little more than that of stdout, in case the code under
@@ -97,6 +101,15 @@ def encode_result(payload: dict[str, Any], key: bytes) -> bytes:
         text = _cut_to_fit(payload, len(text))
     line = text.encode("ascii")
     return MARKER.encode() + _tag(key, line) + b"\n" + line + b"\n"
+
+
+def encode_progress(role: str, outcome: dict[str, Any], key: bytes) -> bytes:
+    """One finished control or check as a tagged line: its role, label, family, status and (cut) message."""
+    shown = {name: outcome.get(name) for name in ("label", "family", "status")}
+    message = outcome.get("message")
+    shown["message"] = message[:PROGRESS_MESSAGE_CHARS] if isinstance(message, str) else None
+    line = json.dumps({"role": role, "outcome": shown}).encode("ascii")
+    return PROGRESS_MARKER.encode() + _tag(key, line) + b"\n" + line + b"\n"
 
 
 def _tag(key: bytes, line: bytes) -> bytes:
@@ -169,6 +182,41 @@ def parse_payload(stdout: bytes, key: bytes) -> tuple[dict[str, Any] | None, boo
     return None, tampered
 
 
+Progress = Callable[[dict[str, Any]], None]
+
+
+class _ProgressReader:
+    """Finds the tagged progress lines in the result stream as it arrives, and gives each to ``tell`` once.
+
+    A line whose tag does not hold is another process's and is skipped, as a forged result is.
+    """
+
+    def __init__(self, tell: Progress, key: bytes) -> None:
+        self._tell, self._key, self._at = tell, key, 0
+        self._marker = PROGRESS_MARKER.encode()
+
+    def scan(self, kept: bytearray) -> None:
+        while True:
+            where = kept.find(self._marker, self._at)
+            if where < 0:  # no marker starts before the last few bytes: a marker cut in two is found next time
+                self._at = max(self._at, len(kept) - len(self._marker))
+                return
+            head_end = kept.find(b"\n", where)
+            line_end = kept.find(b"\n", head_end + 1) if head_end >= 0 else -1
+            if line_end < 0:
+                self._at = where
+                return
+            tag, line = bytes(kept[where + len(self._marker) : head_end]), bytes(kept[head_end + 1 : line_end])
+            self._at = line_end + 1
+            if hmac.compare_digest(tag, _tag(self._key, line)):
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    self._tell(clean(value))
+
+
 class Streams:
     """The child's result stream and stderr, drained by the thread that waits for the child.
 
@@ -177,9 +225,12 @@ class Streams:
     parent a thread start and join each, and their switching, for every claim of a replay.
     """
 
-    def __init__(self, out: socket.socket, err: socket.socket) -> None:
-        """The parent's ends of the two stream sockets, closed once drained (or given up on)."""
+    def __init__(self, out: socket.socket, err: socket.socket, progress: Progress | None = None,
+                 key: bytes = b"") -> None:
+        """The parent's ends of the two stream sockets, closed once drained (or given up on); ``progress`` is told
+        each control and check the child reports finished (``encode_progress``, tagged with ``key``)."""
         self._out = _Kept(STDOUT_CAP, keep_head=True)
+        self._progress = _ProgressReader(progress, key) if progress is not None else None
         self._err = _Kept(STDERR_KEEP, keep_head=False)
         self._open: dict[socket.socket, _Kept] = {out: self._out, err: self._err}
         for sock in self._open:
@@ -251,7 +302,10 @@ class Streams:
         except OSError:
             chunk = b""
         if chunk:
-            self._open[sock].take(chunk)
+            kept = self._open[sock]
+            kept.take(chunk)
+            if self._progress is not None and kept is self._out:
+                self._progress.scan(kept.buffer)
         else:
             self._close(sock, selector)
 
@@ -283,6 +337,11 @@ class _Kept:
     def data(self) -> bytes:
         """What was kept so far."""
         return bytes(self._buffer)
+
+    @property
+    def buffer(self) -> bytearray:
+        """What was kept so far, not copied: read it, never change it."""
+        return self._buffer
 
 
 def stream_pairs() -> tuple[tuple[socket.socket, socket.socket], tuple[socket.socket, socket.socket]]:

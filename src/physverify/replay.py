@@ -27,6 +27,7 @@ import os
 import queue
 import stat
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -140,9 +141,13 @@ Reader = Callable[[Sequence[tuple[Path, Path]]], Iterable[claim.ClaimReading]]
 
 
 def _read_claims(folder: Path, exclude: Sequence[str], read: Reader,
-                 recorder: noop.Recorder | None = None) -> Iterator[tuple[claim.ClaimReading, Path]]:
-    """``read_claims``, each reading with the file's resolved path (found without resolving it part by part)."""
+                 recorder: noop.Recorder | None = None,
+                 only: Collection[Path] | None = None) -> Iterator[tuple[claim.ClaimReading, Path]]:
+    """``read_claims``, each reading with the file's resolved path (found without resolving it part by part);
+    with ``only`` (resolved paths), those claims alone are read."""
     candidates = _candidates(folder, exclude, recorder)
+    if only is not None:
+        candidates = [(path, real) for path, real in candidates if real in only]
     for (_, real), reading in zip(candidates, read(candidates)):
         if reading.binds:  # files without CLAIM are helpers
             yield reading, real
@@ -567,13 +572,13 @@ class _Plan:
 
 
 def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: Reader,
-          recorder: noop.Recorder | None = None) -> Iterator[_Planned]:
+          recorder: noop.Recorder | None = None, only: Collection[Path] | None = None) -> Iterator[_Planned]:
     """Each claim to consider, as soon as it is read: discovery, reading, root and key (the shard is
     chosen later, ``_in_shard_only``, once renames are followed over every claim)."""
     planned: set[Path] = set()
     bases = _KeyBases(configs, checkouts)
     for cfg in configs:
-        for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder):
+        for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder, only):
             path = reading.path
             # the same root confirm gives the claim (CLAIM["repo"], else its checkout); its key from there in git
             checkout = checkouts.for_claim(path, reading.claim, real)
@@ -861,6 +866,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
     def run_one(item: _Planned) -> ClaimRun:
+        start = time.monotonic()
         # the reading and checkout discovery resolved: the commit (and its dirty flag) is
         # looked up once per repository for the whole run, each lookup starts git processes
         evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, reading=item.reading, checkouts=checkouts,
@@ -871,6 +877,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
             evaluation.record["claim_key"] = item.key
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
                         record_all, _memory_verdict(memory, item.key, baseline.followed), staged)
+        judged = replace(judged, seconds=time.monotonic() - start)
         seen.finished(judged)
         return judged
 
@@ -976,9 +983,15 @@ def replay(
     dry_run: bool = False,
     progress: Progress | None = None,
     isolation: str | None = None,
+    only: Collection[Path | str] | None = None,
 ) -> ReplayResult:
-    """Replay the claims folders against their baseline, append the changed lines, return the gate's result."""
+    """Replay the claims folders against their baseline, append the changed lines, return the gate's result.
+
+    ``only``: these claim files of the folders alone are run and judged, and no other claim is
+    reported (none as removed): the pytest plugin's one item, judged as the whole replay judges it.
+    """
     recorder = noop.Recorder()  # its clock starts before anything is read
+    chosen = None if only is None else frozenset(Path(path).resolve() for path in only)
     settings.require_trust(trusted or pre_commit, "replay")  # a repository's own hook runs its own code
     configs = [load_config(folder) for folder in _folders(claims_dirs)]
     first = configs[0]
@@ -1024,7 +1037,7 @@ def replay(
     # What the run has made so far lives to its end (_frozen_while); discovery reads while the baseline is, and
     # reads no further once the run ends, however it ends.
     with _Freezing() as freezing, \
-            closing(_Ahead(_plan(configs, checkouts, readings.read_each, watch))) as discovered:
+            closing(_Ahead(_plan(configs, checkouts, readings.read_each, watch, chosen))) as discovered:
         before = loaded = load_baseline(target, baseline, committed, blob=blob)
         warnings = [line for cfg in configs for line in cfg.warnings] + list(before.problems) + moved
         warnings += _baseline_note(before, target)
@@ -1055,11 +1068,12 @@ def replay(
         warnings += [f"{new}: its history is under the key {old} (outside git, keys began at each claim's own folder "
                      f"until now); judged against that line, and recorded as {new} from now on"
                      for new, old in before.followed.items() if new in renames.bare]
-        if shard_kn is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
+        if shard_kn is None and chosen is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
             warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
                          for cfg in configs if id(cfg) not in seen.folders]
         skipped = seen.skipped
-        runs += _removed(configs, before, [*seen.keys, *renames.superseded], shard_kn, first.fail_on, checkouts)
+        if chosen is None:
+            runs += _removed(configs, before, [*seen.keys, *renames.superseded], shard_kn, first.fail_on, checkouts)
         if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
             _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
         if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)

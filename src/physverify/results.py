@@ -42,6 +42,7 @@ class ClaimRun:
     # that ledger differs from the baseline's: what gate.failures judges besides the transition
     committed: str | None = None
     staged: str | None = None
+    seconds: float | None = None  # the claim's whole run (reading to verdict, every child); None when not run
 
     @property
     def location(self) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from physverify import isolate
 from physverify.results import RunOutcome, SpecOutcome  # their home is results.py, with replay's
 
-__all__ = ["DEFAULT_TIMEOUT_S", "RunOutcome", "SpecOutcome", "run_specs"]
+__all__ = ["DEFAULT_TIMEOUT_S", "RunOutcome", "SpecOutcome", "list_checks", "run_specs"]
 
 DEFAULT_TIMEOUT_S = 600.0
 def run_specs(paths: Sequence[Path], *, timeout_s: float = DEFAULT_TIMEOUT_S, isolation: str | None = None) -> RunOutcome:
@@ -24,14 +24,21 @@ def run_specs(paths: Sequence[Path], *, timeout_s: float = DEFAULT_TIMEOUT_S, is
     return RunOutcome([_run_one(Path(path), seconds, isolation) for path in paths])
 
 
-def _run_one(path: Path, timeout_s: float, isolation: str | None) -> SpecOutcome:
+def list_checks(path: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, isolation: str | None = None) -> SpecOutcome:
+    """The spec file's checks, each as {"family", "label"}, in the order ``run_specs`` runs them; none is run."""
+    from physverify.settings import parse_timeout
+
+    return _run_one(Path(path), parse_timeout(timeout_s), isolation, mode="list")
+
+
+def _run_one(path: Path, timeout_s: float, isolation: str | None, mode: str = "spec") -> SpecOutcome:
     if path.suffix != ".py":
         return SpecOutcome(str(path), f"{path}: a spec file must end in .py")
     if not path.is_file():
         return SpecOutcome(str(path), f"{path}: no such file")
     from physverify.settings import wait_limit
 
-    child = isolate.run_child("spec", path, timeout_s=wait_limit(timeout_s), isolation=isolation)
+    child = isolate.run_child(mode, path, timeout_s=wait_limit(timeout_s), isolation=isolation)
     if child.timed_out:
         return SpecOutcome(str(path), f"{path}: stopped after {timeout_s:g} s (timeout)", stderr_tail=child.stderr_tail)
     payload = child.payload or {}

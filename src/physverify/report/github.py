@@ -51,11 +51,32 @@ def _annotation(run: ClaimRun, kind: str) -> str:
     return command(kind, finding(run), file=run.target or run.key, line=run.line, title=title)
 
 
+# GitHub shows at most this many annotations of each kind (error, warning, notice) for a step;
+# the rest are in the log only ("Workflow commands for GitHub Actions", annotation limits).
+SHOWN_PER_KIND = 10
+
+
+def annotation_lines(result: ReplayResult) -> list[tuple[str, str]]:
+    """(kind, workflow command) of each annotation, claims that moved or fail the gate first: when GitHub's cap
+    hides some, the hidden ones are unchanged defects, not the change a reader is looking for."""
+    runs = sorted(result.claims, key=lambda run: run.transition == UNCHANGED and not run.failures)  # stable
+    found = [(kind, _annotation(run, kind)) for run in runs if (kind := _kind(run)) is not None]
+    found += [("warning", command("warning", w, title="physverify: ledger")) for w in result.warnings]
+    kind = "error" if result.exit_code else "notice"
+    return found + [(kind, command(kind, n, title="physverify replay")) for n in result.notes]
+
+
+def hidden(result: ReplayResult) -> dict[str, int]:
+    """How many annotations of each kind GitHub will not show (over SHOWN_PER_KIND), for the kinds over it."""
+    counts: dict[str, int] = {}
+    for kind, _ in annotation_lines(result):
+        counts[kind] = counts.get(kind, 0) + 1
+    return {kind: n - SHOWN_PER_KIND for kind, n in counts.items() if n > SHOWN_PER_KIND}
+
+
 def render(result: ReplayResult) -> str:
-    """One annotation per claim worth one, then a summary line for the log."""
-    lines = [_annotation(run, kind) for run in result.claims if (kind := _kind(run)) is not None]
-    lines += [command("warning", w, title="physverify: ledger") for w in result.warnings]
-    lines += [command("error" if result.exit_code else "notice", n, title="physverify replay") for n in result.notes]
+    """One annotation per claim worth one (those that moved or fail first), then a summary line for the log."""
+    lines = [line for _, line in annotation_lines(result)]
     counts = ", ".join(f"{n} {t}" for t, n in result.counts().items()) or "no claims run"
     lines.append(f"physverify replay: {'gate failed' if result.exit_code else 'gate passed'} ({counts}; "
                  f"{len(result.skipped)} skipped as unaffected)")

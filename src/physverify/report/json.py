@@ -30,6 +30,7 @@ def claim_object(run: ClaimRun) -> dict[str, Any]:
         evidence=run.evidence,
         ledger_committed=run.committed,
         ledger_staged=run.staged,
+        run_seconds=run.seconds,
     )
     if run.record is None and run.baseline is not None:  # removed: what the renderers say of it is its last line
         body["baseline_record"] = dict(run.baseline)
@@ -62,7 +63,7 @@ def render(result: ReplayResult) -> str:
 
 # The fields claim_object adds to each ledger object; the rest is the ledger object itself.
 REPLAY_FIELDS = ("transition", "baseline_verdict", "baseline_date", "expected", "gate_failures", "location",
-                 "recorded", "evidence", "baseline_record", "ledger_committed", "ledger_staged")
+                 "recorded", "evidence", "baseline_record", "ledger_committed", "ledger_staged", "run_seconds")
 
 
 def _baseline(obj: Mapping[str, object], before: str | None) -> Mapping[str, Any] | None:
@@ -116,4 +117,9 @@ def claim_run(obj: Mapping[str, object]) -> ClaimRun:
         expected=_text(obj.get("expected")), failures=_strings(obj.get("gate_failures")),
         target=target, line=number, recorded=bool(obj.get("recorded")),
         committed=_text(obj.get("ledger_committed")), staged=_text(obj.get("ledger_staged")),
+        seconds=_seconds(obj.get("run_seconds")),
     )
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None

@@ -7,7 +7,8 @@ passed", "::warning::") or reach the terminal (issue 13).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from physverify.checks import STATUSES
@@ -23,19 +24,28 @@ def _outcome_line(role: str, outcome: Mapping[str, Any], where: str = "") -> str
     return f"{line}: {message}" if message else line
 
 
-def render_confirm(record: Mapping[str, Any]) -> str:
-    """The verdict line, one line for the control and one per check, then the claim and its reference."""
+def finished_line(role: str, outcome: Mapping[str, Any], run: str | None = None) -> str:
+    """The line of one control or check as ``confirm`` prints it when the child finishes it."""
+    return _outcome_line(role, outcome, where=f"{run}: " if run else "")
+
+
+def render_confirm(record: Mapping[str, Any], *, outcomes: bool = True) -> str:
+    """The verdict line, one line for the control and one per check, then the claim and its reference.
+
+    ``outcomes=False``: without the control and check lines, which ``confirm`` printed as they came.
+    """
     # ``ledger show`` renders a line read back from a ledger, which a hand edit (or a hostile
     # commit) may have given any shape: every field is looked up, never assumed.
     impact = f" (impact: {visible(record['impact'])})" if record.get("impact") else ""
     lines = [f"{visible(record.get('verdict'))}{impact}: {visible(record.get('reason') or '')}"]
-    control = record.get("control")
-    if isinstance(control, Mapping):
-        lines.append(_outcome_line("control", control))
-    checks = record.get("checks")
-    lines.extend(_outcome_line("check", check) for check in (checks if isinstance(checks, list) else [])
-                 if isinstance(check, Mapping))
-    lines.extend(_variant_lines(record))
+    if outcomes:
+        control = record.get("control")
+        if isinstance(control, Mapping):
+            lines.append(_outcome_line("control", control))
+        checks = record.get("checks")
+        lines.extend(_outcome_line("check", check) for check in (checks if isinstance(checks, list) else [])
+                     if isinstance(check, Mapping))
+    lines.extend(_variant_lines(record, outcomes))
     if record.get("text") is not None:
         place = f"{record.get('file')}:{record.get('line')}"
         lines.append(f"  claim: {visible(record['text'])} ({visible(place)}, from {visible(record.get('source'))})")
@@ -57,7 +67,7 @@ def _unfound_target(record: Mapping[str, Any]) -> list[str]:
             "claim file, so no hash of it is recorded; check the path (relative to the repository root)"]
 
 
-def _variant_lines(record: Mapping[str, Any]) -> list[str]:
+def _variant_lines(record: Mapping[str, Any], outcomes: bool = True) -> list[str]:
     """For a claim that names its fix (issue 17): where the held text is, and the variant run's outcomes."""
     side = record.get("variant")
     if not isinstance(side, Mapping):
@@ -68,6 +78,8 @@ def _variant_lines(record: Mapping[str, Any]) -> list[str]:
     control, checks = side.get("control"), side.get("checks")
     if not isinstance(control, Mapping):
         return lines + ["  (the second run did not take place: the run on the code decided the verdict)"]
+    if not outcomes:
+        return lines
     lines.append(_outcome_line("control", control, where=f"{name}: "))
     for check in checks if isinstance(checks, list) else []:
         if isinstance(check, Mapping):
@@ -126,3 +138,22 @@ def render(result: ReplayResult) -> str:
         lines.append("gate passed")
     lines += [visible(note) for note in result.notes]
     return "\n".join(lines)
+
+
+PROGRESS_EVERY_S = 5.0  # a CI log gets a count this often at most: alive, not flooded
+
+
+class CountedProgress:
+    """A replay's progress for a log that is not a terminal: ``[k/N] claims done (T s)`` through ``write``, at most
+    every ``every_s`` and when the last claim ends (each claim's own line is the report's, at the end)."""
+
+    def __init__(self, write: Callable[[str], None], start: float, every_s: float = PROGRESS_EVERY_S) -> None:
+        self.write, self.start, self.every_s = write, start, every_s
+        self.last = start
+
+    def __call__(self, run: object, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < self.every_s:
+            return
+        self.last = now
+        self.write(f"[{done}/{total}] claims done ({now - self.start:.0f} s)\n")
