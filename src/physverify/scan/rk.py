@@ -89,6 +89,9 @@ _EMBEDDED = frozenset({"bhat", "b_hat", "bstar", "b_star", "btilde", "b_tilde", 
                        "b_low", "b_embedded", "b_emb"})
 
 
+_DOCUMENTED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def _role(part: str) -> str:
     part = part.lower().removeprefix("butcher_")
     if part in ("a", "matrix"):
@@ -108,7 +111,7 @@ def _assignments(body: Sequence[ast.stmt]) -> Iterator[tuple[str, ast.expr, int]
             yield node.target.id, node.value, node.lineno
 
 
-def tables_in(body: Sequence[ast.stmt], owner: str, doc: str | None) -> list[Table]:
+def tables_in(body: Sequence[ast.stmt], owner: str, scope: ast.AST | None = None) -> list[Table]:
     """The tables assigned in one scope's body (module, class or function), grouped by name prefix."""
     groups: dict[str, dict[str, tuple[ast.expr, int]]] = {}
     scalars: list[tuple[str, ast.expr]] = []
@@ -124,6 +127,7 @@ def tables_in(body: Sequence[ast.stmt], owner: str, doc: str | None) -> list[Tab
     found = []
     for prefix, parts in groups.items():
         if "a" in parts and "b" in parts:
+            doc = ast.get_docstring(scope) if isinstance(scope, _DOCUMENTED) else None  # only where a table is
             table = _table(parts, scalars, prefix.rstrip("_") or owner, doc, order_attr)
             if table is not None:
                 found.append(table)
@@ -247,8 +251,12 @@ def _line(table: Table, stale: int | None) -> int:
 
 
 def _node_text(table: Table, method: Method, i: int) -> str:
-    return (f"stage {i + 1} is evaluated at t + {_show(method.c[i])}*h, but its increments sum to "
-            f"{_show(method.row_sums[i])}*h (c_{i + 1} should be {_show(method.row_sums[i])}, the row sum of A)")
+    return (f"stage {i + 1} is evaluated at t + {_times_h(method.c[i])}, but its increments sum to "
+            f"{_times_h(method.row_sums[i])} (c_{i + 1} should be {_show(method.row_sums[i])}, the row sum of A)")
+
+
+def _times_h(value: Any) -> str:
+    return "h" if value == 1 else f"{_show(value)}*h"
 
 
 def _show(value: Any) -> str:

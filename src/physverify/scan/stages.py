@@ -26,6 +26,14 @@ from physverify.scan.values import MAX_DEPTH, Reader, Unknown, dotted
 
 Monomial = tuple[str, ...]  # sorted symbol names, with repeats for powers
 _STAGE = "\x00K"  # stage symbols: no Python name starts with NUL
+# A stage is linear in the stages with a coefficient of h: a few terms of degree 2. The bounds
+# keep a generated file of long polynomial products (order-condition code) from costing seconds.
+MAX_TERMS = 64
+MAX_DEGREE = 4
+# A step function is short; a longer one is a driver or generated code, and reading it as
+# stages would cost a walk of all of it for nothing.
+MAX_STATEMENTS = 60
+MAX_LINES = 200
 
 
 class Poly:
@@ -35,6 +43,8 @@ class Poly:
 
     def __init__(self, terms: Mapping[Monomial, Any]) -> None:
         self.terms = {m: c for m, c in terms.items() if c != 0}
+        if len(self.terms) > MAX_TERMS:
+            raise Unknown("too many terms for a stage")  # products of long sums would grow without bound
 
     @classmethod
     def symbol(cls, name: str, one: Any) -> Poly:
@@ -54,6 +64,8 @@ class Poly:
         for m1, c1 in self.terms.items():
             for m2, c2 in other.terms.items():
                 m = tuple(sorted(m1 + m2))
+                if len(m) > MAX_DEGREE:
+                    raise Unknown("a degree no stage has")
                 terms[m] = terms.get(m, 0) + c1 * c2
         return Poly(terms)
 
@@ -78,7 +90,7 @@ class Stages:
     exact: bool
 
 
-class _Evaluator:
+class Evaluator:
     """Reads one function body in order; calls of ``rhs`` become stages."""
 
     def __init__(self, rhs: str, numbers: Reader) -> None:
@@ -178,6 +190,8 @@ def rhs_candidates(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str
 
 def read(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Stages | None:
     """The Butcher table a step function's stages spell, or None when they spell none."""
+    if len(function.body) > MAX_STATEMENTS or (function.end_lineno or function.lineno) - function.lineno > MAX_LINES:
+        return None
     for rhs in rhs_candidates(function):
         for exact in (True, False):
             try:
@@ -193,7 +207,7 @@ def read(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Stages | None:
 
 
 def _read(function: ast.FunctionDef | ast.AsyncFunctionDef, rhs: str, exact: bool) -> Stages | None:
-    evaluator = _Evaluator(rhs, Reader({}, exact))
+    evaluator = Evaluator(rhs, Reader({}, exact))
     update: Poly | None = None
     for node in function.body:
         if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and _calls(node, rhs):
