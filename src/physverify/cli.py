@@ -227,6 +227,24 @@ def _flushed(stream: TextIO) -> Callable[[str], None]:
     return write
 
 
+def _scan_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    scan = sub.add_parser(
+        "scan", allow_abbrev=False,
+        help="read Python files statically, run nothing, and list suspects (docs/scan.md)",
+        description="Read Python files (folders recursively) without importing or running them and print one "
+        "finding per line: Runge-Kutta tables and stages without their stated order, grid spacings that do not "
+        "match their grid, near-miss physical constants, inverse function pairs. Exit 0 with no findings, 1 with "
+        "findings, 2 on a usage error.",
+    )
+    scan.add_argument("paths", nargs="+", metavar="PATH")
+    scan.add_argument("--format", default="text", choices=["text", "json", "sarif", "github"],
+                      help="how the findings are written (default: text)")
+    scan.add_argument("--output", metavar="FILE", help="write the findings to FILE instead of stdout")
+    scan.add_argument("--claims", metavar="DIR",
+                      help="write a claim template per finding into DIR (never overwriting a file); its "
+                      "physverify.yaml's ignore list applies (default for the list: claims/)")
+
+
 def _ledger_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ledger = sub.add_parser(
         "ledger", allow_abbrev=False,
@@ -367,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     _replay_parser(sub)
     _mcp_parser(sub)
     _sandbox_parser(sub)
+    _scan_parser(sub)
     _ledger_parser(sub)
     _report_parser(sub)
     return parser
@@ -431,6 +450,15 @@ def _replay(args: argparse.Namespace) -> int:
         shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress, isolation=args.isolation,
     )
     _emit(report.render(args.format, result), args.output)
+    return result.exit_code
+
+
+def _scan(args: argparse.Namespace) -> int:
+    from physverify.scan import render, run
+
+    _check_output(args.output, "--output")
+    result = run.scan(args.paths, config_dir=args.claims, claims=Path(args.claims) if args.claims else None)
+    _emit(render.FORMATS[args.format](result), args.output)
     return result.exit_code
 
 
@@ -526,6 +554,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return EXIT_OK
     elif args.command == "sandbox":
         return _sandbox(args)
+    elif args.command == "scan":
+        return _scan(args)
     elif args.command == "ledger":
         return _ledger(args)
     elif args.command == "report":

@@ -15,13 +15,15 @@ from pathlib import Path
 from physverify.config import Config, load_config
 from physverify.errors import UsageError
 from physverify.scan import ignore, reading, walk
+from physverify.scan.claims import write as write_claims
 from physverify.scan.findings import Finding, Note, ScanResult
 
 DEFAULT_CONFIG_DIR = "claims"
 
 
-def scan(paths: Sequence[str], *, config_dir: str | None = None) -> ScanResult:
-    """The findings, notes and silenced findings of every Python file under ``paths``."""
+def scan(paths: Sequence[str], *, config_dir: str | None = None, claims: Path | None = None) -> ScanResult:
+    """The findings, notes and silenced findings of every Python file under ``paths``; with ``claims``, a claim
+    template per finding (silenced ones and suggestions excepted) written into that folder."""
     if not paths:
         raise UsageError("scan: name at least one file or folder to read")
     gone = walk.missing(list(paths))
@@ -40,7 +42,12 @@ def scan(paths: Sequence[str], *, config_dir: str | None = None) -> ScanResult:
             notes += file_notes
             for finding in found:
                 (silenced if finding.silenced is not None else findings).append(finding)
-    return ScanResult(findings=tuple(findings), notes=tuple(notes), files=count, silenced=tuple(silenced))
+    written: list[str] = []
+    if claims is not None:
+        written, claim_notes = write_claims([f for f in findings if not f.informational], claims)
+        notes += claim_notes
+    return ScanResult(findings=tuple(findings), notes=tuple(notes), files=count, silenced=tuple(silenced),
+                      claims_written=tuple(written))
 
 
 def _config(config_dir: str | None) -> Config | None:

@@ -19,6 +19,8 @@ from physverify.replay import is_skipped_dir
 
 
 def _posix(path: str) -> str:
+    """The path as printed: "./x.py" as "x.py", with POSIX separators."""
+    path = os.path.normpath(path)
     return path.replace(os.sep, "/") if os.sep != "/" else path
 
 
