@@ -67,7 +67,7 @@ def _literal(node: ast.AST) -> tuple[float, str] | None:
     sign = 1.0
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         sign, node = -1.0, node.operand
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         value = float(node.value)
         return sign * value, _digits(repr(node.value))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.right, ast.BinOp) \

@@ -24,13 +24,14 @@ from physverify.scan.findings import BUTCHER, HAIRER, Finding
 from physverify.scan.trees import MAX_ORDER, Method, condition_text, first_failing
 from physverify.scan.values import Reader, Unknown, Value
 
-# Names that state an order, most specific first (lower-case, "_" and "-" removed before matching).
+# Names that state an order, most specific first, matched on the name in lower case with its words
+# joined by "_" (camelCase split), each at the start of a word.
 _NAMED: tuple[tuple[str, tuple[int, ...]], ...] = (
-    (r"dop853", (8,)), (r"dormand|dopri|rkdp|dp45|dp54", (5, 4)), (r"tsit", (5, 4)),
-    (r"cashkarp|rkck", (5, 4)), (r"fehlberg|rkf45", (5, 4)), (r"bogacki|shampine|bs23|bs32|rk23", (3, 2)),
-    (r"threeeighth|38rule|rk38", (4,)), (r"(?:ssp|tvd)rk(\d)|(?:ssp|tvd)(\d)|shuosher", (3,)),
-    (r"ralston(\d)?", (2,)), (r"heun(\d)?", (2,)), (r"kutta(\d)", (3,)), (r"midpoint", (2,)),
-    (r"classic", (4,)), (r"euler", (1,)), (r"(?:rk|rungekutta)(\d)(\d)?(?!\d)", (0,)),
+    (r"dop_?853", (8,)), (r"dormand|dopri|rk_?dp|dp_?45|dp_?54", (5, 4)), (r"tsit", (5, 4)),
+    (r"cash_?karp|rk_?ck", (5, 4)), (r"fehlberg|rkf_?45", (5, 4)), (r"bogacki|shampine|bs_?23|bs_?32|rk_?23", (3, 2)),
+    (r"three_?eighths?|3_?8_?rule|rk_?38", (4,)), (r"(?:ssp|tvd)_?rk_?(\d)|(?:ssp|tvd)_?(\d)|shu_?osher", (3,)),
+    (r"ralston_?(\d)?", (2,)), (r"heun_?(\d)?", (2,)), (r"kutta_?(\d)(?!\d)", (3,)), (r"midpoint", (2,)),
+    (r"classic", (4,)), (r"euler", (1,)), (r"(?:rk|runge_?kutta)_?(\d)(\d)?(?!\d)", (0,)),
 )
 _WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8}
 _DOC_ORDER = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|[1-8])(?:st|nd|rd|th)?[- ]order\b"
@@ -40,8 +41,8 @@ _DOC_ORDER = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eight
 
 def stated_by_name(name: str, stages: int | None = None) -> tuple[int, ...] | None:
     """The order(s) a name states: rk4 -> (4,), RK45 -> (5, 4), gauss_legendre with s stages -> (2s,)."""
-    key = re.sub(r"[_\-\s/]", "", name.lower())
-    if "gauss" in key and stages is not None and not key.startswith("gaussian"):
+    key = re.sub(r"[\-\s/]", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)).lower()
+    if "gauss" in key and stages is not None and "gaussian" not in key:
         return (2 * stages,)
     for pattern, orders in _NAMED:
         match = re.search(r"(?<![a-z])" + pattern, key)
@@ -50,7 +51,7 @@ def stated_by_name(name: str, stages: int | None = None) -> tuple[int, ...] | No
         digits = [int(d) for d in match.groups() if d]
         if not digits:
             return orders if orders != (0,) else None
-        if pattern.startswith("(?:rk") and len(digits) == 2:
+        if len(digits) == 2:
             return tuple(sorted(digits, reverse=True))
         return (digits[0],) if 1 <= digits[0] <= MAX_ORDER else None
     return None
@@ -176,13 +177,16 @@ def _square(a: Value, b: Value) -> list[list[Value]] | None:
     """A as s rows of s numbers (ragged lower-triangular rows padded with zeros), or None."""
     if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b) or not a:
         return None
-    s, rows = len(b), []
+    s, rows, zero = len(b), [], _zero(b[0])
     for row in a:
-        row = row if isinstance(row, list) else None  # type: ignore[assignment]
-        if row is None or len(row) > s or any(isinstance(x, list) for x in row):
+        if not isinstance(row, list) or len(row) > s or any(isinstance(x, list) for x in row):
             return None
-        rows.append(list(row) + [0 * b[0]] * (s - len(row)))  # type: ignore[operator]
+        rows.append(list(row) + [zero] * (s - len(row)))
     return rows
+
+
+def _zero(value: Value) -> Value:
+    return 0.0 if isinstance(value, float) else Fraction(0)
 
 
 def from_stages(function: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None) -> Table | None:
@@ -206,18 +210,23 @@ def _equal(exact: bool) -> Any:
 
 def _method(table: Table, b: list[Value]) -> Method:
     one: Any = Fraction(1) if table.exact else 1.0
-    c = table.c if table.c is not None else [sum(row, 0 * one) for row in table.a]  # type: ignore[arg-type]
+    c = table.c if table.c is not None else [sum(row, 0 * one) for row in table.a]
     return Method(table.a, b, c, _equal(table.exact), one)
+
+
+def orders(table: Table) -> tuple[int, ...]:
+    """The order of the table's row b, then of its embedded row if it has one (f may depend on t)."""
+    rows = [table.b] + ([table.embedded] if table.embedded is not None else [])
+    return tuple(_method(table, row).order(nonautonomous=True) for row in rows)
 
 
 def judge(table: Table, file: str) -> Finding | None:
     """One finding for a table: rk-order when it misses its stated order, else rk-consistency when it is inconsistent."""
     main = _method(table, table.b)
-    order = main.order(nonautonomous=True)
-    autonomous = main.order()
+    rows = orders(table)
+    order, autonomous = rows[0], main.order()
     stale = _stale_node(table, main)
     if table.stated:
-        rows = [order] + ([_method(table, table.embedded).order(nonautonomous=True)] if table.embedded else [])
         missed = _missed(sorted(rows, reverse=True), sorted(table.stated, reverse=True))
         if missed is not None:
             return _order_finding(table, file, main, order, autonomous, stale, missed)
@@ -281,7 +290,7 @@ def _consistency_finding(table: Table, file: str, method: Method, stale: int | N
     if stale is not None:
         why = _node_text(table, method, stale)
     else:
-        total = sum(table.b, 0 * method.one)  # type: ignore[arg-type]
+        total = sum(table.b, 0 * method.one)
         why = f"its weights b sum to {_show(total)}, not 1 (the method is not even consistent)"
     return Finding("rk-consistency", file, _line(table, stale), f"{table.name}: {why}. Reference: {BUTCHER}",
                    name=table.name, reference=BUTCHER)

@@ -56,7 +56,7 @@ class Reader:
     def value(self, node: ast.AST, depth: int = 0) -> Value:
         if depth > MAX_DEPTH:
             raise Unknown("nested too deeply")
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             return self._literal(node.value)
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self.value(item, depth + 1) for item in node.elts]
@@ -155,7 +155,7 @@ def _broadcast(op: Callable[[Any, Any], Any], left: Value, right: Value) -> Valu
             return [_broadcast(op, x, right) for x in left]
         if isinstance(right, list):
             return [_broadcast(op, left, y) for y in right]
-        return op(left, right)  # type: ignore[no-any-return]
+        return op(left, right)
     except ZeroDivisionError:
         raise Unknown("division by zero") from None
     except OverflowError:
