@@ -2,8 +2,9 @@
 
 The values are scipy.constants' (CODATA 2022 in SciPy 1.15 and later; the release's own
 table otherwise). A literal is right when it is the constant rounded to the digits it
-shows (c = 3e8, g = 9.81, G = 6.674e-11) or an older CODATA value within 1e-4. It is a
-suspect when it misses by between 1e-4 and 5e-2 beyond its rounding, is off by one power
+shows (c = 3e8, g = 9.81, G = 6.674e-11) or an older CODATA value (within 1e-4, or ten
+standard uncertainties where that is more, as for G). It is a suspect when it misses by up
+to 5e-2 beyond that and beyond its rounding, is off by one power
 of ten, or shows two neighbouring digits swapped. A value far away is another quantity
 that shares the name (G = 1 in units where it is one, h = 0.01 a step, e = 2.718), and
 powers of ten of two or more are left alone: they are unit changes (cgs, km/s).
@@ -55,6 +56,16 @@ def codata(key: str) -> float:
     return float(physical_constants[key][0])
 
 
+@lru_cache(maxsize=None)
+def tolerance(key: str) -> float:
+    """The relative difference that is still the constant: 1e-4, or ten standard uncertainties where G's is larger
+    (the values of earlier CODATA adjustments, G = 6.673e-11 of 1998, lie within them)."""
+    from scipy.constants import physical_constants
+
+    value, _, uncertainty = physical_constants[key]
+    return max(LOW, 10.0 * float(uncertainty) / abs(float(value)))
+
+
 def constant_for(name: str) -> str | None:
     bare = name.lstrip("_")
     if len(bare) == 1:
@@ -100,6 +111,11 @@ def _swapped(shown: str, true: str) -> bool:
         shown == true[:i] + true[i + 1] + true[i] + true[i + 2:] for i in range(len(true) - 1))
 
 
+def _near(value: float, true: float, digits: int, tol: float) -> bool:
+    """The constant, rounded to the digits shown, or an older CODATA value (within ``tol``)."""
+    return _rounded(true, digits) == _rounded(value, digits) or abs(value - true) <= tol * true
+
+
 def judge(name: str, value: float, digits: str) -> str | None:
     """Why ``value`` bound to ``name`` is a near miss of its constant, or None."""
     key = constant_for(name)
@@ -107,16 +123,17 @@ def judge(name: str, value: float, digits: str) -> str | None:
         return None
     true = codata(key)
     n = len(digits)
-    if _rounded(true, n) == _rounded(value, n) or abs(value - true) <= LOW * true:
-        return None  # the constant, rounded as written (or an older CODATA value)
+    tol = tolerance(key)
+    if _near(value, true, n, tol):
+        return None
     shown_true = f"{true:.{n - 1}e}".split("e")[0].replace(".", "")
     if _swapped(digits, shown_true):
         return f"two neighbouring digits of {key} are swapped ({digits} where it is {shown_true})"
     power = round(math.log10(value / true))
-    if abs(power) == 1 and _rounded(true, n) == _rounded(value / 10.0 ** power, n):
+    if abs(power) == 1 and _near(value / 10.0 ** power, true, n, tol):
         return f"it is {key} times 10**{power}: the exponent is off by one"
     ratio = abs(value - true) / true
-    if LOW < ratio <= HIGH and n >= 3:
+    if tol < ratio <= HIGH and n >= 3:
         return f"it differs from {key} by {ratio:.2%}, more than the rounding of the {n} digits it shows"
     return None
 
