@@ -240,6 +240,7 @@ def _scan_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     scan.add_argument("--format", default="text", choices=["text", "json", "sarif", "github"],
                       help="how the findings are written (default: text)")
     scan.add_argument("--output", metavar="FILE", help="write the findings to FILE instead of stdout")
+    scan.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 to FILE (one reading)")
     scan.add_argument("--claims", metavar="DIR",
                       help="write a claim template per finding into DIR (never overwriting a file); its "
                       "physverify.yaml's ignore list applies (default for the list: claims/)")
@@ -457,7 +458,10 @@ def _scan(args: argparse.Namespace) -> int:
     from physverify.scan import render, run
 
     _check_output(args.output, "--output")
+    _check_output(args.sarif, "--sarif")
     result = run.scan(args.paths, config_dir=args.claims, claims=Path(args.claims) if args.claims else None)
+    if args.sarif is not None:
+        _emit(render.FORMATS["sarif"](result), args.sarif)
     _emit(render.FORMATS[args.format](result), args.output)
     return result.exit_code
 
