@@ -21,9 +21,11 @@ from physverify.scan.findings import Finding, Note, ScanResult
 DEFAULT_CONFIG_DIR = "claims"
 
 
-def scan(paths: Sequence[str], *, config_dir: str | None = None, claims: Path | None = None) -> ScanResult:
+def scan(paths: Sequence[str], *, config_dir: str | None = None, claims: Path | None = None,
+         confine: Path | None = None) -> ScanResult:
     """The findings, notes and silenced findings of every Python file under ``paths``; with ``claims``, a claim
-    template per finding (silenced ones and suggestions excepted) written into that folder."""
+    template per finding (silenced ones and suggestions excepted) written into that folder. With ``confine`` (the MCP
+    server's project root), a file whose link leads outside it is not read."""
     if not paths:
         raise UsageError("scan: name at least one file or folder to read")
     gone = walk.missing(list(paths))
@@ -36,7 +38,7 @@ def scan(paths: Sequence[str], *, config_dir: str | None = None, claims: Path | 
     notes: list[Note] = []
     count = 0
     for path in paths:
-        for file in walk.files_under(path):
+        for file in walk.files_under(path, confine):
             count += 1
             found, file_notes = _one(file, config, root)
             notes += file_notes

@@ -24,8 +24,9 @@ def _posix(path: str) -> str:
     return path.replace(os.sep, "/") if os.sep != "/" else path
 
 
-def files_under(path: str) -> Iterator[str]:
-    """Each regular *.py file at or under ``path`` (as found under it, POSIX separators), sorted per folder."""
+def files_under(path: str, confine: Path | None = None) -> Iterator[str]:
+    """Each regular *.py file at or under ``path`` (as found under it, POSIX separators), sorted per folder;
+    with ``confine``, no file whose link leads outside that folder."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -46,7 +47,7 @@ def files_under(path: str) -> Iterator[str]:
                 if entry.is_dir(follow_symlinks=False):
                     if not is_skipped_dir(entry.name):
                         folders.append(entry.path)
-                elif entry.name.endswith(".py") and _regular(entry):
+                elif entry.name.endswith(".py") and _regular(entry) and _inside(entry, confine):
                     yield _posix(entry.path)
             except OSError:
                 continue
@@ -60,6 +61,13 @@ def _regular(entry: os.DirEntry[str]) -> bool:
         except OSError:
             return False
     return entry.is_file(follow_symlinks=False)
+
+
+def _inside(entry: os.DirEntry[str], confine: Path | None) -> bool:
+    if confine is None or not entry.is_symlink():
+        return True  # not a link: inside the folder it was found in, which is inside
+    target = Path(entry.path).resolve()
+    return target == confine or confine in target.parents
 
 
 def missing(paths: list[str]) -> list[str]:
