@@ -241,6 +241,8 @@ def _scan_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                       help="how the findings are written (default: text)")
     scan.add_argument("--output", metavar="FILE", help="write the findings to FILE instead of stdout")
     scan.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 to FILE (one reading)")
+    scan.add_argument("--jobs", type=int, default=None, metavar="N",
+                      help="worker processes for a large tree (default: one per core, up to 4, from 500 files)")
     scan.add_argument("--claims", metavar="DIR",
                       help="write a claim template per finding into DIR (never overwriting a file); its "
                       "physverify.yaml's ignore list applies (default for the list: claims/)")
@@ -459,7 +461,8 @@ def _scan(args: argparse.Namespace) -> int:
 
     _check_output(args.output, "--output")
     _check_output(args.sarif, "--sarif")
-    result = run.scan(args.paths, config_dir=args.claims, claims=Path(args.claims) if args.claims else None)
+    result = run.scan(args.paths, config_dir=args.claims, claims=Path(args.claims) if args.claims else None,
+                      jobs=args.jobs)
     if args.sarif is not None:
         _emit(render.FORMATS["sarif"](result), args.sarif)
     _emit(render.FORMATS[args.format](result), args.output)

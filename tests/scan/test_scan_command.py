@@ -175,3 +175,13 @@ def test_scan_reads_nothing_it_would_have_to_run(tmp_path: Path, cli: Cli, monke
     (tmp_path / "boom.py").write_text("raise SystemExit('imported')\nimport os\nos.remove(__file__)\n")
     assert cli("scan", ".", cwd=tmp_path).returncode == 0
     assert (tmp_path / "boom.py").exists()
+
+
+def test_worker_processes_give_the_same_result_as_one_process(tmp_path: Path) -> None:
+    from physverify.scan import run
+
+    for i in range(30):
+        (tmp_path / f"m{i:02d}.py").write_text("G = 6.764e-11\n" if i % 3 == 0 else f"x{i} = {i}\n")
+    (tmp_path / "bad.py").write_text("def (:\n")
+    one, two = run.scan([str(tmp_path)], jobs=1), run.scan([str(tmp_path)], jobs=2)
+    assert one == two and len(one.findings) == 10 and len(one.notes) == 1

@@ -21,14 +21,16 @@ _ARROW = re.compile(r"^(?P<pre>.*?)(?P<a>[a-z0-9]+?)(?P<sep>2|_to_)(?P<b>[a-z0-9
 REFERENCE = "a round trip g(f(x)) == x (physverify confirm init --kind identity)"
 
 
+# (the word as a regex, its opposite), both ways round, compiled once: a scan asks every function's name
+_SWAPS = tuple((re.compile(rf"(^|_){x}(_|$)"), y) for one, other in _OPPOSITES for x, y in ((one, other), (other, one)))
+
+
 def _partner_names(name: str) -> set[str]:
     low = name.lower()
     partners: set[str] = set()
-    for one, other in _OPPOSITES:
-        for x, y in ((one, other), (other, one)):
-            for pattern in (rf"(^|_){x}(_|$)", rf"^{x}$"):
-                if re.search(pattern, low):
-                    partners.add(re.sub(rf"(^|_){x}(_|$)", rf"\g<1>{y}\g<2>", low, count=1))
+    for word, opposite in _SWAPS:
+        if word.search(low):
+            partners.add(word.sub(rf"\g<1>{opposite}\g<2>", low, count=1))
     match = _ARROW.match(low)
     if match and match.group("a") != match.group("b"):
         partners.add(f"{match.group('pre')}{match.group('b')}{match.group('sep')}{match.group('a')}{match.group('post')}")

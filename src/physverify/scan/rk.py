@@ -15,6 +15,7 @@ import ast
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from fractions import Fraction
 from typing import Any
 
@@ -33,6 +34,7 @@ _NAMED: tuple[tuple[str, tuple[int, ...]], ...] = (
     (r"ralston_?(\d)?", (2,)), (r"heun_?(\d)?", (2,)), (r"kutta_?(\d)(?!\d)", (3,)), (r"midpoint", (2,)),
     (r"classic", (4,)), (r"euler", (1,)), (r"(?:rk|runge_?kutta)_?(\d)(\d)?(?!\d)", (0,)),
 )
+_NAMED_RE = tuple((re.compile(r"(?<![a-z])" + pattern), orders) for pattern, orders in _NAMED)
 _WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8}
 _DOC_ORDER = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|[1-8])(?:st|nd|rd|th)?[- ]order\b"
                         r"(?![- ](?:ode|equation|system|differential|pde|derivative|linear))"
@@ -44,8 +46,8 @@ def stated_by_name(name: str, stages: int | None = None) -> tuple[int, ...] | No
     key = re.sub(r"[\-\s/]", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)).lower()
     if "gauss" in key and stages is not None and "gaussian" not in key:
         return (2 * stages,)
-    for pattern, orders in _NAMED:
-        match = re.search(r"(?<![a-z])" + pattern, key)
+    for pattern, orders in _NAMED_RE:
+        match = pattern.search(key)
         if match is None:
             continue
         digits = [int(d) for d in match.groups() if d]
@@ -214,23 +216,41 @@ def _method(table: Table, b: list[Value]) -> Method:
     return Method(table.a, b, c, _equal(table.exact), one)
 
 
-def orders(table: Table) -> tuple[int, ...]:
-    """The order of the table's row b, then of its embedded row if it has one (f may depend on t)."""
+def orders(table: Table, up_to: int = MAX_ORDER) -> tuple[int, ...]:
+    """The order of the table's row b, then of its embedded row if it has one (f may depend on t), each at most
+    ``up_to``: a method is judged against the order it states, so no tree beyond that order is ever asked."""
     rows = [table.b] + ([table.embedded] if table.embedded is not None else [])
-    return tuple(_method(table, row).order(nonautonomous=True) for row in rows)
+    return tuple(_row_order(_frozen(table.a), tuple(row), _frozen_row(table.c), table.exact, up_to) for row in rows)
+
+
+def _frozen(a: list[list[Value]]) -> tuple[tuple[Value, ...], ...]:
+    return tuple(tuple(row) for row in a)
+
+
+def _frozen_row(c: list[Value] | None) -> tuple[Value, ...] | None:
+    return None if c is None else tuple(c)
+
+
+@lru_cache(maxsize=1024)
+def _row_order(a: tuple[tuple[Value, ...], ...], b: tuple[Value, ...], c: tuple[Value, ...] | None, exact: bool,
+               up_to: int) -> int:
+    """One row's order, remembered by the coefficients: a repository's copies of one table cost one computation."""
+    table = Table(a=[list(row) for row in a], b=list(b), c=None if c is None else list(c), embedded=None, line=0,
+                  name="", stated=None, exact=exact)
+    return _method(table, table.b).order(up_to, nonautonomous=True)
 
 
 def judge(table: Table, file: str) -> Finding | None:
     """One finding for a table: rk-order when it misses its stated order, else rk-consistency when it is inconsistent."""
     main = _method(table, table.b)
-    rows = orders(table)
-    order, autonomous = rows[0], main.order()
     stale = _stale_node(table, main)
     if table.stated:
+        rows = orders(table, max(table.stated))
         missed = _missed(sorted(rows, reverse=True), sorted(table.stated, reverse=True))
         if missed is not None:
-            return _order_finding(table, file, main, order, autonomous, stale, missed)
-    if stale is not None or order == 0:
+            autonomous = main.order(max(table.stated)) if stale is not None else rows[0]
+            return _order_finding(table, file, main, rows[0], autonomous, stale, missed)
+    if stale is not None or not main.equal(sum(table.b, 0 * main.one), main.one):
         return _consistency_finding(table, file, main, stale)
     return None
 

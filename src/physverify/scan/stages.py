@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from physverify.scan.exact import Inexact
+from physverify.specscan import nodes  # the fast walk: ast.walk's generators cost more than the parse
 from physverify.scan.values import MAX_DEPTH, Reader, Unknown, dotted
 
 Monomial = tuple[str, ...]  # sorted symbol names, with repeats for powers
@@ -178,13 +179,26 @@ _NOT_RHS = frozenset({"len", "range", "abs", "float", "int", "min", "max", "prin
                       "empty", "empty_like", "ones", "dot", "norm", "concatenate", "stack", "reshape", "astype"})
 
 
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+
+
 def rhs_candidates(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    """Callees called more than once in the function (or once, for a one-stage method), most called first."""
+    """Callees called in the function's own top-level assignments and return, most called first (at most three).
+
+    Only those statements are looked at, as ``_read`` reads only them: a function without a
+    top-level return of a value has no update to read, and is passed over without a walk.
+    """
+    simple = [node for node in function.body if isinstance(node, _SIMPLE)]
+    if not any(isinstance(node, ast.Return) and node.value is not None for node in simple):
+        return []
     counts: Counter[str] = Counter()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Call) and (name := dotted(node.func)) is not None:
-            if name.rsplit(".", 1)[-1] not in _NOT_RHS and not name.startswith(("np.", "numpy.", "math.", "jnp.")):
-                counts[name] += 1
+    for statement in simple:
+        if statement.value is None:
+            continue
+        for node in nodes(statement.value):
+            if isinstance(node, ast.Call) and (name := dotted(node.func)) is not None:
+                if name.rsplit(".", 1)[-1] not in _NOT_RHS and not name.startswith(("np.", "numpy.", "math.", "jnp.")):
+                    counts[name] += 1
     return [name for name, _ in counts.most_common(3)]
 
 
@@ -222,7 +236,7 @@ def _read(function: ast.FunctionDef | ast.AsyncFunctionDef, rhs: str, exact: boo
 
 
 def _calls(node: ast.AST, rhs: str) -> bool:
-    return any(isinstance(n, ast.Call) and dotted(n.func) == rhs for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) and dotted(n.func) == rhs for n in nodes(node))
 
 
 def _arguments(calls: Sequence[tuple[list[Poly], dict[str, Poly], int]]) -> Iterator[list[Poly]]:
