@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -81,15 +82,20 @@ def project(tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) 
     (root / "decay.py").write_text(DEFECT)
     (root / "plot.py").write_text("# draws figures; imports nothing the claim uses\n")
     (root / "claims" / "claim_decay.py").write_text(CLAIM)
+    yield _installed(root, hook_repo, pre_commit_home, {"id": "physverify-replay", "verbose": True})
+
+
+def _installed(root: Path, hook_repo: tuple[Path, str], pre_commit_home: Path, hook: dict[str, Any]) -> git.Repo:
+    """A new repository at ``root`` whose pre-commit config uses ``hook`` of the snapshot, installed."""
     path, sha = hook_repo
-    config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [{"id": "physverify-replay", "verbose": True}]}]}
+    config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [hook]}]}
     (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
     repo = init_repo(root)
     env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
     installed = _pre_commit("install", cwd=root, env=env)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     repo.git.update_environment(PRE_COMMIT_HOME=str(pre_commit_home))
-    yield repo
+    return repo
 
 
 def _commit(repo: git.Repo, *paths: str, every: bool = False) -> tuple[bool, str]:
@@ -256,14 +262,7 @@ def test_the_scan_hook_stops_a_commit_that_adds_an_rk4_stepper_with_a_stage_at_t
         tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) -> None:
     root = tmp_path / "scanned"
     root.mkdir()
-    path, sha = hook_repo
-    config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [{"id": "physverify-scan"}]}]}
-    (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
-    repo = init_repo(root)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
-    installed = _pre_commit("install", cwd=root, env=env)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    repo.git.update_environment(PRE_COMMIT_HOME=str(pre_commit_home))
+    repo = _installed(root, hook_repo, pre_commit_home, {"id": "physverify-scan"})
     committed, output = _commit(repo, ".pre-commit-config.yaml")  # no Python file staged: the hook is skipped
     assert committed, output
     stepper = (ROOT / "docs" / "examples" / "real-code" / "rk4_step.py").read_text()  # k3 at t + h

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from tables import CLASSICAL, NODEPY
@@ -100,26 +101,22 @@ def test_docstrings_state_orders_but_not_the_order_of_the_equation() -> None:
     assert rk.stated_by_docstring("Solve a second-order ODE with this step.") is None
 
 
-RK4_STAGES = """
-def rk4_step(f, t, y, h):
-    k1 = f(t, y)
-    k2 = f(t + 0.5 * h, y + 0.5 * h * k1)
-    k3 = f(t + 0.5 * h, y + 0.5 * h * k2)
-    k4 = f(t + h, y + h * k3)
-    return y + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-"""
+# docs/examples/real-code/rk4_step.py takes k3 at t + h (line 17); put right, it is the classical RK4
+RK4_WRONG = (Path(__file__).resolve().parents[2] / "docs" / "examples" / "real-code" / "rk4_step.py").read_text()
+RK4_STAGES = RK4_WRONG.replace("k3 = f(t + h,", "k3 = f(t + 0.5 * h,")
 
 
 def test_stages_written_out_are_read_as_their_table() -> None:
-    table = rk.from_stages(ast.parse(RK4_STAGES).body[0], None)  # type: ignore[arg-type]
+    function = next(node for node in ast.parse(RK4_STAGES).body if isinstance(node, ast.FunctionDef)
+                    and node.name == "rk4_step")
+    table = rk.from_stages(function, None)
     assert table is not None and rk.orders(table) == (4,) and table.exact
     assert table.c == [0, Fraction(1, 2), Fraction(1, 2), 1]
     assert scan(RK4_STAGES) == []
 
 
 def test_a_stage_at_the_wrong_time_is_found_at_its_line() -> None:
-    source = RK4_STAGES.replace("k3 = f(t + 0.5 * h", "k3 = f(t + h")
-    assert scan(source) == [(5, "rk-order")]
+    assert scan(RK4_WRONG) == [(17, "rk-order")]
 
 
 @pytest.mark.parametrize("source", [
