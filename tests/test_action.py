@@ -576,3 +576,30 @@ def test_the_summary_names_the_annotations_githubs_cap_hides_and_changed_claims_
     assert ran["code"] == EXIT_OK and len(warnings) == 12, ran["stdout"] + ran["stderr"]
     assert "::new: confirmed (claims/claim_zz.py)" in warnings[0], warnings[0]  # path order would put it last
     assert "GitHub shows 10 annotations of each kind per step: 2 warnings of this run are not shown" in ran["summary"]
+# --- the scan step ------------------------------------------------------------------------
+def _scan_step() -> dict[str, Any]:
+    return next(step for step in _action()["runs"]["steps"] if step.get("id") == "scan")
+
+
+def test_the_scan_step_annotates_an_rk4_stepper_with_a_stage_at_the_wrong_time_and_fails_the_job(
+        tmp_path: Path) -> None:
+    root = tmp_path / "workspace"
+    (root / "src").mkdir(parents=True)
+    shutil.copy(ROOT / "docs" / "examples" / "real-code" / "rk4_step.py", root / "src" / "rk4_step.py")
+    step = _scan_step()
+    assert step["if"] == "${{ inputs.scan == 'true' }}" and "sandbox" not in json.dumps(step["env"])
+    inputs = {"scan-paths": "src", "scan-sarif": "scan.sarif"}
+    env = {k: re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: inputs[m.group(1)], str(v))
+           for k, v in step["env"].items()}
+    output = tmp_path / "github_output.txt"
+    env = {**os.environ, **env, "GITHUB_OUTPUT": str(output),
+           "PATH": f"{_python_shim(tmp_path)}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", step["run"]], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr  # the replay still runs; the last step fails the job
+    assert re.search(r"^::warning file=src/rk4_step\.py,line=17,title=physverify scan%3A rk-order::rk4_step states "
+                     r"order 4", done.stdout, re.M), done.stdout
+    assert parse_github_output(output.read_text()) == {"scan-exit-code": "1"}
+    sarif = json.loads((root / "scan.sarif").read_text())
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["rk-order"]
+    last = _action()["runs"]["steps"][-1]
+    assert last["if"] == "${{ !cancelled() && steps.scan.outputs.scan-exit-code == '1' }}" and "exit 1" in last["run"]

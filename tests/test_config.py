@@ -51,7 +51,7 @@ def test_an_empty_file_means_the_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("timout: 5\n", "unknown key 'timout' (known: timeout, jobs, ledger, fail_on, exclude, expect, isolation, preload)"),
+        ("timout: 5\n", "unknown key 'timout' (known: timeout, jobs, ledger, fail_on, exclude, expect, isolation, preload, ignore)"),
         ("timeout: fast\n", "timeout must be a positive number of seconds, not 'fast'"),
         ("timeout: 0\n", "timeout must be a positive number of seconds"),
         ("timeout: yes\n", "timeout must be a positive number of seconds, not True"),
@@ -281,3 +281,19 @@ def test_the_baseline_ledger_is_where_the_committed_tool_physverify_keeps_it(tmp
     ran = cli("replay", "claims", "--trusted", cwd=root)
     assert ran.returncode == 1 and "confirmed      regressed    claims/claim_decay.py" in ran.stdout
     assert f"the baseline is the ledger as committed at HEAD in {root / 'claims' / 'gate.jsonl'}, where" in ran.stdout
+@pytest.mark.parametrize(("text", "message"), [
+    ("ignore: {rule: constant}\n", "ignore must be a list of {rule: RULE, file: GLOB, reason: TEXT, line: N (optional)}"),
+    ("ignore:\n  - {rule: constant, file: a.py}\n", "ignore entry 1: reason must be a non-empty string"),
+    ("ignore:\n  - {rule: constant, file: a.py, reason: '  '}\n", "ignore entry 1: reason must be a non-empty string"),
+    ("ignore:\n  - {rule: constant, file: a.py, reason: why, line: 0}\n", "ignore entry 1: line must be a line number"),
+    ("ignore:\n  - {rule: constant, file: a.py, reason: why, lines: 3}\n", "ignore entry 1 must be a list of"),
+])
+def test_the_scan_s_ignore_list_names_each_bad_entry(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(write(tmp_path, text))
+    assert message in str(raised.value)
+
+
+def test_the_scan_s_ignore_entries_are_read_with_their_reasons(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "ignore:\n  - {rule: rk-order, file: 'src/*.py', reason: the paper's, line: 4}\n"))
+    assert [tuple(entry) for entry in config.ignore] == [("rk-order", "src/*.py", "the paper's", 4)]

@@ -99,7 +99,7 @@ def _ledger_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_the_server_lists_three_tools_and_refuses_calls_without_trust_or_with_a_bad_timeout(project: Path) -> None:
+def test_the_server_lists_four_tools_and_refuses_calls_without_trust_or_with_a_bad_timeout(project: Path) -> None:
     """Four tests once, each with a server of its own: the tool list and three calls refused before anything
     runs, so one server answers them all (it starts in about 2 s, importing the SDK); each call's own
     assertions are kept, and the ledger is looked at after each refusal."""
@@ -107,11 +107,11 @@ def test_the_server_lists_three_tools_and_refuses_calls_without_trust_or_with_a_
 
     async def body(client: Client) -> list[tuple[bool, str]]:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        # the server lists three tools whose descriptions say what they run
-        assert sorted(tools) == ["confirm_claim", "replay_claims", "run_checks"]
+        # the server lists four tools whose descriptions say what they run; all but the scan run code
+        assert sorted(tools) == ["confirm_claim", "replay_claims", "run_checks", "scan"]
         for tool in tools.values():
             assert "What it runs" in (tool.description or "") and "When to use it" in (tool.description or ""), tool
-            assert "trusted" in tool.input_schema["properties"], tool
+            assert ("trusted" in tool.input_schema["properties"]) == (tool.name != "scan"), tool
         assert tools["confirm_claim"].input_schema["required"] == ["claim"]
         assert tools["run_checks"].input_schema["properties"]["timeout"]["default"] == 600
         answers = []
@@ -325,3 +325,18 @@ def test_the_published_schemas_say_no_other_argument_is_taken(project: Path) -> 
 
     for tool in _session(project, body):
         assert tool.input_schema.get("additionalProperties") is False, tool.name
+
+
+def test_the_scan_tool_finds_a_stepper_s_wrong_stage_writes_its_claim_and_stays_inside_the_root(project: Path) -> None:
+    stepper = Path(__file__).resolve().parents[1] / "docs" / "examples" / "real-code" / "rk4_step.py"
+    (project / "rk4_step.py").write_text(stepper.read_text())
+    found, outside, written = _calls(project, [("scan", {}), ("scan", {"paths": [".."]}),
+                                               ("scan", {"paths": ["rk4_step.py"], "claims": "claims"})])
+    is_error, text = found
+    assert not is_error and text.startswith("rk4_step.py:17: rk-order: rk4_step states order 4"), text
+    assert json.loads(text[text.index("{"):])["findings"][0]["line"] == 17
+    is_error, text = outside
+    assert is_error and "outside the project root" in text
+    is_error, text = written
+    assert not is_error and "wrote claims/scan_rk4_step_rk4_step_17.py" in text, text
+    assert '"source": "physverify scan"' in (project / "claims" / "scan_rk4_step_rk4_step_17.py").read_text()

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -34,9 +35,13 @@ def _pre_commit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> sub
 def test_the_hook_manifest_is_valid_for_pre_commit() -> None:
     done = _pre_commit("validate-manifest", ".pre-commit-hooks.yaml", cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "physverify-replay" and hook["entry"] == "physverify replay --pre-commit"
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"physverify-replay", "physverify-scan"}
+    hook = hooks["physverify-replay"]
+    assert hook["entry"] == "physverify replay --pre-commit"
     assert hook["language"] == "python" and hook["require_serial"] is True and hook["pass_filenames"] is True
+    scan = hooks["physverify-scan"]  # the changed Python files only: pre-commit passes the staged ones
+    assert scan["entry"] == "physverify scan" and scan["types"] == ["python"] and scan["pass_filenames"] is True
 
 
 def test_this_repository_runs_the_hook_on_its_own_claims() -> None:
@@ -77,15 +82,20 @@ def project(tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) 
     (root / "decay.py").write_text(DEFECT)
     (root / "plot.py").write_text("# draws figures; imports nothing the claim uses\n")
     (root / "claims" / "claim_decay.py").write_text(CLAIM)
+    yield _installed(root, hook_repo, pre_commit_home, {"id": "physverify-replay", "verbose": True})
+
+
+def _installed(root: Path, hook_repo: tuple[Path, str], pre_commit_home: Path, hook: dict[str, Any]) -> git.Repo:
+    """A new repository at ``root`` whose pre-commit config uses ``hook`` of the snapshot, installed."""
     path, sha = hook_repo
-    config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [{"id": "physverify-replay", "verbose": True}]}]}
+    config = {"repos": [{"repo": str(path), "rev": sha, "hooks": [hook]}]}
     (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
     repo = init_repo(root)
     env = {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
     installed = _pre_commit("install", cwd=root, env=env)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     repo.git.update_environment(PRE_COMMIT_HOME=str(pre_commit_home))
-    yield repo
+    return repo
 
 
 def _commit(repo: git.Repo, *paths: str, every: bool = False) -> tuple[bool, str]:
@@ -245,3 +255,22 @@ def test_a_ledger_line_staged_without_its_code_cannot_carry_a_regression_past_th
     committed, output = _commit(repo, every=True)
     assert not committed and "the staged ledger says confirmed" in output, output
     assert repo.git.show(f"HEAD:{LEDGER}").count('"verdict": "confirmed"') == 0
+
+
+@pytest.mark.slow
+def test_the_scan_hook_stops_a_commit_that_adds_an_rk4_stepper_with_a_stage_at_the_wrong_time(
+        tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_home: Path) -> None:
+    root = tmp_path / "scanned"
+    root.mkdir()
+    repo = _installed(root, hook_repo, pre_commit_home, {"id": "physverify-scan"})
+    committed, output = _commit(repo, ".pre-commit-config.yaml")  # no Python file staged: the hook is skipped
+    assert committed, output
+    stepper = (ROOT / "docs" / "examples" / "real-code" / "rk4_step.py").read_text()  # k3 at t + h
+    _write(repo, "rk4_step.py", stepper)
+    _write(repo, "plot.py", "import numpy as np\nx = np.linspace(0, 1, 11)\ndx = 1 / 10\n")
+    committed, output = _commit(repo, "rk4_step.py", "plot.py")
+    assert not committed, output
+    assert "rk4_step.py:17: rk-order: rk4_step states order 4" in output and "plot.py:" not in output
+    _write(repo, "rk4_step.py", stepper.replace("k3 = f(t + h,", "k3 = f(t + 0.5 * h,"))
+    committed, output = _commit(repo, "rk4_step.py", "plot.py")
+    assert committed, output

@@ -674,9 +674,11 @@ def _missing_function(bindings: dict[str, ast.stmt]) -> str | None:
 
 # --- confirm init (section 6) ---------------------------------------------------------
 def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None,
-                   kind: str | None = None, defect: str | None = None, fix: str | None = None) -> Path:
+                   kind: str | None = None, defect: str | None = None, fix: str | None = None,
+                   filled: Mapping[str, str | int] | None = None) -> Path:
     """Write a claim template to ``path`` (the plain one, or that of ``kind``) and return the path; refuse to
-    overwrite anything. ``defect`` and ``fix`` (both or neither) go into CLAIM as given (issue 17)."""
+    overwrite anything. ``defect`` and ``fix`` (both or neither) go into CLAIM as given (issue 17). ``filled``
+    (a kind's template only) gives ``source``, ``reference`` and ``expected_order`` when a tool knows them."""
     if path.name == "init":
         raise PhysverifyError(f"{path}: a claim file cannot be called 'init' (it is the subcommand's name)")
     if path.suffix != ".py":
@@ -692,7 +694,7 @@ def write_template(path: Path, *, text: str | None, file: str | None, line: str 
     _make_folder(path)
     try:
         with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
-            handle.write(_with_fix_keys(_template(str(text), str(file), number, kind), fixed))
+            handle.write(_with_fix_keys(_template(str(text), str(file), number, kind, filled or {}), fixed))
     except FileExistsError:
         raise PhysverifyError(f"{path}: already exists; confirm init never overwrites a file") from None
     except OSError as exc:
@@ -751,10 +753,14 @@ def _with_fix_keys(template: str, fixed: str) -> str:
     return template.replace(end, end[:-1] + fixed + "}", 1) if fixed else template
 
 
-def _template(text: str, file: str, line: int, kind: str | None = None) -> str:
+def _template(text: str, file: str, line: int, kind: str | None = None,
+              filled: Mapping[str, str | int] | None = None) -> str:
     literals = {"text": _py_string(text), "file": _py_string(file), "fill": _py_string(FILL_IN)}
     if kind is not None:
-        return templates.render(kind, line=line, **literals)
+        known = filled or {}
+        order = known.get("expected_order")
+        return templates.render(kind, line=line, **literals, expected_order=int(order) if order is not None else None,
+                                **{key: _py_string(str(known[key])) for key in ("source", "reference") if known.get(key)})
     return _TEMPLATE.format(line=line, **literals)
 
 

@@ -291,6 +291,27 @@ def _flushed(stream: TextIO) -> Callable[[str], None]:
     return write
 
 
+def _scan_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    scan = sub.add_parser(
+        "scan", allow_abbrev=False,
+        help="read Python files statically, run nothing, and list suspects (docs/scan.md)",
+        description="Read Python files (folders recursively) without importing or running them and print one "
+        "finding per line: Runge-Kutta tables and stages without their stated order, grid spacings that do not "
+        "match their grid, near-miss physical constants, inverse function pairs. Exit 0 with no findings, 1 with "
+        "findings, 2 on a usage error.",
+    )
+    scan.add_argument("paths", nargs="+", metavar="PATH")
+    scan.add_argument("--format", default="text", choices=["text", "json", "sarif", "github"],
+                      help="how the findings are written (default: text)")
+    scan.add_argument("--output", metavar="FILE", help="write the findings to FILE instead of stdout")
+    scan.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 to FILE (one reading)")
+    scan.add_argument("--jobs", type=int, default=None, metavar="N",
+                      help="worker processes for a large tree (default: one per core, up to 4, from 500 files)")
+    scan.add_argument("--claims", metavar="DIR",
+                      help="write a claim template per finding into DIR (never overwriting a file); its "
+                      "physverify.yaml's ignore list applies (default for the list: claims/)")
+
+
 def _ledger_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ledger = sub.add_parser(
         "ledger", allow_abbrev=False,
@@ -434,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     _replay_parser(sub)
     _mcp_parser(sub)
     _sandbox_parser(sub)
+    _scan_parser(sub)
     _ledger_parser(sub)
     _report_parser(sub)
     _demo_parser(sub)
@@ -529,6 +551,19 @@ def _replay(args: argparse.Namespace) -> int:
     for name, path in reports:
         _emit(report.render(name, result), path)
     _emit(report.render(fmt, result), args.output, sealed=True)
+    return result.exit_code
+
+
+def _scan(args: argparse.Namespace) -> int:
+    from physverify.scan import render, run
+
+    _check_output(args.output, "--output")
+    _check_output(args.sarif, "--sarif")
+    result = run.scan(args.paths, config_dir=args.claims, claims=Path(args.claims) if args.claims else None,
+                      jobs=args.jobs)
+    if args.sarif is not None:
+        _emit(render.FORMATS["sarif"](result), args.sarif)
+    _emit(render.FORMATS[args.format](result), args.output)
     return result.exit_code
 
 
@@ -641,6 +676,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return _mcp(args)
     elif args.command == "sandbox":
         return _sandbox(args)
+    elif args.command == "scan":
+        return _scan(args)
     elif args.command == "ledger":
         return _ledger(args)
     elif args.command == "report":

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify.errors import ConfigError
 from physverify.text import short_repr
@@ -33,6 +33,15 @@ PYPROJECT_NAME = "pyproject.toml"
 TOOL_TABLE = "[tool.physverify]"
 
 ISOLATION_MODES = ("fresh", "fork")  # isolate.py's two ways to start a claim's child
+
+
+class IgnoreEntry(NamedTuple):
+    """One entry of ``ignore``: a scan finding (rule, file glob, optional line) silenced, and why."""
+
+    rule: str  # a scan rule's name, or "*"
+    file: str  # a glob, matched against the path as the scan printed it and relative to the repository
+    reason: str
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,7 @@ class Config:
     expect: Mapping[Path, str] = field(default_factory=dict)  # resolved claim path -> verdict
     isolation: str | None = None  # fresh | fork; None: isolate.py's default (fork on Linux)
     preload: tuple[str, ...] = ()  # modules the fork server imports besides those it finds
+    ignore: tuple[IgnoreEntry, ...] = ()  # physverify scan: findings silenced, each with its reason
     pyproject: Path | None = None  # the repository's pyproject.toml as looked for (it may not exist)
     origins: Mapping[str, Path] = field(default_factory=dict)  # key -> the file that set it
     warnings: tuple[str, ...] = ()  # keys both files set, to different values
@@ -338,5 +348,31 @@ _READERS: Mapping[str, Callable[[Path, Path, object], Any]] = {
     "expect": _expect,
     "isolation": lambda path, base, value: _isolation(path, value),
     "preload": lambda path, base, value: _string_list(path, "preload", value),
+    "ignore": lambda path, base, value: _ignore(path, value),
 }
 KNOWN_KEYS = tuple(_READERS)
+
+
+_IGNORE_SHAPE = "a list of {rule: RULE, file: GLOB, reason: TEXT, line: N (optional)}"
+
+
+def _ignore(path: Path, value: object) -> tuple[IgnoreEntry, ...]:
+    """The scan's ignore list: every entry names its rule and file and says why (an entry without a reason is refused)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _type_error(path, "ignore", _IGNORE_SHAPE, value)
+    return tuple(_ignore_entry(path, i, item) for i, item in enumerate(value, 1))
+
+
+def _ignore_entry(path: Path, index: int, item: object) -> IgnoreEntry:
+    if not isinstance(item, dict) or set(item) - {"rule", "file", "reason", "line"}:
+        raise _type_error(path, f"ignore entry {index}", _IGNORE_SHAPE, item)
+    for key in ("rule", "file", "reason"):
+        if not isinstance(item.get(key), str) or not item[key].strip():
+            raise ConfigError(f"{path}: ignore entry {index}: {key} must be a non-empty string "
+                              f"(every silenced finding says why)")
+    line = item.get("line")
+    if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
+        raise _type_error(path, f"ignore entry {index}: line", "a line number (1 or more)", line)
+    return IgnoreEntry(item["rule"].strip(), item["file"].strip(), item["reason"].strip(), line)

@@ -1,7 +1,7 @@
-"""``physverify mcp``: the MCP tools run_checks, confirm_claim and replay_claims over stdio.
+"""``physverify mcp``: the MCP tools run_checks, confirm_claim, replay_claims and scan over stdio.
 
 A thin adapter (STYLE.md, "State and formats"): each tool calls the function the command
-line calls (run_specs.run_specs, confirm.confirm, replay.replay) and renders with the same
+line calls (run_specs.run_specs, confirm.confirm, replay.replay, scan.run.scan) and renders with the same
 report modules, so a model sees what a person at the terminal sees. The SDK's MCPServer
 does the framing; nothing here writes to stdout, which is the protocol stream.
 
@@ -79,6 +79,20 @@ affect; `shard` is K/N. Runs project code: needs trusted: true (or the sandbox).
 Returns the summary and every transition as text, then the result as JSON, then a PNG of the
 deciding check's convergence plot for up to four claims whose verdict is not unchanged."""
 
+SCAN_DOC = """Read Python files statically and list suspects; runs nothing, so it needs no trust.
+
+What it runs: nothing. It parses every *.py file under `paths` (default: the project root; hidden, venv and build
+folders skipped) without importing or running any of them, and reports one finding per suspect:
+rk-order (a Runge-Kutta table or written-out stages whose order conditions miss the order its name,
+`order` attribute or docstring states), rk-consistency (nodes that are not the row sums of A, weights
+not summing to 1), grid-spacing (a spacing that does not match its linspace/arange grid), constant (a
+literal near a CODATA constant bound to its name but not equal to it within its rounding), and
+inverse-pair (functions that look like inverses: a suggestion for a round-trip claim). A finding is a
+suspicion, not a verdict. When to use it: first, on code you have not read, to find what to claim.
+`claims` (a folder under the root) writes one claim template per finding there, never overwriting a
+file; fill in its ADAPTER block, then settle it with confirm_claim. Returns the findings as text
+(file:line: rule: message), then the result as JSON."""
+
 _T = TypeVar("_T")
 # At most this many plots beside a replay's text: the claims that moved come first, and a
 # large folder must not flood the client with images.
@@ -86,7 +100,7 @@ MAX_IMAGES = 4
 
 
 def build_server(root: Path) -> MCPServer:
-    """The server with its three tools, confined to the project ``root``."""
+    """The server with its four tools, confined to the project ``root``."""
     root = root.resolve()
     if not root.is_dir():
         raise PhysverifyError(f"{root}: the project root given by --root is not a folder")
@@ -94,6 +108,7 @@ def build_server(root: Path) -> MCPServer:
         _checked_tool(_run_checks_tool(root), "run_checks", RUN_CHECKS_DOC),
         _checked_tool(_confirm_claim_tool(root), "confirm_claim", CONFIRM_CLAIM_DOC),
         _checked_tool(_replay_claims_tool(root), "replay_claims", REPLAY_CLAIMS_DOC),
+        _checked_tool(_scan_tool(root), "scan", SCAN_DOC),
     ]
     return MCPServer("physverify", instructions=INSTRUCTIONS, version=__version__, tools=tools)
 
@@ -231,6 +246,21 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         return _as_tool_error(call)
 
     return replay_claims
+
+
+def _scan_tool(root: Path) -> Callable[..., str]:
+    def scan(paths: list[str] | None = None, claims: str | None = None) -> str:
+        from physverify.scan import render, run
+
+        def call() -> str:
+            given = [str(_as_given(inside_root(root, p))) for p in paths or ["."]]
+            folder = _as_given(inside_root(root, claims)) if claims is not None else None
+            result = run.scan(given, config_dir=None if folder is None else str(folder), claims=folder, confine=root)
+            return _text_then_json(render.render_text(result), render.to_dict(result))
+
+        return _as_tool_error(call)
+
+    return scan
 
 
 # --- the server's own rules ---------------------------------------------------------------

@@ -12,6 +12,7 @@ quotes them), so this module only lays out text.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 
@@ -45,12 +46,12 @@ CLAIM = {{
     # the claim as it was stated, unedited
     "text": {text},
     # who made the claim: a person, a static analysis tool, or an AI model named by its name
-    "source": {fill},
+    "source": {source},
     # the file the claim is about (relative to the repository root) and the line in it
     "file": {file},
     "line": {line},
     # where the correct behaviour comes from: a book and section, a paper and equation number
-    "reference": {fill},
+    "reference": {reference},
     # used, latent or unknown: do the repository's own scripts or defaults reach this code?
     "impact": {fill},
 }}
@@ -290,8 +291,17 @@ ADAPTER_START = "# ---- ADAPTER:"
 ADAPTER_END = "# ---- END OF ADAPTER ----"
 
 
-def render(kind: str, *, text: str, file: str, line: int, fill: str) -> str:
-    """The claim template of ``kind``; text, file and fill are Python string literals, line an int."""
+_ORDER_LINE = re.compile(r"^EXPECTED_ORDER = None  # FILL IN:.*$", re.MULTILINE)
+
+
+def render(kind: str, *, text: str, file: str, line: int, fill: str, source: str | None = None,
+           reference: str | None = None, expected_order: int | None = None) -> str:
+    """The claim template of ``kind``; text, file, fill, source and reference are Python string literals (source
+    and reference default to ``fill``), line an int. ``expected_order`` fills EXPECTED_ORDER where the kind has it."""
     spec = KINDS[kind]
+    adapter = spec.adapter
+    if expected_order is not None:  # a scan read it from the method's name; the person checks it against the book
+        adapter = _ORDER_LINE.sub(f"EXPECTED_ORDER = {int(expected_order)}  # the order the method states, filled by "
+                                  "physverify scan: check it against the reference", adapter, count=1)
     return _HEAD.format(kind=kind, summary=spec.summary, imports=spec.imports, text=text, file=file, line=line,
-                        fill=fill, adapter=spec.adapter) + spec.body
+                        fill=fill, source=source or fill, reference=reference or fill, adapter=adapter) + spec.body

@@ -50,7 +50,7 @@ def _level(run: ClaimRun) -> str:
     return "warning" if run.verdict == CONFIRMED else "note"
 
 
-def _uri(path: str) -> str:
+def uri(path: str) -> str:
     """``path`` as a relative URI reference (RFC 3986), as SARIF's artifactLocation.uri must be (SARIF 2.1.0, 3.4.3).
 
     A path is the repository's (a claim's file name, CLAIM["file"]): raw, a "#" or "?" cut
@@ -63,7 +63,7 @@ def _uri(path: str) -> str:
 
 
 def _location(run: ClaimRun) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(run.target or run.key), "uriBaseId": "%SRCROOT%"}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri(run.target or run.key), "uriBaseId": "%SRCROOT%"}}
     if run.line is not None and run.line >= 1:  # SARIF regions count lines from 1
         physical["region"] = {"startLine": run.line}
     return {"physicalLocation": physical}
