@@ -246,7 +246,7 @@ def test_a_key_both_files_set_differently_gives_one_warning_line_naming_both(tmp
 
 @pytest.mark.parametrize(("table", "message"), [
     ("timout = 5", "pyproject.toml [tool.physverify]: unknown key 'timout' (known: timeout, jobs, ledger, fail_on, "
-     "exclude, expect, isolation, preload)"),
+     "exclude, expect, isolation, preload, ignore)"),
     ("timeout = 'fast'", "pyproject.toml [tool.physverify]: timeout must be a positive number of seconds, not 'fast'"),
     ("jobs = true", "pyproject.toml [tool.physverify]: jobs must be a whole number of at least 1, not True"),
     ("fail_on = ['regresed']", "pyproject.toml [tool.physverify]: fail_on: unknown transition 'regresed'"),
