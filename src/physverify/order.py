@@ -318,7 +318,7 @@ def check_order(
     level = effective_floor(max(floor, PRECISION_ULPS * eps), scale)
     noise = _per_level(hs, roundoff, h, level)
     named = "" if name is None or name == "float64" else f"assuming {name} precision: "
-    if all(x <= max(level, r) for x, r in zip(e[finite:], noise[finite:])):
+    if all(x <= max(level, r) for x, r in zip(e[finite:], noise[finite:])) and _not_truncation(e[finite:], roundoff):
         within = f"{level:g}" if roundoff is None else f"the round-off of each level (at most {max(noise):.3g})"
         return _result(EXACT, f"{named}error below {within} at every resolution; order not measurable", expected,
                        h, e, floor=level)
@@ -376,6 +376,16 @@ def _precision(precision: Any) -> tuple[float, str | None]:
         return 0.0, None
     dtype = np.dtype(precision)
     return epsilon(dtype), _PRECISION_NAMES.get(dtype.name, dtype.name)
+
+
+def _not_truncation(e: list[float], roundoff: Sequence[float] | None) -> bool:
+    """Whether errors within a round-off that grows with n can be exactness rather than hidden truncation.
+
+    Round-off that grows with the number of steps is smallest at the coarsest level; a truncation
+    error, of a correct method or a defective one, is largest there. Errors within such a
+    round-off whose coarsest is more than twice every finer one are truncation hiding under it.
+    """
+    return roundoff is None or len(e) < 2 or e[0] <= 2.0 * max(e[1:])
 
 
 def _per_level(hs: Sequence[float], roundoff: Sequence[float] | None, h: list[float], level: float) -> list[float]:
