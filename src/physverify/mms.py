@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
@@ -151,7 +151,7 @@ class Sweep:
 
 
 # What a measure returns: the error at a level, or the error and the code's own solution there.
-Measured = float | tuple[float, Any]
+Measured = Union[float, tuple[float, Any], tuple[float, Any, float]]
 
 
 def _split(value: Any) -> tuple[float, np.ndarray | None, float, float | None]:
@@ -205,7 +205,8 @@ def _judging(sweep: Sweep, check_order_kwargs: dict[str, Any]) -> tuple[dict[str
     if not eps > _EPS64 or not sweep.ns:
         return kwargs, None
     given = float(kwargs.get("floor", 1e-12))
-    floor = max(given, precision_floor(eps, max(sweep.ns)))
+    # The round-off that grows with n is per level (below), so the floor itself is that of one level.
+    floor = max(given, eps * _LOW_PRECISION_FLOOR)
     if "roundoff" not in kwargs:
         size = max(1.0, abs(float(kwargs.get("scale", 1.0))))
         kwargs["roundoff"] = [eps * max(_LOW_PRECISION_FLOOR, float(n)) * size for n in sweep.ns]
@@ -329,7 +330,7 @@ def _levels_in_n(message: str, sweep: Sweep, h: Callable[[int], float], note: st
     if marker not in message or not message.startswith("levels h <= "):
         return message
     bound = float(message[len("levels h <= "):message.index(" ", len("levels h <= "))])
-    first = min(n for n in sweep.ns if float(h(n)) <= bound * (1 + 1e-9))
+    first = min(n for n in sweep.ns if float(h(n)) <= bound * (1 + 1e-5))  # the bound is printed to 6 digits
     name = note.split(" precision,")[0].split(" in ")[-1]
     rest = message[message.index(marker) + len(marker):]
     return f"levels n >= {first} are at {name} round-off and were not used{rest}"

@@ -324,7 +324,8 @@ def check_order(
                        h, e, floor=level)
     # Only a stated precision or round-off leaves levels out: with the default floor alone, an error
     # near it stays "round-off reached" (INCONCLUSIVE), as it always was.
-    kept, excluded = _roundoff_tail(e, noise, finite) if name is not None or roundoff is not None else (len(e), False)
+    kept, excluded = (_roundoff_tail(h, e, noise, finite, expected - tol_low) if name is not None or roundoff is not None
+                      else (len(e), False))
     limits = _Limits(tol_low, math.inf if tol_high is None else tol_high, level, abs(scale), fit_points, atol,
                      refines, name, dict(zip(h[finite:kept], noise[finite:kept])) if roundoff is not None else {})
     status, message, fitted, window = _judge_levels(h[finite:kept], e[finite:kept], len(e), expected, limits)
@@ -396,16 +397,24 @@ def _per_level(hs: Sequence[float], roundoff: Sequence[float] | None, h: list[fl
     return [given[step] for step in h]
 
 
-def _roundoff_tail(e: list[float], noise: list[float], start: int) -> tuple[int, bool]:
-    """Where the usable levels end: before the finest levels that stopped falling near their round-off.
+def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: int, slowest: float) -> tuple[int, bool]:
+    """Where the usable levels end: before the finest levels that round-off bends.
 
-    A level is left out only when its error is within _NEAR_ROUNDOFF of its round-off and no
-    smaller than the error of the level before (it has stopped falling): a level still falling
-    carries truncation error, and keeping it is what keeps a defect visible.
+    A level is left out when its error is within _NEAR_ROUNDOFF of its round-off and no smaller
+    than the error of the level before (it has stopped falling), or within its round-off itself
+    while falling more slowly than ``slowest`` (the bottom of the accepted range): there round-off
+    bends the order, and the levels above it judge it. A level falling at an accepted order is
+    kept however close it is, and so is one well above its round-off: they carry the truncation
+    error, and keeping them is what keeps a defect visible.
     """
     end = len(e)
-    while end - start > 2 and e[end - 1] <= _NEAR_ROUNDOFF * noise[end - 1] and e[end - 1] >= e[end - 2] \
-            * 2.0 ** -STALL_ORDER:
+    while end - start > 2:
+        x, before = e[end - 1], e[end - 2]
+        order = math.log(before / x) / math.log(h[end - 2] / h[end - 1]) if x > 0 and before > 0 else math.inf
+        stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER
+        bent = x <= noise[end - 1] and order < slowest
+        if not (stopped or bent):
+            break
         end -= 1
     return end, end < len(e)
 
