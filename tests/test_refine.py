@@ -540,7 +540,7 @@ def rhs(t, y):
 
 def study(u):
     return mms_order_study(lambda s, y0, t, n: rk4f32.integrate(s, y0, t, n, cast=CAST), ManufacturedODE(u, rhs),
-                           2.0, refine(4), 4, **KWARGS)
+                           2.0, refine(4, ratio=1.5), 4, **KWARGS)
 
 
 def control():
