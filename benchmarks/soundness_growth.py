@@ -175,12 +175,12 @@ def _periodic(stencil: Callable[[np.ndarray, np.ndarray, np.ndarray, Any], np.nd
 
 OPERATORS: list[tuple[str, bool, int, Callable[..., np.ndarray]]] = [
     # (name, correct, derivative (1 or 2), stencil(left, centre, right, h))
-    ("central gradient", True, 1, lambda l, c, r, h: (r - l) / (2 * h)),
-    ("Laplacian", True, 2, lambda l, c, r, h: (r - 2 * c + l) / (h * h)),
-    ("gradient, sum for difference", False, 1, lambda l, c, r, h: (r + l) / (2 * h)),
-    ("gradient over h**2", False, 1, lambda l, c, r, h: (r - l) / (2 * h * h)),
-    ("Laplacian, centre weight -3", False, 2, lambda l, c, r, h: (r - 3 * c + l) / (h * h)),
-    ("Laplacian over h**3", False, 2, lambda l, c, r, h: (r - 2 * c + l) / (h * h * h)),
+    ("central gradient", True, 1, lambda lo, c, r, h: (r - lo) / (2 * h)),
+    ("Laplacian", True, 2, lambda lo, c, r, h: (r - 2 * c + lo) / (h * h)),
+    ("gradient, sum for difference", False, 1, lambda lo, c, r, h: (r + lo) / (2 * h)),
+    ("gradient over h**2", False, 1, lambda lo, c, r, h: (r - lo) / (2 * h * h)),
+    ("Laplacian, centre weight -3", False, 2, lambda lo, c, r, h: (r - 3 * c + lo) / (h * h)),
+    ("Laplacian over h**3", False, 2, lambda lo, c, r, h: (r - 2 * c + lo) / (h * h * h)),
 ]
 FIELDS = [
     ("sin 2 pi x + 0.5", lambda x: np.sin(2 * np.pi * x) + 0.5, lambda x: 2 * np.pi * np.cos(2 * np.pi * x),
