@@ -18,10 +18,12 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from physverify.checks import RUN_DEADLINE_ENV
 from physverify.child import child_environment
 from physverify.isolation import guard
 from physverify.fresh import run_fresh
@@ -87,6 +89,8 @@ def run_child(
     path = Path(path).resolve()
     extra = [str(Path(entry).resolve()) for entry in sys_path]
     child_env = child_environment(env)
+    # The child learns when the run will be killed, so a refinement plan stops in time and reports its levels.
+    child_env[RUN_DEADLINE_ENV] = repr(time.time() + timeout_s)
     before = guard.snapshot()
     guard.check(before)  # changed since the run began: no claim starts under limits a claim chose
     try:
