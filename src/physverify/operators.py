@@ -21,7 +21,9 @@ from typing import Any, Union
 
 import numpy as np
 
+from physverify import frameworks
 from physverify.adapters import exact_steps
+from physverify.arrays import as_array, epsilon, precision_of
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
 from physverify.errors import PhysverifyError
 from physverify.mms import Measured, max_error, order_sweep
@@ -188,24 +190,29 @@ def operator_study(
 
     span = max(hi - lo for lo, hi in axes)
     roundoff: dict[float, float] = {}  # h -> the operator's response to round-off of the field at that grid
+    notes: list[str] = []  # said once: the code computes in float32 because JAX's x64 is off
 
     def error(nx: int) -> Measured:
         values = _evaluate(field, _grid(samples, nx, axes), "field")
         steps = tuple((hi - lo) / nx for lo, hi in axes)
-        got = np.asarray(apply(values, *steps), dtype=float)
+        raw = apply(values, *steps)
+        notes[:] = notes or [frameworks.jax_x64_note(raw)]
+        precision = precision_of(raw) or np.dtype(float)
+        got = np.asarray(as_array(raw), dtype=float)
         points = _grid(wheres, nx, axes)
         want = np.broadcast_to(_evaluate(exact, points, "exact"), np.broadcast_shapes(*(p.shape for p in points)))
         if got.shape != want.shape:
             raise PhysverifyError(_length_mismatch(got.shape, want.shape, nx, where))
-        roundoff[span / nx] = _roundoff_response(apply, values, steps, got)
+        roundoff[span / nx] = _roundoff_response(apply, values, steps, got, precision)
         distance = max_error(got, np.asarray(want), "apply")
         on_fixed = _on_fixed_points(got, points, axes)
-        return distance if on_fixed is None else (distance, on_fixed)
+        # the interpolated result carries the code's precision, so the sweep's floor follows it
+        return distance if on_fixed is None else (distance, on_fixed.astype(np.result_type(precision, np.float16)))
 
     check_order_kwargs.setdefault("scale", _field_scale(field, exact, axes))
     check_order_kwargs.setdefault("refines", "space")  # a FAIL names stencils and grid locations, not stage times
     result = _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
-    return _judge_roundoff(result, roundoff, span)
+    return frameworks.with_note(_judge_roundoff(result, roundoff, span), notes[0] if notes else "")
 
 
 def _on_fixed_points(got: np.ndarray, points: list[np.ndarray], axes: list[tuple[float, float]]) -> np.ndarray | None:
@@ -234,18 +241,21 @@ def _on_fixed_points(got: np.ndarray, points: list[np.ndarray], axes: list[tuple
 # nx ~ 10**4 and rises like dx**-2, which check_order reads as an error that levels off (a FAIL).
 # The study measures that round-off at each grid instead of guessing k: the operator applied to the
 # field plus a perturbation of a few units of round-off (fixed random signs), minus the operator of
-# the field. An error within ROUNDOFF_FACTOR of that response is round-off, not truncation.
-_PERTURBATION = 4.0 * float(np.finfo(float).eps)
+# the field. An error within ROUNDOFF_FACTOR of that response is round-off, not truncation. The
+# units are those of the precision the code computes in: a float32 code (JAX without x64) rounds
+# its input to float32 first, which erases a perturbation of float64's size entirely.
+_PERTURBATION_ULPS = 4.0
 
 
 def _roundoff_response(apply: Callable[..., Any], values: np.ndarray, steps: tuple[float, ...],
-                       got: np.ndarray) -> float:
-    """How much ``apply`` changes when the field changes by round-off: the noise floor of its result."""
+                       got: np.ndarray, precision: np.dtype[Any] = np.dtype(float)) -> float:
+    """How much ``apply`` changes when the field changes by round-off of ``precision``: the noise floor of its result."""
     size = float(np.max(np.abs(values), initial=0.0))
     if size == 0.0 or not math.isfinite(size):
         return 0.0
     signs = np.where(np.random.default_rng(0).random(np.shape(values)) < 0.5, -1.0, 1.0)
-    shaken = np.asarray(apply(values + _PERTURBATION * size * signs, *steps), dtype=float)
+    shake = _PERTURBATION_ULPS * max(epsilon(precision), float(np.finfo(float).eps)) * size
+    shaken = np.asarray(as_array(apply(values + shake * signs, *steps)), dtype=float)
     if shaken.shape != got.shape:
         return 0.0
     return float(np.max(np.abs(shaken - got), initial=0.0))
