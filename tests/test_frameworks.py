@@ -8,11 +8,16 @@ computes in float32.
 
 from __future__ import annotations
 
+import json
+import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.fixtures import Ran
+from support.framework_codes import LAPLACIAN, LAPLACIAN_DEFECT, LAPLACIAN_FIX, write_case
 
 import physverify as pv
 from physverify import frameworks
@@ -130,3 +135,83 @@ def test_only_compiled_callables_are_taken_for_compiled_ones() -> None:
     assert frameworks.is_numba_dispatcher(numba.njit(lambda x: x))
     assert frameworks.is_jax_jitted(jax.jit(lambda x: x))
     assert not frameworks.is_numba_dispatcher(len) and not frameworks.is_jax_jitted(lambda x: x)
+
+
+# --- claims on JAX and Numba code, end to end through `physverify confirm` and `replay` ----------
+VERDICT_EXIT = {"confirmed": 1, "rejected": 0}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "fixed", "verdict"), [
+    ("langevin", False, "confirmed"),  # the force where force over mass belongs; key-based sampler
+    ("langevin", True, "rejected"),
+    ("metropolis", False, "confirmed"),  # +Exp(1) where -Exp(1) belongs
+    ("rk4", False, "confirmed"),  # @njit RK4, k3 at t + h
+    ("rk4", True, "rejected"),
+    ("laplacian", False, "confirmed"),  # float32 JAX, / dx where / dx**2 belongs
+    ("laplacian", True, "rejected"),
+])
+def test_a_claim_on_jax_or_numba_code_gets_the_verdict_the_physics_calls_for_in_both_isolation_modes(
+    tmp_path: Path, physverify: Callable[..., Ran], isolation: str, name: str, fixed: bool, verdict: str
+) -> None:
+    pytest.importorskip("numba" if name == "rk4" else "jax")
+    claim = write_case(tmp_path, name, fixed=fixed)
+    ran = physverify("confirm", claim.name, "--trusted", "--isolation", isolation, "--ledger", "ledger.jsonl",
+                     cwd=tmp_path)
+    line = json.loads((tmp_path / "ledger.jsonl").read_text())
+    assert (line["verdict"], ran.returncode) == (verdict, VERDICT_EXIT[verdict]), ran.stdout + ran.stderr
+    assert line["variant"]["held"] == ("fix" if fixed else "defect")
+    assert "isolation_note" not in line  # jax and numba preloaded, nothing started: every claim forked
+
+
+def _jax_claims(folder: Path, count: int) -> None:
+    """``count`` claims on JAX Laplacians (half with / dx, half with / dx**2), one wavenumber each."""
+    for fixed in (False, True):
+        code = LAPLACIAN.replace(LAPLACIAN_DEFECT, LAPLACIAN_FIX) if fixed else LAPLACIAN
+        (folder / f"laplacian_{'fixed' if fixed else 'defect'}.py").write_text(code)
+    for i in range(count):
+        module = "laplacian_fixed" if i % 2 else "laplacian_defect"
+        (folder / f"claim_wave{i}.py").write_text(textwrap.dedent(f"""
+            import numpy as np
+            from physverify import Check, operator_study
+            import {module} as code
+            CLAIM = {{"text": "the Laplacian divides by dx", "source": "a test", "file": "{module}.py", "line": 4,
+                      "reference": "LeVeque, Finite Difference Methods, sec. 1.5", "impact": "used"}}
+            K = 2 * np.pi * {1 + i % 3}
+            def study(apply):
+                return operator_study(apply, lambda x: np.sin(K * x), lambda x: -K * K * np.sin(K * x),
+                                      [8, 16, 32, 64], 2)
+            def control():
+                return Check("operator", "book", lambda: study(lambda u, dx: (np.roll(u, -1) - 2 * u + np.roll(u, 1)) / dx**2))
+            def checks():
+                return [Check("operator", "code", lambda: study(code.laplacian))]
+        """))
+
+
+def _comparable(ledger: Path) -> list[dict[str, Any]]:
+    """The ledger's lines without what differs between two runs of the same claims (the date, the seconds)."""
+    lines = [json.loads(text) for text in ledger.read_text().splitlines()]
+    for line in lines:
+        line.pop("date")
+        for outcome in [line["control"], *line["checks"]]:
+            outcome.pop("seconds")
+    return sorted(lines, key=lambda line: line["claim_file"])
+
+
+@pytest.mark.slow
+def test_a_replay_of_ten_jax_claims_forked_twice_writes_the_lines_a_fresh_replay_writes(
+    tmp_path: Path, physverify: Callable[..., Ran]
+) -> None:
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    _jax_claims(claims, 10)
+    runs = {}
+    for label, isolation in (("fork1", "fork"), ("fork2", "fork"), ("fresh", "fresh")):
+        ledger = tmp_path / f"{label}.jsonl"
+        ran = physverify("replay", "claims", "--trusted", "--isolation", isolation, "--ledger", str(ledger),
+                         "--record-all", "--jobs", "2", cwd=tmp_path)
+        assert ledger.exists(), ran.stdout + ran.stderr
+        runs[label] = _comparable(ledger)
+    assert len(runs["fresh"]) == 10
+    assert runs["fork1"] == runs["fork2"] == runs["fresh"]
+    assert [line["verdict"] for line in runs["fresh"]] == ["confirmed", "rejected"] * 5
