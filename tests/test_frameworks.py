@@ -9,6 +9,7 @@ computes in float32.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from support.fixtures import Ran
-from support.framework_codes import LAPLACIAN, LAPLACIAN_DEFECT, LAPLACIAN_FIX, write_case
+from support.framework_codes import EXAMPLES, code, write_case
 
 import physverify as pv
 from physverify import frameworks
@@ -150,32 +151,35 @@ VERDICT_EXIT = {"confirmed": 1, "rejected": 0}
     ("rk4", True, "rejected"),
     ("laplacian", False, "confirmed"),  # float32 JAX, / dx where / dx**2 belongs
     ("laplacian", True, "rejected"),
+    ("laplacian_x64", False, "confirmed"),  # the same, JAX computing in float64
 ])
 def test_a_claim_on_jax_or_numba_code_gets_the_verdict_the_physics_calls_for_in_both_isolation_modes(
     tmp_path: Path, physverify: Callable[..., Ran], isolation: str, name: str, fixed: bool, verdict: str
 ) -> None:
     pytest.importorskip("numba" if name == "rk4" else "jax")
-    claim = write_case(tmp_path, name, fixed=fixed)
+    code_name, _, variant = name.partition("_")
+    claim = write_case(tmp_path, code_name, fixed=fixed, claim=f"claim_{name}.py" if variant else None)
     ran = physverify("confirm", claim.name, "--trusted", "--isolation", isolation, "--ledger", "ledger.jsonl",
                      cwd=tmp_path)
     line = json.loads((tmp_path / "ledger.jsonl").read_text())
     assert (line["verdict"], ran.returncode) == (verdict, VERDICT_EXIT[verdict]), ran.stdout + ran.stderr
     assert line["variant"]["held"] == ("fix" if fixed else "defect")
     assert "isolation_note" not in line  # jax and numba preloaded, nothing started: every claim forked
+    if name.startswith("laplacian"):  # JAX's float32 is said where the operator's result is judged
+        assert ("jax_enable_x64 is off" in line["checks"][0]["message"]) == (name == "laplacian")
 
 
 def _jax_claims(folder: Path, count: int) -> None:
     """``count`` claims on JAX Laplacians (half with / dx, half with / dx**2), one wavenumber each."""
     for fixed in (False, True):
-        code = LAPLACIAN.replace(LAPLACIAN_DEFECT, LAPLACIAN_FIX) if fixed else LAPLACIAN
-        (folder / f"laplacian_{'fixed' if fixed else 'defect'}.py").write_text(code)
+        (folder / f"laplacian_{'fixed' if fixed else 'defect'}.py").write_text(code("laplacian", fixed=fixed))
     for i in range(count):
         module = "laplacian_fixed" if i % 2 else "laplacian_defect"
         (folder / f"claim_wave{i}.py").write_text(textwrap.dedent(f"""
             import numpy as np
             from physverify import Check, operator_study
             import {module} as code
-            CLAIM = {{"text": "the Laplacian divides by dx", "source": "a test", "file": "{module}.py", "line": 4,
+            CLAIM = {{"text": "the Laplacian divides by dx", "source": "a test", "file": "{module}.py", "line": 10,
                       "reference": "LeVeque, Finite Difference Methods, sec. 1.5", "impact": "used"}}
             K = 2 * np.pi * {1 + i % 3}
             def study(apply):
@@ -215,3 +219,16 @@ def test_a_replay_of_ten_jax_claims_forked_twice_writes_the_lines_a_fresh_replay
     assert len(runs["fresh"]) == 10
     assert runs["fork1"] == runs["fork2"] == runs["fresh"]
     assert [line["verdict"] for line in runs["fresh"]] == ["confirmed", "rejected"] * 5
+
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "real-code.md"
+WORKED = re.compile(r"<!-- framework-example: (\S+), verdict: ([\w ]+) -->\n```python\n(.*?)```", re.DOTALL)
+
+
+def test_the_pages_worked_framework_claims_are_the_example_files_with_the_verdicts_the_tests_above_give() -> None:
+    """docs/real-code.md's JAX Langevin, @njit RK4 and JAX Laplacian (x64 off and on) claims, as the tests run them."""
+    shown = {name: (verdict, block) for name, verdict, block in WORKED.findall(PAGE.read_text(encoding="utf-8"))}
+    assert set(shown) == {"claim_langevin.py", "claim_rk4.py", "claim_laplacian.py", "claim_laplacian_x64.py"}
+    for name, (verdict, block) in shown.items():
+        assert block == (EXAMPLES / name).read_text(encoding="utf-8"), name
+        assert verdict == "confirmed"  # on the code as it is, which holds the defect (the parametrisation above)
