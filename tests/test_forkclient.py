@@ -465,3 +465,34 @@ def test_a_preloaded_module_that_computes_with_jax_at_import_sends_its_claims_to
     assert note.startswith("the fork server is not safe to fork: ") and "JAX's backend (cpu)" in note
     assert "pv_jax_at_import" in note and note.endswith("so the claim ran in a fresh interpreter")
     assert "isolation_note" not in fresh_run.record
+
+
+def test_a_forked_claim_that_times_out_while_the_server_held_numpys_threads_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork copies no thread: a claim that waits on one sleeps until its timeout, and the reason must say why."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # numpy's BLAS starts one thread of its own in the server
+    claim = tmp_path / "claim_sleeps.py"
+    claim.write_text(textwrap.dedent('''
+        import time
+        import numpy as np
+        from physverify import Check, Result, PASS
+        CLAIM = {"text": "t", "source": "a test", "file": "claim_sleeps.py", "line": 1, "reference": "none",
+                 "impact": "unknown"}
+        def control():
+            time.sleep(60)
+            return Check("demo", "never", lambda: Result(PASS, ""))
+        def checks():
+            return [Check("demo", "never", lambda: Result(PASS, ""))]
+    '''))
+    forkclient.shutdown()
+    try:
+        forked = confirm.confirm(claim, ledger=tmp_path / "l.jsonl", timeout_s=3, trusted=True, isolation="fork")
+    finally:
+        forkclient.shutdown()
+    assert forked.record["verdict"] == "not decidable"
+    assert forked.record["reason"].startswith("timed out after 3")
+    assert "the fork server held 2 threads when it forked this claim (numpy's BLAS pool)" in forked.record["reason"]
+    assert forked.record["isolation_note"] in forked.record["reason"]

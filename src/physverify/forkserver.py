@@ -229,14 +229,16 @@ def _answer(
     elif hazard is not None:  # the client runs this claim in a fresh interpreter, with the hazard as its note
         answer = {"error": hazard, "unsafe": True}
     else:
+        # the threads held as it forks (numpy's BLAS pool, which stops for the fork and starts again
+        # at its next use), so a claim that then times out can say so
+        threads = thread_count()
         try:
             pid = _fork_supervisor(request, fds, server_fds)
         except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
             answer = {"error": str(exc)}
         else:
             supervisors.add(pid)
-            # the threads it held (numpy's BLAS pool), so a claim that then times out can say so
-            _send(reply, {"pid": pid, "threads": thread_count()})
+            _send(reply, {"pid": pid, "threads": threads})
     if answer is not None:
         _send(reply, answer)
         for fd in fds[1:]:
