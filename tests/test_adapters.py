@@ -365,3 +365,19 @@ def test_from_second_order_step_keeps_a_float32_code_in_float32_from_step_to_ste
 
     end = from_second_order_step(verlet32, lambda x, v, t: -x)(lambda t: 0.0, np.array([1.0, 0.0]), 1.0, 8)
     assert end.dtype == np.float32 and seen[1:] == [np.dtype(np.float32)] * 7
+
+
+def test_an_njit_verlet_through_from_second_order_step_runs_compiled_and_is_second_order() -> None:
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def verlet(x: np.ndarray, v: np.ndarray, t: float, h: float, accel: Any) -> tuple[np.ndarray, np.ndarray]:
+        half = v + h / 2 * accel(x, v, t)
+        x = x + h * half
+        return x, half + h / 2 * accel(x, half, t + h)
+
+    spring = numba.njit(lambda x, v, t: -4.0 * x)
+    mms = ManufacturedODE(lambda t: np.array([np.sin(t) + t * t, np.cos(t) + 2 * t]),
+                          lambda t, y: np.array([y[1], -4.0 * y[0]]))
+    result = mms_order_study(from_second_order_step(verlet, spring), mms, 1.0, [8, 16, 32, 64], 2)
+    assert result.status == "PASS" and verlet.signatures and spring.signatures

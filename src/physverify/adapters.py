@@ -93,23 +93,37 @@ def from_step(step: Step, rhs: Rhs) -> Integrate:
     can trace, the forcing added through a host callback.
     """
 
-    # A compiled f is compiled once per forcing and state shape, not at every level (Numba takes ~0.5 s);
-    # compared with ==, since a study passes ``mms.forcing``, a new bound method at every level
-    compiled: list[tuple[Source, tuple[int, ...], Callable[..., Any]]] = []
+    made = _Made()
 
     def integrate(source: Source, y0: np.ndarray, t_end: float, n_steps: int) -> np.ndarray:
         times = exact_steps(t_end, n_steps)
         h = float(t_end) / len(times[:-1])  # t_end / n, n already checked by exact_steps
         y = np.array(y0, dtype=float)
-        found = [f for known, shape, f in compiled if known == source and shape == y.shape]
-        forced = found[0] if found else _first_order_f(step, rhs, source, y)
-        if not found:
-            compiled[:] = [*compiled[-7:], (source, y.shape, forced)]
+        forced = made.get(source, y.shape, lambda: _first_order_f(step, rhs, source, y))
         for t in times[:-1]:
             y = _same_shape(_compiled_call("from_step", step, forced, float(t), y, h), y, "step")
         return y
 
     return integrate
+
+
+class _Made:
+    """The f an adapter made for each forcing and state shape, so a compiled one is compiled once, not at every level.
+
+    Numba takes ~0.5 s to compile one. Forcings are compared with ==: a study passes
+    ``mms.forcing``, a new bound method at every level, equal to the last one.
+    """
+
+    def __init__(self) -> None:
+        self._made: list[tuple[Source, tuple[int, ...], Callable[..., Any]]] = []
+
+    def get(self, source: Source, shape: tuple[int, ...], make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+        for known, known_shape, function in self._made:
+            if known == source and known_shape == shape:
+                return function
+        function = make()
+        self._made = [*self._made[-7:], (source, shape, function)]
+        return function
 
 
 def _first_order_f(step: Step, rhs: Rhs, source: Source, like: np.ndarray) -> Callable[..., Any]:
@@ -184,6 +198,8 @@ def from_second_order_step(step: SecondOrderStep, accel: Accel) -> Integrate:
     ``jax.jit`` steps are called as in ``from_step``.
     """
 
+    made = _Made()
+
     def integrate(source: Source, y0: np.ndarray, t_end: float, n_steps: int) -> np.ndarray:
         y = np.array(y0, dtype=float).ravel()
         if y.size == 0 or y.size % 2:
@@ -193,24 +209,32 @@ def from_second_order_step(step: SecondOrderStep, accel: Accel) -> Integrate:
         times = exact_steps(t_end, n_steps)
         h = float(t_end) / len(times[:-1])  # t_end / n, n already checked by exact_steps
 
-        def kick(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
-            both = _source_at(source, float(t), 2 * half)
-            _refuse_position_forcing(both[:half], np.asarray(x), np.asarray(v), float(t))
-            return np.asarray(both[half:])
-
-        def forced(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
-            return np.asarray(as_array(accel(x, v, t)), dtype=float) + kick(x, v, t)
-
         x, v = y[:half].copy(), y[half:].copy()
-        if frameworks.is_numba_dispatcher(step):
-            forced = frameworks.numba_second_order(accel, kick, x)
-        elif frameworks.is_jax_jitted(step):
-            forced = frameworks.jax_traceable(accel, kick)
+        forced = made.get(source, x.shape, lambda: _second_order_a(step, accel, source, x))
         for t in times[:-1]:
             x, v = _pair(_compiled_call("from_second_order_step", step, x, v, float(t), h, forced), half)
         return np.concatenate([x, v]).reshape(np.shape(y0))
 
     return integrate
+
+
+def _second_order_a(step: SecondOrderStep, accel: Accel, source: Source, like: np.ndarray) -> Callable[..., Any]:
+    """The acceleration accel + the source's velocity part handed to ``step``: plain Python, or compiled for it."""
+    half = like.size
+
+    def kick(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+        both = _source_at(source, float(t), 2 * half)
+        _refuse_position_forcing(both[:half], np.asarray(x), np.asarray(v), float(t))
+        return np.asarray(both[half:])
+
+    def forced(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+        return np.asarray(as_array(accel(x, v, t)), dtype=float) + kick(x, v, t)
+
+    if frameworks.is_numba_dispatcher(step):
+        return frameworks.numba_second_order(accel, kick, like)
+    if frameworks.is_jax_jitted(step):
+        return frameworks.jax_traceable(accel, kick)
+    return forced
 
 
 def _refuse_position_forcing(position_part: np.ndarray, x: np.ndarray, v: np.ndarray, t: float) -> None:
