@@ -348,3 +348,106 @@ def test_an_operator_study_given_a_plan_refines_only_until_its_verdict_holds() -
                               where=lambda nx: np.arange(nx) / nx)  # compared at the left node: first order
     assert at_nodes.status == FAIL and "grid location" in at_nodes.message and "integrator" not in at_nodes.message
     assert max(seen) < 1 << 14
+
+
+# --- several fields on a staggered grid; growth is evidence (issue 35) ------------------------
+CGRID_FIX_LINE = "dudy = (u[1:-1, 1:] - u[1:-1, :-1]) / dy"
+CGRID_DEFECT_LINE = "dudy = (u[1:-1, 1:] + u[1:-1, :-1]) / dy"
+CGRID_CODE = f'''\
+"""Relative vorticity on an Arakawa C grid (written for the tests)."""
+
+
+def vorticity(u, v, dx, dy):
+    """zeta = dv/dx - du/dy at the interior cell corners; u on x-faces (nx+1, ny), v on y-faces (nx, ny+1)."""
+    dvdx = (v[1:, 1:-1] - v[:-1, 1:-1]) / dx
+    {CGRID_FIX_LINE}
+    return dvdx - dudy
+'''
+CGRID_CLAIM = f'''\
+"""Claim: du/dy adds the two u values where it needs their difference."""
+import numpy as np
+
+import cgrid
+from physverify import Check, operator_study, refine
+
+CLAIM = {{
+    "text": "vorticity() adds the two u values in du/dy, so du/dy is about 2u/dy",
+    "source": "a test",
+    "file": "cgrid.py",
+    "line": 7,
+    "reference": "Arakawa and Lamb, Methods in Computational Physics 17 (1977), sec. III: the C-grid vorticity",
+    "impact": "used",
+    "defect": "{CGRID_DEFECT_LINE}",
+    "fix": "{CGRID_FIX_LINE}",
+}}
+INTERIOR = lambda nx: np.arange(1, nx) / nx  # the interior corners of nx cells on [0, 1]
+
+
+def study(u, dudy):
+    v = lambda x, y: np.sin(2 * np.pi * x) * y**2
+    zeta = lambda x, y: 2 * np.pi * np.cos(2 * np.pi * x) * y**2 - dudy(x, y)
+    return operator_study(cgrid.vorticity, (u, v), zeta, refine(8), 2, domain=((0, 1), (0, 1)),
+                          sample=("x-faces", "y-faces"), where=(INTERIOR, INTERIOR))
+
+
+def control():
+    # with u = 0 the sum and the difference of two u values agree: only dv/dx is tested
+    return Check("operator", "the vorticity is second order with u = 0",
+                 lambda: study(lambda x, y: 0 * x, lambda x, y: 0 * x))
+
+
+def checks():
+    return [Check("operator", "the vorticity is second order", lambda: study(
+        lambda x, y: np.cos(2 * np.pi * y) * np.exp(x), lambda x, y: -2 * np.pi * np.sin(2 * np.pi * y) * np.exp(x)))]
+'''
+
+
+@pytest.mark.parametrize(("code", "expected"), [(CGRID_CODE.replace(CGRID_FIX_LINE, CGRID_DEFECT_LINE), "confirmed"),
+                                                (CGRID_CODE, "rejected")], ids=["defect", "fixed"])
+def test_the_c_grid_vorticity_sum_is_confirmed_by_its_growing_error_and_its_fix_rejected(
+        tmp_path, cli, code: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "cgrid.py").write_text(code, encoding="utf-8")
+    (tmp_path / "claim.py").write_text(CGRID_CLAIM, encoding="utf-8")
+    ran = cli("confirm", "claim.py", "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
+    assert verdict(ran) == expected, ran.stdout + ran.stderr
+    assert "control PASS" in ran.stdout, ran.stdout
+    growth = "the error grows as h shrinks" in ran.stdout and "the discretisation is inconsistent" in ran.stdout
+    assert growth, ran.stdout  # the defect's growth is shown on the code, or on the variant with the defect put back
+    assert "finer" not in ran.stdout.split("the error grows as h shrinks")[1].split("\n")[0]
+
+
+def _c_grid(defect: bool, dtype: type = np.float64):  # type: ignore[no-untyped-def]
+    def apply(u: np.ndarray, v: np.ndarray, dx: float, dy: float) -> np.ndarray:
+        u, v = u.astype(dtype), v.astype(dtype)
+        dudy = (u[1:-1, 1:] + u[1:-1, :-1]) if defect else (u[1:-1, 1:] - u[1:-1, :-1])
+        return (v[1:, 1:-1] - v[:-1, 1:-1]) / dtype(dx) - dudy / dtype(dy)
+    return apply
+
+
+def _interior(nx: int) -> np.ndarray:
+    return np.arange(1, nx) / nx
+
+
+def _cgrid_study(defect: bool, ns: object, dtype: type = np.float64) -> object:
+    u = lambda x, y: np.cos(2 * np.pi * y) * np.exp(x)  # noqa: E731
+    v = lambda x, y: np.sin(2 * np.pi * x) * y**2  # noqa: E731
+    zeta = lambda x, y: 2 * np.pi * np.cos(2 * np.pi * x) * y**2 + 2 * np.pi * np.sin(2 * np.pi * y) * np.exp(x)  # noqa: E731
+    return operator_study(_c_grid(defect, dtype), (u, v), zeta, ns, 2, domain=((0, 1), (0, 1)),
+                          sample=("x-faces", "y-faces"), where=(_interior, _interior))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_two_fields_at_their_own_staggerings_are_one_study(dtype: type) -> None:
+    ns = [8, 16, 32, 64, 128, 256, 512, 1024]
+    right, wrong = _cgrid_study(False, ns, dtype), _cgrid_study(True, ns, dtype)
+    assert right.status == PASS, right.message  # type: ignore[attr-defined]
+    assert wrong.status == FAIL and "grows as h shrinks" in wrong.message  # type: ignore[attr-defined]
+    if dtype is np.float32:
+        assert "levels n >= " in right.message and "round-off and were not used" in right.message  # type: ignore[attr-defined]
+
+
+def test_several_fields_need_one_sample_point_set_each() -> None:
+    with pytest.raises(PhysverifyError, match="2 fields need 2 sample point sets"):
+        operator_study(lambda u, v, dx: u, (np.sin, np.cos), np.cos, [8, 16], 2, sample=["cells", "nodes", "cells"])
+    with pytest.raises(PhysverifyError, match="needs 2 axes"):
+        operator_study(lambda u, dx: u, np.sin, np.cos, [8, 16], 2, sample="y-faces")

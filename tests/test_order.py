@@ -415,3 +415,113 @@ def test_messages_name_causes_that_fit_what_the_study_refines() -> None:
     assert blow_up.status == INCONCLUSIVE and "while t < t_end" in blow_up.message
     with pytest.raises(ValueError, match="refines"):
         check_order(hs, first, 2, refines="volume")
+
+
+# --- growth is evidence (issue 35) --------------------------------------------------------
+C_GRID_HS = [1 / n for n in (8, 16, 32, 64, 128, 256, 512)]
+C_GRID_ERRORS = [17.9, 44.7, 94, 191, 384, 768, 1536]  # a sum where a difference belongs: du/dy ~ 2u/dy
+
+
+def test_an_error_that_doubles_at_every_refinement_is_an_inconsistent_discretisation() -> None:
+    result = check_order(C_GRID_HS, C_GRID_ERRORS, 2)
+    assert result.status == FAIL
+    assert result.message.startswith("the error grows as h shrinks: pairwise orders -1.32, -1.07, -1.02, -1.01, "
+                                     "-1.00, -1.00, about 1.54e+03 at the finest level; the discretisation is "
+                                     "inconsistent (a difference divided by h where h**2 belongs")
+    assert "finer" not in result.message and "levels off" not in result.message
+
+
+def test_growth_never_levels_off_and_a_made_up_scale_only_keeps_it_undecided() -> None:
+    fail = check_order(C_GRID_HS, C_GRID_ERRORS, 2, scale=1.0, refines="space")
+    assert fail.status == FAIL and "grows as h shrinks" in fail.message and "levels off" not in fail.message
+    # Below a scale of 1e4 the growth could still be a hump rising: never a FAIL that says "levels off".
+    large = check_order(C_GRID_HS, C_GRID_ERRORS, 2, scale=1e4, refines="space")
+    assert large.status == INCONCLUSIVE and "levels off" not in large.message and "hump" in large.message
+
+
+def test_growth_over_too_few_levels_is_undecided() -> None:
+    result = check_order(C_GRID_HS[:4], C_GRID_ERRORS[:4], 2)
+    assert result.status == INCONCLUSIVE and "has not settled" in result.message
+
+
+def test_steady_growth_below_the_solution_size_may_be_a_hump_rising() -> None:
+    hs = [1 / n for n in (8, 16, 32, 64, 128)]
+    result = check_order(hs, [1e-3 * 2**k for k in range(5)], 2)
+    assert result.status == INCONCLUSIVE and "pre-asymptotic hump" in result.message
+
+
+def test_growth_after_a_fall_is_never_a_fail() -> None:
+    # A correct RK4 computing in float32 and returning float64: order 4 down to round-off, then n eps.
+    ns = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    errors = [2e-3 * (4 / n) ** 4 + 1.2e-7 * n * 0.2 for n in ns]
+    result = check_order([1 / n for n in ns], errors, 4)
+    assert result.status == INCONCLUSIVE
+    assert "after falling at coarser levels" in result.message and "precision=" in result.message
+
+
+def test_growth_round_off_could_make_is_not_a_fail() -> None:
+    # A correct second difference in float32 on grids past its round-off turn: eps |u| / h**2.
+    ns = [256, 512, 1024, 2048, 4096]
+    result = check_order([1 / n for n in ns], [1.2e-7 * n**2 for n in ns], 2, precision=np.float32)
+    assert result.status == INCONCLUSIVE and "round-off" in result.message
+    assert result.message.startswith("assuming float32 precision: ")
+
+
+def test_levels_at_their_round_off_are_left_out_and_named() -> None:
+    ns = [8, 16, 32, 64, 128, 256, 512]
+    errors = [1e-1 * (8 / n) ** 2 for n in ns[:5]] + [5e-4, 1e-3]
+    roundoff = [1e-4 * n / 128 for n in ns]
+    result = check_order([1 / n for n in ns], errors, 2, roundoff=roundoff)
+    assert result.status == PASS
+    assert result.message.startswith("levels h <= 0.00390625 are at the code's round-off and were not used; observed "
+                                     "order 2.00")
+
+
+def test_every_error_within_its_round_off_is_exact() -> None:
+    ns = [8, 16, 32, 64]
+    result = check_order([1 / n for n in ns], [1e-7 * n for n in ns], 2, roundoff=[2e-7 * n for n in ns])
+    assert result.status == EXACT
+
+
+def test_a_precision_that_is_not_floating_is_refused() -> None:
+    with pytest.raises(TypeError, match="floating dtype"):
+        check_order(HS, power_law(1.0, 2), 2, precision=np.int32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    p=st.sampled_from([1, 2, 3, 4]),
+    rise=st.floats(0.3, 4.0),
+    coarse=st.integers(1, 6),
+    after=st.integers(3, 7),
+    n0=st.integers(2, 16),
+    c=st.floats(1e-4, 1e2),
+    jitter=st.lists(st.floats(-0.02, 0.02), min_size=16, max_size=16),
+)
+def test_a_coarse_hump_followed_by_the_true_order_never_fails(p: int, rise: float, coarse: int, after: int, n0: int,
+                                                             c: float, jitter: list[float]) -> None:
+    # e = C h**p / (1 + (h / h_top)**(p + rise)): it rises like h**-rise at coarse levels, turns near h_top
+    # and falls at order p below it; `coarse` levels before the top, `after` levels after it.
+    ns = [n0 * 2**k for k in range(coarse + after)]
+    h_top = 1.0 / (n0 * 2**coarse)
+    hs = [1.0 / n for n in ns]
+    errors = [c * h**p / (1 + (h / h_top) ** (p + rise)) * (1 + j) for h, j in zip(hs, jitter)]
+    assume(min(errors) > 1e-9)
+    assert check_order(hs, errors, p, scale=1.0).status != FAIL
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    k=st.floats(0.5, 3.0),
+    levels=st.integers(4, 8),
+    n0=st.integers(4, 32),
+    e0=st.floats(2.0, 1e3),
+    expected=st.sampled_from([1, 2, 4]),
+    jitter=st.lists(st.floats(-0.02, 0.02), min_size=8, max_size=8),
+)
+def test_errors_growing_like_a_power_of_one_over_h_over_settled_levels_always_fail(
+        k: float, levels: int, n0: int, e0: float, expected: int, jitter: list[float]) -> None:
+    ns = [n0 * 2**i for i in range(levels)]
+    errors = [e0 * (n / n0) ** k * (1 + j) for n, j in zip(ns, jitter)]
+    result = check_order([1 / n for n in ns], errors, expected, scale=1.0)
+    assert result.status == FAIL and "the discretisation is inconsistent" in result.message

@@ -493,3 +493,121 @@ def test_an_error_passing_through_zero_at_one_level_is_not_taken_for_round_off()
     result = convergence_study(lambda n: abs((1.0 / n) * (1.0 - 10.0 / n)), refine(5, max_n=8192), 1)
     assert result.status == PASS, result.message
     assert "refined n = 5, 10, 20" in result.message
+
+
+# --- plans that always end; round-off at the code's precision (issue 35) -----------------------
+RK4_FLOAT32 = '''\
+"""Classical RK4 for x'' = -4 x computing in float32, as GPU and JAX codes do by default (written for the tests)."""
+import numpy as np
+
+
+def integrate(source, y0, t_end, n, cast=False):
+    y, h = np.asarray(y0, dtype=np.float32), np.float32(t_end / n)
+
+    def f(t, z):
+        return (np.array([z[1], -4.0 * z[0]], dtype=np.float32) + np.asarray(source(t), dtype=np.float32)).astype(np.float32)
+
+    for i in range(n):
+        t = i * float(h)
+        k1 = f(t, y)
+        k2 = f(t + 0.5 * float(h), y + h / 2 * k1)
+        k3 = f(t + 0.5 * float(h), y + h / 2 * k2)
+        k4 = f(t + float(h), y + h * k3)
+        y = (y + h / np.float32(6) * (k1 + 2 * k2 + 2 * k3 + k4)).astype(np.float32)
+    return y.astype(np.float64) if cast else y
+'''
+RK4_FLOAT32_SLIP = RK4_FLOAT32.replace("k3 = f(t + 0.5 * float(h),", "k3 = f(t + float(h),")
+FLOAT32_CLAIM = '''\
+"""Claim: the RK4 of rk4f32.py is not fourth order."""
+import numpy as np
+
+import rk4f32
+from physverify import Check, ManufacturedODE, mms_order_study, refine
+
+CLAIM = {
+    "text": "integrate() is not fourth order",
+    "source": "a test",
+    "file": "rk4f32.py",
+    "line": 16,
+    "reference": "Butcher, Numerical Methods for ODEs, sec. 23: the classical RK4 tableau is fourth order",
+    "impact": "used",
+}
+
+
+def rhs(t, y):
+    return np.array([y[1], -4.0 * y[0]])  # x'' = -4 x (Taylor, Classical Mechanics, sec. 5.2)
+
+
+def study(u):
+    return mms_order_study(lambda s, y0, t, n: rk4f32.integrate(s, y0, t, n, cast=CAST), ManufacturedODE(u, rhs),
+                           2.0, refine(4), 4, **KWARGS)
+
+
+def control():
+    # the free oscillation solves the code's own equation: no forcing, and a stage time makes no difference
+    return Check("mms", "RK4 is fourth order on the free oscillation",
+                 lambda: study(lambda t: np.array([np.cos(2 * t), -2 * np.sin(2 * t)])))
+
+
+def checks():
+    return [Check("mms", "RK4 is fourth order on a forced oscillation",
+                  lambda: study(lambda t: np.array([np.cos(t), -np.sin(t)])))]
+'''
+
+
+@pytest.mark.parametrize("cast", [False, True], ids=["float32-out", "cast-to-float64"])
+@pytest.mark.parametrize(("code", "verdict"), [(RK4_FLOAT32, "rejected"), (RK4_FLOAT32_SLIP, "confirmed")],
+                         ids=["correct", "stage-at-the-wrong-time"])
+def test_a_float32_rk4_with_an_unbounded_plan_is_judged_above_its_round_off(tmp_path: Path, cli: Any, code: str,
+                                                                            verdict: str, cast: bool) -> None:
+    kwargs = "{'precision': np.float32}" if cast else "{}"  # a cast on the way out hides the precision: say it
+    claim = FLOAT32_CLAIM + f"\nCAST, KWARGS = {cast!r}, {kwargs}\n"
+    record = _confirm(cli, tmp_path, {"rk4f32.py": code, "claim.py": claim})
+    assert record["verdict"] == verdict, record["reason"]
+    check = record["checks"][0]  # type: ignore[index]
+    assert "single (float32) precision" in check["message"], check["message"]
+    if verdict == "rejected":
+        assert check["status"] == "PASS" and "(expected 4)" in check["message"], check["message"]
+    else:
+        assert check["status"] == "FAIL" and "observed order 1.0" in check["message"], check["message"]
+
+
+NEVER_SETTLES = '''\
+"""Claim: an error that never settles, asked of an unbounded plan (written for the tests)."""
+import time
+
+from physverify import Check, convergence_study, refine
+
+CLAIM = {
+    "text": "the scheme is not second order",
+    "source": "a test",
+    "file": "claim.py",
+    "line": 1,
+    "reference": "a test",
+    "impact": "unknown",
+}
+
+
+def control():
+    return Check("order", "h**2 is second order", lambda: convergence_study(lambda n: 1.0 / n**2, [8, 16, 32, 64], 2))
+
+
+def wobbling(n):
+    time.sleep(n * 2e-4)  # each level costs in proportion to n, as a real solve does
+    return (1.0 if (n.bit_length() % 2) else 0.25) / n  # pairwise orders 3, -1, 3, -1, ...: never settled
+
+
+def checks():
+    return [Check("order", "the wobbling error is second order", lambda: convergence_study(wobbling, refine(4), 2))]
+'''
+
+
+def test_an_unbounded_plan_on_evidence_that_never_settles_ends_before_the_timeout_naming_its_levels(
+        tmp_path: Path, cli: Any) -> None:
+    (tmp_path / "claim.py").write_text(NEVER_SETTLES, encoding="utf-8")
+    ran = cli("confirm", "claim.py", "--trusted", "--json", "-", "--timeout", "20", cwd=tmp_path)
+    record = json.loads(ran.stdout)
+    assert record["verdict"] == "not decidable" and "timed out" not in record["reason"], record["reason"]
+    message = record["checks"][0]["message"]
+    assert record["checks"][0]["status"] == "INCONCLUSIVE", message
+    assert message.startswith("no verdict confirmed after n = 4, 8, 16, ") and "half of the run's remaining time" in message

@@ -152,6 +152,22 @@ class CheckOutcome:
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("physverify_deadline", default=None)
 
 
+# The run's deadline (spec section 4: --timeout kills the whole child) as a Unix time, set by the
+# parent in the child's environment (isolate.run_child), so a refinement plan can stop before the
+# run is killed and report the levels it tried instead of "timed out" (issue 35).
+RUN_DEADLINE_ENV = "PHYSVERIFY_RUN_DEADLINE"
+
+
+def run_time_left() -> float | None:
+    """Seconds left before the run's --timeout kills this process, or None outside a run (or an unreadable value)."""
+    raw = os.environ.get(RUN_DEADLINE_ENV)
+    try:
+        deadline = float(raw) if raw is not None else math.nan
+    except ValueError:
+        return None
+    return deadline - time.time() if math.isfinite(deadline) else None
+
+
 def remaining_budget() -> float | None:
     """Seconds left in the budget of the check now running, or None when it has none."""
     deadline = _deadline.get()

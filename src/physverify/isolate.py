@@ -16,9 +16,11 @@ The rooms behind this door: procgroup.py (process groups, signals, killing), pro
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from physverify.checks import RUN_DEADLINE_ENV
 from physverify.child import child_environment
 from physverify.fresh import run_fresh
 from physverify.procgroup import Stopped, refuse_if_stopping, stopping
@@ -77,6 +79,8 @@ def run_child(
     path = Path(path).resolve()
     extra = [str(Path(entry).resolve()) for entry in sys_path]
     child_env = child_environment(env)
+    # The child learns when the run will be killed, so a refinement plan stops in time and reports its levels.
+    child_env[RUN_DEADLINE_ENV] = repr(time.time() + timeout_s)
     with descriptor(variant) as variant_fd:
         if resolve_isolation(isolation) == FORK:
             from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`

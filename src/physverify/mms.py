@@ -20,14 +20,15 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from physverify._compat import accepts_060, renamed
-from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, remaining_budget
+from physverify.arrays import as_array, epsilon, precision_of
+from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, remaining_budget, run_time_left
 from physverify.errors import PhysverifyError
-from physverify.refine import DEFAULT_MAX_LEVELS, Refinement
+from physverify.refine import DEFAULT_MAX_LEVELS, LevelCosts, Refinement
 from physverify.order import (
     ROUNDOFF_FACTOR,
     SAME_SPREAD,
@@ -35,6 +36,7 @@ from physverify.order import (
     STALL_SPAN,
     DOES_NOT_DECREASE,
     check_order,
+    pairwise_orders,
     effective_floor,
 )
 
@@ -145,28 +147,37 @@ class Sweep:
     note: str | None
     states: tuple[np.ndarray, ...] | None = None
     eps: float = float(np.finfo(float).eps)
+    roundoff: tuple[float, ...] | None = None  # the round-off of each level, where the study measured it
 
 
 # What a measure returns: the error at a level, or the error and the code's own solution there.
-Measured = float | tuple[float, Any]
+Measured = Union[float, tuple[float, Any], tuple[float, Any, float]]
 
 
-def _split(value: Any) -> tuple[float, np.ndarray | None, float]:
-    """The error, the state as floats (or None), and the machine epsilon of the state the code returned."""
+def _split(value: Any) -> tuple[float, np.ndarray | None, float, float | None]:
+    """The error, the state as floats (or None), the machine epsilon of what the code returned, and a round-off.
+
+    The state is read once through physverify.arrays (any library's array, its dtype kept); its
+    precision sets the noise floor. A third item, when a study measured the round-off of its level
+    itself (operator_study: the response of a difference quotient to round-off), is passed on.
+    """
     if isinstance(value, tuple):
-        error, state = value
-        raw = np.asarray(state)
-        eps = float(np.finfo(raw.dtype).eps) if np.issubdtype(raw.dtype, np.floating) else _EPS64
-        return float(error), np.asarray(state, dtype=float), max(eps, _EPS64)
-    return float(value), None, _EPS64
+        error, state = value[0], value[1]
+        measured = float(value[2]) if len(value) > 2 and value[2] is not None else None
+        precision = precision_of(state)
+        eps = epsilon(precision) if precision is not None else _EPS64
+        return float(error), np.asarray(as_array(state), dtype=float), max(eps, _EPS64), measured
+    return float(value), None, _EPS64, None
 
 
 _EPS64 = float(np.finfo(float).eps)
 # A code that computes in single (or half) precision has round-off near its own machine epsilon,
-# not float64's: its error levels off near eps32 * |u| and grows slowly with the number of steps
-# (a random walk, sqrt(n)). Judged against float64's floor that plateau reads as a stalled error,
-# and "add finer resolutions" would only add round-off. The floor of such a sweep is
-# eps * max(10, sqrt(n)) for its finest n (check_order's floor is raised, never lowered).
+# not float64's: its error levels off near eps32 * |u| and grows with the number of steps (a random
+# walk, sqrt(n), or a systematic drift, n eps). Judged against float64's floor that plateau reads as
+# a stalled error, and "add finer resolutions" would only add round-off. The floor of such a sweep
+# is eps * max(10, sqrt(n)) for its finest n (check_order's floor is raised, never lowered), and the
+# round-off of each level is eps * max(10, n) times the solution's size: n steps can each lose one
+# unit in the last place in the same direction.
 _LOW_PRECISION_FLOOR = 10.0
 
 
@@ -175,19 +186,47 @@ def precision_floor(eps: float, finest: int) -> float:
     return eps * max(_LOW_PRECISION_FLOOR, math.sqrt(max(1, finest)))
 
 
+_NAMES = {"float32": "single (float32)", "float16": "half (float16)", "bfloat16": "bfloat16"}
+
+
 def _judging(sweep: Sweep, check_order_kwargs: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """check_order's keywords for this sweep, with the floor raised for a low-precision code, and the note saying so."""
-    if not sweep.eps > _EPS64 or not sweep.ns:
-        return check_order_kwargs, None
-    given = float(check_order_kwargs.get("floor", 1e-12))
-    floor = max(given, precision_floor(sweep.eps, max(sweep.ns)))
-    if floor <= given:
-        return check_order_kwargs, None
-    bits = {float(np.finfo(np.float32).eps): "single (float32)", float(np.finfo(np.float16).eps): "half (float16)"}
-    name = bits.get(sweep.eps, f"a precision of machine epsilon {sweep.eps:.3g}")
-    note = (f"the code returns its solution in {name} precision, so round-off is near {sweep.eps:.3g} of the "
-            f"solution and the noise floor is raised to {floor:.3g} (times the solution's size)")
-    return {**check_order_kwargs, "floor": floor}, note
+    """check_order's keywords for this sweep, with the floor raised for a low-precision code, and the note saying so.
+
+    The precision is ``precision=`` when the caller gave it (a code that computes in float32 and
+    returns float64), else the lowest of what the code returned. A study that measured the
+    round-off of its levels (``sweep.roundoff``) passes that; the others pass n steps' n eps.
+    """
+    kwargs = dict(check_order_kwargs)
+    given_precision = kwargs.pop("precision", None)
+    eps = epsilon(given_precision) if given_precision is not None else sweep.eps
+    if sweep.roundoff is not None and sweep.ns and eps > _EPS64:
+        kwargs["roundoff"] = [max(r, eps * _LOW_PRECISION_FLOOR * max(1.0, abs(float(kwargs.get("scale", 1.0)))))
+                              for r in sweep.roundoff]
+    if not eps > _EPS64 or not sweep.ns:
+        return kwargs, None
+    given = float(kwargs.get("floor", 1e-12))
+    # The round-off that grows with n is per level (below), so the floor itself is that of one level.
+    floor = max(given, eps * _LOW_PRECISION_FLOOR)
+    if "roundoff" not in kwargs:
+        size = max(1.0, abs(float(kwargs.get("scale", 1.0))))
+        kwargs["roundoff"] = [eps * max(_LOW_PRECISION_FLOOR, float(n)) * size for n in sweep.ns]
+    kwargs["floor"] = floor
+    name = _precision_name(eps, given_precision)
+    how = "computes in" if given_precision is not None else "returns its solution in"
+    note = (f"the code {how} {name} precision, so round-off is near {eps:.3g} of the solution and the noise floor "
+            f"is raised to {floor:.3g} (times the solution's size)")
+    return kwargs, note
+
+
+def _precision_name(eps: float, given: Any) -> str:
+    """The precision in words: "single (float32)", "half (float16)", or its machine epsilon."""
+    if given is not None:
+        dtype = np.dtype(given)
+        return _NAMES.get(dtype.name, dtype.name)
+    for name, dtype in (("single (float32)", np.float32), ("half (float16)", np.float16)):
+        if eps == float(np.finfo(dtype).eps):
+            return name
+    return "bfloat16" if eps == 2.0 ** -7 else f"a precision of machine epsilon {eps:.3g}"
 
 
 def measure_resolutions(ns: Sequence[int], measure: Callable[[int], Measured]) -> Sweep:
@@ -205,21 +244,28 @@ def measure_resolutions(ns: Sequence[int], measure: Callable[[int], Measured]) -
     done: list[int] = []
     errors: list[float] = []
     states: list[np.ndarray | None] = []
+    measured: list[float | None] = []
     seconds_per_step = 0.0
     eps = _EPS64
     for n in order:
         left = remaining_budget()
         if done and left is not None and seconds_per_step * n > left:
             note = f"stopped after {len(done)} of {len(order)} resolutions to stay within the budget of {budget:.2g} s"
-            return Sweep(tuple(done), tuple(errors), note, _states(states), eps)
+            return Sweep(tuple(done), tuple(errors), note, _states(states), eps, _roundoff(measured))
         start = time.monotonic()
-        error, state, precision = _split(measure(n))
+        error, state, precision, own = _split(measure(n))
         eps = max(eps, precision)
         errors.append(error)
         states.append(state)
+        measured.append(own)
         seconds_per_step = max(seconds_per_step, (time.monotonic() - start) / n)
         done.append(n)
-    return Sweep(tuple(done), tuple(errors), None, _states(states), eps)
+    return Sweep(tuple(done), tuple(errors), None, _states(states), eps, _roundoff(measured))
+
+
+def _roundoff(measured: list[float | None]) -> tuple[float, ...] | None:
+    """The round-off a study measured at each level, when it measured it at every level."""
+    return None if not measured or any(r is None for r in measured) else tuple(r for r in measured if r is not None)
 
 
 def _states(states: list[np.ndarray | None]) -> tuple[np.ndarray, ...] | None:
@@ -263,13 +309,31 @@ def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, 
     result = _judge_sweep(sweep, h, expected_order, **check_order_kwargs)
     if note is None:
         return result
+    message = _levels_in_n(result.message, sweep, h, note)
     if result.status == EXACT:
-        # Below single precision's round-off at every level is not exactness: the truncation error
-        # of a correct method of any order hides there as well as that of a defective one.
-        return replace(result, status=INCONCLUSIVE, message=f"{note}; every error is within that round-off, which "
-                       "hides the truncation error of a correct and of a defective method alike; use coarser steps, "
-                       "where the error is above it")
-    return replace(result, message=f"{note}; {result.message}")
+        # Within the round-off n steps at this precision can make (n eps |u|) at every level: the code is
+        # exact up to its precision, as a float32 free particle is.
+        return replace(result, message=f"{note}; every error is within the round-off of its level ({n_eps(sweep)}): "
+                       "exact up to the code's precision; order not measurable")
+    return replace(result, message=f"{note}; {message}")
+
+
+def n_eps(sweep: Sweep) -> str:
+    """The round-off allowed per level in words."""
+    return "n eps times the solution's size for n steps, at least 10 eps" if sweep.roundoff is None else \
+        "the response of the result to round-off of its input"
+
+
+def _levels_in_n(message: str, sweep: Sweep, h: Callable[[int], float], note: str) -> str:
+    """check_order's "levels h <= X are at the code's round-off" in the study's own words: levels n >= N, the precision."""
+    marker = "are at the code's round-off and were not used"
+    if marker not in message or not message.startswith("levels h <= "):
+        return message
+    bound = float(message[len("levels h <= "):message.index(" ", len("levels h <= "))])
+    first = min(n for n in sweep.ns if float(h(n)) <= bound * (1 + 1e-5))  # the bound is printed to 6 digits
+    name = note.split(" precision,")[0].split(" in ")[-1]
+    rest = message[message.index(marker) + len(marker):]
+    return f"levels n >= {first} are at {name} round-off and were not used{rest}"
 
 
 def _judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float,
@@ -434,40 +498,55 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
     done: list[int] = []
     errors: list[float] = []
     states: list[np.ndarray | None] = []
-    seconds_per_step = 0.0
+    measured: list[float | None] = []
+    costs = LevelCosts()
     eps = _EPS64
     previous: OrderResult | None = None
     result: OrderResult | None = None
     reason = _exhausted(plan)
-    floor = effective_floor(float(check_order_kwargs.get("floor", 1e-12)), float(check_order_kwargs.get("scale", 1.0)))
     for n in plan.levels():
-        stop = _over_budget(plan, started, budget, seconds_per_step * n) if done else None
+        stop = _over_budget(plan, started, budget, costs.seconds(n)) if done else None
+        stop = stop or (costs.why_not(n, run_time_left()) if done else None)
         if stop is not None:
             reason = f"the next level, n = {n}, would overrun {stop}"
             break
         start = time.monotonic()
-        error, state, precision = _split(measure(n))
+        error, state, precision, own = _split(measure(n))
         eps = max(eps, precision)
-        seconds_per_step = max(seconds_per_step, (time.monotonic() - start) / n)
+        costs.record(n, time.monotonic() - start)
         done.append(n)
         errors.append(error)
         states.append(state)
+        measured.append(own)
         if len(done) < 2 or not any(np.isfinite(errors)):
             # A plan starts coarse on purpose: levels beyond a stability limit (all non-finite
             # so far) are a reason to refine, not a blow-up at a finer step than a finite one.
             continue
-        sweep = Sweep(tuple(done), tuple(errors), None, _states(states), eps)
+        sweep = Sweep(tuple(done), tuple(errors), None, _states(states), eps, _roundoff(measured))
         result = judge_sweep(sweep, h, expected_order, **check_order_kwargs)
-        judging, _ = _judging(sweep, check_order_kwargs)
-        floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         if result.status != INCONCLUSIVE and previous is not None and previous.status == result.status:
             return replace(result, message=f"{result.message} (refined n = {_levels(done)}; the verdict held with one "
                            "more level)")
         previous = result
-        if result.status == INCONCLUSIVE and _at_round_off(errors, floor):
-            reason = f"the error reached the noise floor {floor:g} at n = {n}, where finer levels only add round-off"
+        judging, _ = _judging(sweep, check_order_kwargs)
+        floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
+        noise = max(floor, float(judging["roundoff"][-1])) if "roundoff" in judging else floor
+        if result.status == INCONCLUSIVE and _at_round_off(errors, noise):
+            reason = f"the error reached the noise floor {noise:g} at n = {n}, where finer levels only add round-off"
+            break
+        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h):
+            reason = (f"the error grows from n = {done[-3]} to n = {n} after falling at coarser levels, and finer "
+                      "levels only add to that growth")
             break
     return _undecided(plan, done, errors, result, reason, h, expected_order, **check_order_kwargs)
+
+
+def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float]) -> bool:
+    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell."""
+    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0:
+        return False
+    orders = pairwise_orders([float(h(n)) for n in done], errors)
+    return max(orders[-2:]) < -STALL_ORDER and max(orders[:-2]) > STALL_ORDER
 
 
 def _at_round_off(errors: list[float], floor: float) -> bool:

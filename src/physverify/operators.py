@@ -41,6 +41,10 @@ _ROUNDOFF_PER_STEP = 4.0 * float(np.finfo(float).eps)
 Levels = Union[Sequence[int], Refinement]
 Points = Union[str, Callable[[int], Any]]
 POINTS = ("cells", "nodes", "faces")
+# A staggered grid's faces normal to one axis: faces along that axis, cell centres along the others
+# (Arakawa C grid: u on "x-faces", v on "y-faces"; the vorticity on "nodes", the cell corners).
+_FACES_ALONG = {"x-faces": 0, "y-faces": 1, "z-faces": 2}
+_EPS64 = float(np.finfo(float).eps)
 
 
 def _order_sweep(ns: Levels, measure: Callable[[int], Measured], h: Callable[[int], float], expected_order: float,
@@ -186,33 +190,50 @@ def operator_study(
     solutions, so a result converging to the wrong derivative is a FAIL at any error size.
     """
     axes = _axes(domain)
-    samples, wheres = _per_axis(sample, len(axes), "sample"), _per_axis(where, len(axes), "where")
+    fields = list(field) if isinstance(field, (tuple, list)) else [field]
+    samples = _per_field(sample, len(fields), len(axes))
+    wheres = _per_axis(where, len(axes), "where")
 
     span = max(hi - lo for lo, hi in axes)
     roundoff: dict[float, float] = {}  # h -> the operator's response to round-off of the field at that grid
     notes: list[str] = []  # said once: the code computes in float32 because JAX's x64 is off
 
     def error(nx: int) -> Measured:
-        values = _evaluate(field, _grid(samples, nx, axes), "field")
+        values = [_evaluate(f, _grid(kinds, nx, axes), "field") for f, kinds in zip(fields, samples)]
         steps = tuple((hi - lo) / nx for lo, hi in axes)
-        raw = apply(values, *steps)
+        raw = apply(*values, *steps)
         notes[:] = notes or [frameworks.jax_x64_note(raw)]
-        precision = precision_of(raw) or np.dtype(float)
         got = np.asarray(as_array(raw), dtype=float)
         points = _grid(wheres, nx, axes)
         want = np.broadcast_to(_evaluate(exact, points, "exact"), np.broadcast_shapes(*(p.shape for p in points)))
         if got.shape != want.shape:
             raise PhysverifyError(_length_mismatch(got.shape, want.shape, nx, where))
-        roundoff[span / nx] = _roundoff_response(apply, values, steps, got, precision)
+        precision = precision_of(raw)
+        eps = max(epsilon(precision), _EPS64) if precision is not None else _EPS64
+        noise = _roundoff_response(apply, values, steps, got, eps)
+        roundoff[span / nx] = noise
         distance = max_error(got, np.asarray(want), "apply")
         on_fixed = _on_fixed_points(got, points, axes)
-        # the interpolated result carries the code's precision, so the sweep's floor follows it
-        return distance if on_fixed is None else (distance, on_fixed.astype(np.result_type(precision, np.float16)))
+        # The result's own precision travels with it (a float32 operator has float32 round-off), and
+        # so does the measured round-off of this grid: the sweep judges growth against it.
+        kept = np.asarray(on_fixed, dtype=precision) if on_fixed is not None and precision is not None else on_fixed
+        return distance if kept is None else (distance, kept, noise)
 
-    check_order_kwargs.setdefault("scale", _field_scale(field, exact, axes))
+    check_order_kwargs.setdefault("scale", max(_field_scale(f, exact, axes) for f in fields))
     check_order_kwargs.setdefault("refines", "space")  # a FAIL names stencils and grid locations, not stage times
     result = _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
     return frameworks.with_note(_judge_roundoff(result, roundoff, span), notes[0] if notes else "")
+
+
+def _per_field(sample: Any, count: int, dims: int) -> list[list[Points]]:
+    """The sample points of each field: one spec for all of them, or a list with one per field."""
+    if count == 1:
+        return [_per_axis(sample, dims, "sample")]
+    specs = [sample] * count if isinstance(sample, str) or callable(sample) else list(sample)
+    if len(specs) != count:
+        raise PhysverifyError(f"operator_study: {count} fields need {count} sample point sets (one per field, each a "
+                              f"name, a callable or one per axis), got {len(specs)}")
+    return [_per_axis(spec, dims, "sample") for spec in specs]
 
 
 def _on_fixed_points(got: np.ndarray, points: list[np.ndarray], axes: list[tuple[float, float]]) -> np.ndarray | None:
@@ -241,21 +262,20 @@ def _on_fixed_points(got: np.ndarray, points: list[np.ndarray], axes: list[tuple
 # nx ~ 10**4 and rises like dx**-2, which check_order reads as an error that levels off (a FAIL).
 # The study measures that round-off at each grid instead of guessing k: the operator applied to the
 # field plus a perturbation of a few units of round-off (fixed random signs), minus the operator of
-# the field. An error within ROUNDOFF_FACTOR of that response is round-off, not truncation. The
-# units are those of the precision the code computes in: a float32 code (JAX without x64) rounds
-# its input to float32 first, which erases a perturbation of float64's size entirely.
-_PERTURBATION_ULPS = 4.0
+# the field. An error within ROUNDOFF_FACTOR of that response is round-off, not truncation.
+_PERTURBATION = 4.0 * float(np.finfo(float).eps)
 
 
-def _roundoff_response(apply: Callable[..., Any], values: np.ndarray, steps: tuple[float, ...],
-                       got: np.ndarray, precision: np.dtype[Any] = np.dtype(float)) -> float:
-    """How much ``apply`` changes when the field changes by round-off of ``precision``: the noise floor of its result."""
-    size = float(np.max(np.abs(values), initial=0.0))
-    if size == 0.0 or not math.isfinite(size):
+def _roundoff_response(apply: Callable[..., Any], values: list[np.ndarray], steps: tuple[float, ...],
+                       got: np.ndarray, eps: float = _EPS64) -> float:
+    """How much ``apply`` changes when its fields change by round-off (``eps``): the noise floor of its result."""
+    sizes = [float(np.max(np.abs(v), initial=0.0)) for v in values]
+    if max(sizes, default=0.0) == 0.0 or not all(math.isfinite(size) for size in sizes):
         return 0.0
-    signs = np.where(np.random.default_rng(0).random(np.shape(values)) < 0.5, -1.0, 1.0)
-    shake = _PERTURBATION_ULPS * max(epsilon(precision), float(np.finfo(float).eps)) * size
-    shaken = np.asarray(as_array(apply(values + shake * signs, *steps)), dtype=float)
+    rng = np.random.default_rng(0)
+    shaken_values = [v + _PERTURBATION / _EPS64 * eps * size * np.where(rng.random(np.shape(v)) < 0.5, -1.0, 1.0)
+                     for v, size in zip(values, sizes)]
+    shaken = np.asarray(as_array(apply(*shaken_values, *steps)), dtype=float)
     if shaken.shape != got.shape:
         return 0.0
     return float(np.max(np.abs(shaken - got), initial=0.0))
@@ -310,14 +330,19 @@ def _axes(domain: Sequence[Any]) -> list[tuple[float, float]]:
 
 def _per_axis(points: Points | Sequence[Points], dims: int, name: str) -> list[Points]:
     """One point set per axis: a name or callable for all of them, or a tuple of one per axis."""
+    if isinstance(points, str) and points in _FACES_ALONG:
+        axis = _FACES_ALONG[points]
+        if axis >= dims:
+            raise PhysverifyError(f"operator_study: {name}={points!r} needs {axis + 1} axes, the domain has {dims}")
+        return ["faces" if i == axis else "cells" for i in range(dims)]
     chosen: list[Points] = ([points] * dims if isinstance(points, str) or callable(points)
                             else list(points))
     if len(chosen) != dims:
         raise PhysverifyError(f"operator_study: {name} gives {len(chosen)} point sets for {dims} axes")
     for kind in chosen:
         if not callable(kind) and kind not in POINTS:
-            raise PhysverifyError(f"operator_study: {name}={kind!r} is not one of {', '.join(POINTS)} or a callable "
-                                  "f(nx) -> coordinates")
+            raise PhysverifyError(f"operator_study: {name}={kind!r} is not one of {', '.join(POINTS)}, "
+                                  f"{', '.join(_FACES_ALONG)} or a callable f(nx) -> coordinates")
     return chosen
 
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from physverify._compat import accepts_060
+from physverify.arrays import epsilon
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult
 
 # The order is fitted on a log scale, so an exact power law C*h**p gives p only up to
@@ -248,6 +249,8 @@ def check_order(
     fit_points: int = 4,
     atol: float | None = None,
     refines: str = "time",
+    precision: Any = None,
+    roundoff: Sequence[float] | None = None,
 ) -> OrderResult:
     """PASS when the settled observed order lies in [expected - tol_low, expected + tol_high).
 
@@ -279,6 +282,21 @@ def check_order(
     add: orders still moving, an order above the range (the problem may be too easy or
     pre-asymptotic; never by itself a defect), errors larger than the solution, an
     unstable blow-up, round-off reached, or input that cannot give an order.
+
+    Growth is evidence (``_growth``): an error that grows as h shrinks at a settled rate over
+    three or more pairs of levels spanning DECISION_SPAN, from the first levels on, far above
+    what round-off could make, is a FAIL at any size of the error (the discretisation is
+    inconsistent). An error that rises only at coarse levels and then falls (a pre-asymptotic
+    hump) is judged by its falling levels; one that falls and then grows, or whose growth
+    round-off could explain, is never a FAIL.
+
+    ``precision`` (a floating dtype such as numpy.float32) is the precision the code computed
+    in, when it is lower than that of the errors given (a float32 code that returns float64):
+    the floor is raised to its round-off (ten machine epsilons of a solution of size 1) and the
+    message names it. ``roundoff`` is the round-off of the error at each level, one value per h
+    in the order given, where it grows as h shrinks (n steps accumulate n round-offs, a k-th
+    difference quotient divides eps |u| by h**k): the finest levels whose error has stopped
+    falling within _NEAR_ROUNDOFF of it are not used, and say so; every error within it is EXACT.
     """
     if refines not in REFINES:
         raise ValueError(f"check_order(refines={refines!r}): refines must be one of {', '.join(REFINES)}")
@@ -287,19 +305,34 @@ def check_order(
         problem = _bad_scale(scale)
     if problem is not None:
         return _result(INCONCLUSIVE, problem, expected, hs, errors)
+    if roundoff is not None and len(roundoff) != len(hs):
+        return _result(INCONCLUSIVE, f"{len(hs)} step sizes but {len(roundoff)} round-off values; give one per step "
+                       "size", expected, hs, errors)
     h, e = _sorted_coarsest_first(hs, errors)
     if any(x < 0 for x in e if not math.isnan(x)):
         return _result(INCONCLUSIVE, "an error is negative; errors must be norms (>= 0)", expected, h, e)
     finite = _finite_fine_end(e)
     if finite is None:
         return _result(FAIL, _non_finite_message(h, e), expected, h, e)
-    level = effective_floor(floor, scale)
-    if all(x <= level for x in e[finite:]):
-        return _result(EXACT, f"error below {level:g} at every resolution; order not measurable", expected, h, e,
-                       floor=level)
-    status, message, fitted, window = _judge_levels(h[finite:], e[finite:], len(e), expected,
-                                            _Limits(tol_low, math.inf if tol_high is None else tol_high, level,
-                                                    abs(scale), fit_points, atol, refines))
+    eps, name = _precision(precision)
+    level = effective_floor(max(floor, PRECISION_ULPS * eps), scale)
+    noise = _per_level(hs, roundoff, h, level)
+    named = "" if name is None or name == "float64" else f"assuming {name} precision: "
+    if all(x <= max(level, r) for x, r in zip(e[finite:], noise[finite:])) and _not_truncation(e[finite:], roundoff):
+        within = f"{level:g}" if roundoff is None else f"the round-off of each level (at most {max(noise):.3g})"
+        return _result(EXACT, f"{named}error below {within} at every resolution; order not measurable", expected,
+                       h, e, floor=level)
+    # Only a stated precision or round-off leaves levels out: with the default floor alone, an error
+    # near it stays "round-off reached" (INCONCLUSIVE), as it always was.
+    kept, excluded = (_roundoff_tail(h, e, noise, finite, expected - tol_low) if name is not None or roundoff is not None
+                      else (len(e), False))
+    limits = _Limits(tol_low, math.inf if tol_high is None else tol_high, level, abs(scale), fit_points, atol,
+                     refines, name, dict(zip(h[finite:kept], noise[finite:kept])) if roundoff is not None else {})
+    status, message, fitted, window = _judge_levels(h[finite:kept], e[finite:kept], len(e), expected, limits)
+    if excluded:
+        message = (f"levels h <= {h[kept]:g} are at {limits.precision or 'the code'}'s round-off and were not used; "
+                   + message)
+    message = named + message
     if finite and status != FAIL:
         message += (f" (the {finite} coarsest resolutions gave a non-finite error and were left out: they are beyond "
                     "the method's stability limit)")
@@ -326,12 +359,72 @@ class _Limits(NamedTuple):
     fit_points: int
     atol: float | None
     refines: str = "time"
+    precision: str | None = None
+    noise: Mapping[float, float] = {}  # h -> the round-off of that level, where it is known per level
+
+
+# The floor of a code computing at machine epsilon eps is never below this many eps of a solution of size 1.
+PRECISION_ULPS = 10.0
+# The finest levels whose error stopped falling within this factor of their round-off are not used.
+_NEAR_ROUNDOFF = 10.0
+_PRECISION_NAMES = {"float16": "float16", "float32": "float32", "float64": "float64", "longdouble": "long double",
+                    "float128": "long double", "float96": "long double", "bfloat16": "bfloat16"}
+
+
+def _precision(precision: Any) -> tuple[float, str | None]:
+    """The machine epsilon of ``precision`` (0 when None) and its name (None when not given)."""
+    if precision is None:
+        return 0.0, None
+    dtype = np.dtype(precision)
+    return epsilon(dtype), _PRECISION_NAMES.get(dtype.name, dtype.name)
+
+
+def _not_truncation(e: list[float], roundoff: Sequence[float] | None) -> bool:
+    """Whether errors within a round-off that grows with n can be exactness rather than hidden truncation.
+
+    Round-off that grows with the number of steps is smallest at the coarsest level; a truncation
+    error, of a correct method or a defective one, is largest there. Errors within such a
+    round-off whose coarsest is more than twice every finer one are truncation hiding under it.
+    """
+    return roundoff is None or len(e) < 2 or e[0] <= 2.0 * max(e[1:])
+
+
+def _per_level(hs: Sequence[float], roundoff: Sequence[float] | None, h: list[float], level: float) -> list[float]:
+    """The round-off of each level, coarsest first (the floor where none is given)."""
+    if roundoff is None:
+        return [level] * len(h)
+    given = {float(step): max(level, float(r)) for step, r in zip(hs, roundoff)}
+    return [given[step] for step in h]
+
+
+def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: int, slowest: float) -> tuple[int, bool]:
+    """Where the usable levels end: before the finest levels that round-off bends.
+
+    A level is left out when its error is within _NEAR_ROUNDOFF of its round-off and no smaller
+    than the error of the level before (it has stopped falling), or within its round-off itself
+    while falling more slowly than ``slowest`` (the bottom of the accepted range): there round-off
+    bends the order, and the levels above it judge it. A level falling at an accepted order is
+    kept however close it is, and so is one well above its round-off: they carry the truncation
+    error, and keeping them is what keeps a defect visible.
+    """
+    end = len(e)
+    while end - start > 2:
+        x, before = e[end - 1], e[end - 2]
+        order = math.log(before / x) / math.log(h[end - 2] / h[end - 1]) if x > 0 and before > 0 else math.inf
+        stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER
+        bent = x <= noise[end - 1] and order < slowest
+        if not (stopped or bent):
+            break
+        end -= 1
+    return end, end < len(e)
 
 
 def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
                   limits: _Limits) -> tuple[str, str, float | None, list[float]]:
     """Status, message, fitted order and the steps it was fitted on, for finite, sorted levels (coarsest first)."""
-    measurable = [(step, x) for step, x in zip(h, e) if x > limits.level]
+    noise = [limits.noise.get(step, limits.level) for step in h]
+    above = [(step, x, r) for step, x, r in zip(h, e, noise) if x > limits.level]
+    measurable = [(step, x) for step, x, _ in above]
     if len(measurable) < 2:
         message = (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
                    f"{limits.level:g}, so no order can be measured; use coarser steps")
@@ -346,8 +439,15 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
         # Kept even when the error is larger than the solution: a model or reference for
         # a different equation gives the same error at every step, resolved or not.
         return FAIL, _does_not_decrease(e[-1]) + same_at_every_resolution(limits.refines), None, []
+    growth = _growth([step for step, _, _ in above], [x for _, x, _ in above], [r for _, _, r in above], limits)
+    if growth is not None:
+        return growth[0], growth[1], None, []
     size = max(limits.scale, limits.level)
-    resolved = [(step, x) for step, x in measurable if x <= size]
+    # Only the finest run of levels within the solution's size: a coarser level on the far side of one
+    # larger than the solution is on the other side of a pre-asymptotic hump, and pairing it with the
+    # fine levels would read the hump as a flat error.
+    first = next((i + 1 for i in range(len(measurable) - 1, -1, -1) if measurable[i][1] > size), 0)
+    resolved = measurable[first:]
     if len(resolved) < 2:
         return INCONCLUSIVE, (f"the error is larger than the solution itself (scale {size:g}) at all but at most one "
                               f"resolution, so the steps are far too coarse; {_finer_than(h[-1])}"), None, []
@@ -355,6 +455,86 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     status, message, fitted = _judge(wh, we, e, expected, limits)
     window = [] if fitted is None else wh[-_fit_points(pairwise_orders(wh, we), limits.fit_points):]
     return status, message, fitted, window
+
+
+# Growth (issue 35). An error that grows as h shrinks, at a settled rate, is the signature of an
+# inconsistent discretisation: a difference divided by h where h**2 belongs, a sum where a difference
+# belongs, a missing 1/h. Its pairwise orders are negative and agree; round-off grows too, like
+# eps |u| (l/h)**k for a k-th difference quotient over a field varying on a length l, or eps n**k
+# (k = 1/2 or 1) over n steps, and so does a pre-asymptotic hump while it rises. So growth is a FAIL
+# only when (1) the finest _GROWTH_PAIRS or more pairwise orders are below -STALL_ORDER and settled,
+# spanning DECISION_SPAN in h, each step below the blow-up factor; (2) the error grew from the first
+# usable level on (an error that fell first may be growing round-off, or the far side of a valley);
+# (3) the growth is not slowing towards a turn (the rise of a hump slows before its top); (4)
+# the finest error is larger than the solution (a hump stays below it), and (5)
+# round-off could not have made it: where the round-off of each level is known, every growing
+# error is far above it; where it is not, round-off of size `level` at the coarsest level would
+# need more than _MAX_CELLS cells (or steps) per feature there to grow to the finest error.
+_GROWTH_PAIRS = 3
+# A pairwise order below this is growth in words ("grows", never "levels off").
+_CLEARLY_GROWING = 0.25
+_MAX_CELLS = 1.0e4
+_INCONSISTENT = ("the discretisation is inconsistent (a difference divided by h where h**2 belongs, a sum where a "
+                 "difference belongs, a missing 1/h)")
+
+
+def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits) -> tuple[str, str] | None:
+    """FAIL for settled growth round-off cannot explain, INCONCLUSIVE for other growth at the fine end, else None."""
+    pairwise = pairwise_orders(h, e)
+    if len(pairwise) < 2 or not pairwise[-1] < -STALL_ORDER:
+        return None
+    growing = next((i for i, q in enumerate(reversed(pairwise)) if not q < -STALL_ORDER), len(pairwise))
+    tail = min(growing, _settled_tail(pairwise))
+    gh, ge, gn = h[-tail - 1:], e[-tail - 1:], noise[-tail - 1:]
+    if max(b / a for a, b in itertools.pairwise(ge)) > _BLOW_UP:
+        return None  # an unstable blow-up, judged as one
+    fell = any(q > STALL_ORDER for q in pairwise[:len(pairwise) - growing])
+    rate = -fit_order(gh, ge)
+    near = [step for step, x, r in zip(gh, ge, gn) if x <= ROUNDOFF_FACTOR * r]
+    head = (f"the error grows as h shrinks: pairwise orders {_fmt_orders(pairwise)}, about {e[-1]:.3g} at the "
+            "finest level")
+    if fell and e[-1] <= ROUNDOFF_FACTOR * max(gn):
+        return None  # growing from round-off after a fall: the round-off judgement (_stalled) says so
+    if fell and pairwise[-1] < -_CLEARLY_GROWING:
+        return INCONCLUSIVE, (f"{head}, after falling at coarser levels: round-off at the code's precision grows "
+                              "like this (eps |u| / h**k for a k-th difference quotient, n eps over n steps), and so "
+                              "does an inconsistent term that is small at coarse steps; if the code computes in a "
+                              "lower precision than it returns, pass precision= (numpy.float32), or judge the order "
+                              f"on the levels coarser than h = {h[-growing - 1]:g}")
+    if fell or tail < 2 or not pairwise[-1] < -_CLEARLY_GROWING and tail < _GROWTH_PAIRS:
+        return None  # a short or slight rise at the finest levels: judged as an error that stopped falling
+    roundoff = bool(near) or (not limits.noise and _roundoff_could_grow(ge[-1], limits.level, rate, h[0], gh[-1]))
+    climb = max(0.0, pairwise[-1] - pairwise[-2])
+    settled = (tail >= _GROWTH_PAIRS and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
+               and pairwise[-1] + _PASS_PROJECTION * climb < -STALL_ORDER)
+    if roundoff:
+        return INCONCLUSIVE, (f"{head}, small enough to be round-off at the code's precision (near "
+                              f"{max(gn):.3g} and growing as h shrinks, as a difference quotient's eps |u| / h**k "
+                              f"does): use coarser resolutions than h = {gh[0]:g}, where the truncation error is above "
+                              "it, or pass precision= if the code computes in a lower precision")
+    size = max(limits.scale, limits.level)
+    if settled and e[-1] <= size:
+        # A consistent, stable method's error stays within about the solution's size even where it
+        # rises before falling (a pre-asymptotic hump); an inconsistent term grows without bound, so
+        # finer levels take it past the solution, and a hump turns before that.
+        return INCONCLUSIVE, (f"{head}; it grows steadily but is still smaller than the solution itself (scale "
+                              f"{size:g}), as the rising side of a pre-asymptotic hump can be: an inconsistent "
+                              "discretisation keeps growing past the solution's size, a hump turns and falls; "
+                              f"{_finer_than(h[-1])} to tell them apart")
+    if not settled:
+        return INCONCLUSIVE, (f"{head}; the growth has not settled over enough levels to tell an inconsistent "
+                              "discretisation from the rising side of a pre-asymptotic hump: a decision needs "
+                              f"{_GROWTH_PAIRS} pairwise orders below {-STALL_ORDER:g} that agree within "
+                              f"{_SETTLED_SPREAD:g} over a factor {DECISION_SPAN:g} in h, growing steadily")
+    return FAIL, f"{head}; {_INCONSISTENT}"
+
+
+def _roundoff_could_grow(finest: float, level: float, rate: float, coarsest_h: float, finest_h: float) -> bool:
+    """Whether round-off of size ``level`` growing like h**-rate could reach ``finest`` (see _MAX_CELLS)."""
+    if rate <= 0:
+        return True
+    cells = (finest / level) ** (1.0 / rate)  # (l / h_finest) if the finest error were round-off
+    return cells <= _MAX_CELLS * coarsest_h / finest_h
 
 
 def _same_everywhere(hs: list[float], errors: list[float], level: float) -> bool:
@@ -408,7 +588,7 @@ def _judge(wh: list[float], we: list[float], all_errors: list[float], expected: 
                               "the end time (`while t < t_end` with a floating-point t takes one step too many at "
                               "some n)"), None
     if pairwise[-1] < STALL_ORDER:
-        return _stalled(wh, we, all_errors, pairwise, limits.level, limits.refines, expected)
+        return _stalled(wh, we, all_errors, pairwise, limits.noise.get(wh[-1], limits.level), limits.refines, expected)
     settled = _settled_tail(pairwise)
     points = _fit_points(pairwise, limits.fit_points)
     fitted = fit_order(wh[-points:], we[-points:])
@@ -480,6 +660,11 @@ def _stalled(wh: list[float], we: list[float], all_errors: list[float], pairwise
     message = _does_not_decrease(finest)
     if max(all_errors) - min(all_errors) <= SAME_SPREAD * max(all_errors):
         return FAIL, message + same_at_every_resolution(refines), None
+    if min(pairwise[-flat:]) < -_CLEARLY_GROWING:
+        # Never "levels off" for orders clearly below zero: the error rose over part of the stretch.
+        return FAIL, (f"{message}; it grows at some levels and does not fall at any of the finest (pairwise orders "
+                      f"{_fmt_orders(pairwise)}), which points to an error that does not shrink with the step: a "
+                      "wrong constant or reference, a jump in the model, or an inconsistent term"), None
     return FAIL, (f"{message}; it levels off (pairwise orders {_fmt_orders(pairwise)}), which points to an error "
                   "that does not depend on the step added to one that does: a wrong constant or reference, or a "
                   "jump in the model"), None

@@ -10,6 +10,7 @@ list keeps the behaviour it always had.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -76,3 +77,111 @@ def is_plan(ns: object) -> bool:
 def as_list(ns: Sequence[int] | Refinement) -> list[int]:
     """Every level a list or a plan names, for code that needs them all at once."""
     return list(ns.levels()) if isinstance(ns, Refinement) else list(ns)
+
+
+# --- what the next level would cost (issue 35: plans always end) --------------------------------
+# A level's cost grows like n**d: d = 1 for a time integration, 2 or 3 for a grid in 2-D or 3-D, more
+# for a dense solve. d is read from the two latest levels, never below 1 (small levels are dominated
+# by fixed costs, which would make d look smaller than it is) nor above _MAX_EXPONENT.
+_MAX_EXPONENT = 4.0
+# Memory is predicted from the growth of the process's peak resident size over the levels; growth
+# below this many bytes is noise (allocator pools, caches), too small to extrapolate from.
+_MEMORY_NOISE = 16 * 2**20
+# A level is not started when its predicted peak would pass this fraction of the memory the run allows.
+_MEMORY_SHARE = 0.8
+# Without a budget of its own, a plan leaves the other half of the run's remaining time to the rest of it.
+_RUN_SHARE = 0.5
+
+
+class LevelCosts:
+    """The time and the memory each level took, to tell whether the next one can finish."""
+
+    def __init__(self) -> None:
+        self._levels: list[tuple[int, float, int]] = []  # (n, seconds, growth of the peak resident size)
+        self._baseline = _peak_bytes()
+
+    def record(self, n: int, seconds: float) -> None:
+        """Note that level ``n`` took ``seconds`` (the peak memory is read here)."""
+        self._levels.append((n, max(seconds, 0.0), max(0, _peak_bytes() - self._baseline)))
+
+    def seconds(self, n: int) -> float:
+        """The predicted time of level ``n`` (0 before any level ran)."""
+        if not self._levels:
+            return 0.0
+        last_n, last_s, _ = self._levels[-1]
+        exponent = 1.0
+        if len(self._levels) >= 2:
+            before_n, before_s, _ = self._levels[-2]
+            if before_s > 0 and last_s > 0 and last_n > before_n:
+                exponent = min(_MAX_EXPONENT, max(1.0, math.log(last_s / before_s) / math.log(last_n / before_n)))
+        linear = max(s / m for m, s, _ in self._levels) * n  # the cost per unit of n never shrinks
+        return max(linear, last_s * (n / last_n) ** exponent)
+
+    def bytes(self, n: int) -> int | None:
+        """The predicted growth of the peak resident size by level ``n``, or None while too small to tell."""
+        grown = [(m, b) for m, _, b in self._levels if b > _MEMORY_NOISE]
+        if not grown:
+            return None
+        last_n, last_b = grown[-1]
+        exponent = 1.0
+        if len(grown) >= 2 and grown[-1][1] > grown[-2][1] and last_n > grown[-2][0]:
+            exponent = min(_MAX_EXPONENT, max(1.0, math.log(last_b / grown[-2][1]) / math.log(last_n / grown[-2][0])))
+        return int(last_b * (n / last_n) ** exponent)
+
+    def why_not(self, n: int, run_left: float | None) -> str | None:
+        """Why level ``n`` should not start (it would not finish in the run's time, or not fit in memory), or None."""
+        cost = self.seconds(n)
+        if run_left is not None and cost > _RUN_SHARE * run_left:
+            return (f"half of the run's remaining time ({run_left:.0f} s of --timeout left; the level would take "
+                    f"about {cost:.3g} s)")
+        grown, allowed = self.bytes(n), memory_allowed()
+        if grown is not None and allowed is not None and self._baseline + grown > _MEMORY_SHARE * allowed:
+            return (f"the memory the run allows (it would need about {(self._baseline + grown) / 2**20:.0f} MiB of "
+                    f"{allowed / 2**20:.0f} MiB)")
+        return None
+
+
+def _peak_bytes() -> int:
+    """The process's peak resident size so far, in bytes (0 where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows: no getrusage; memory is then not predicted
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
+
+
+def memory_allowed() -> int | None:
+    """The memory this process may use: its address-space limit, its cgroup's limit, or what is available."""
+    limits: list[int] = []
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+            limits.append(int(soft))
+    except (ImportError, ValueError, OSError):  # no such limit on this platform: the others decide
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(path, encoding="ascii").read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            limits.append(int(text))
+    available = _available_bytes()
+    if available is not None:
+        limits.append(available + _peak_bytes())
+    return min(limits) if limits else None
+
+
+def _available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
