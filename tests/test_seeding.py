@@ -72,3 +72,25 @@ def test_a_key_sampler_gets_a_new_key_at_every_call_and_the_seed_chooses_them() 
     assert "a JAX key of its words per call" in result.message
     other = mean_study(sample, 0.0, tol=0.2, n=1000, key_sampler=True, seed=4)
     assert other.estimate != result.estimate
+
+
+def test_numbas_own_generator_is_reached_only_by_a_jitted_seeding_function_and_the_message_says_so() -> None:
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def steps(m: int) -> np.ndarray:  # the code under test draws from Numba's own np.random
+        return np.random.standard_normal(m)
+
+    @numba.njit
+    def seed_numba(seed: int) -> None:
+        np.random.seed(seed)
+
+    unseeded = mean_study(lambda m, rng: steps(m), 0.0, tol=0.1, n=4000)
+    assert unseeded.status == "INCONCLUSIVE" and "Numba's jitted np.random" in unseeded.message
+
+    def sample(m: int, rng: np.random.Generator) -> np.ndarray:
+        seed_numba(int(rng.integers(2**32)))
+        return steps(m)
+
+    first, second = (mean_study(sample, 0.0, tol=0.1, n=4000) for _ in range(2))
+    assert first.status == "PASS" and first == second

@@ -264,11 +264,14 @@ class _Source:
             self.problem = (f"{who} drew from numpy's or Python's global random generator, which the study's seed "
                             "does not set, so the seed does not choose the draw (unseeded, another run draws another "
                             "sample and another verdict); draw every random number from rng (scipy.stats: "
-                            "random_state=rng)")
+                            "random_state=rng), or wrap a code that draws from global state in "
+                            "`with physverify.seeded(rng):`")
         elif varies and self.rng.bit_generator.state == own:
             self.problem = (f"{who} returned varying values without drawing from rng, so its randomness comes from "
                             "a generator the study's seed does not reach (an unseeded one gives another verdict in "
-                            "every run, a fixed one the same draw for every seed); draw every random number from rng")
+                            "every run, a fixed one the same draw for every seed); draw every random number from rng "
+                            "(a JAX code: key_sampler=True; Numba's jitted np.random: call an @njit function that "
+                            "runs np.random.seed(int(rng.integers(2**32))) first)")
 
 
 # --- growing the sample along a plan --------------------------------------------------------
