@@ -296,3 +296,88 @@ def test_the_same_code_is_judged_rightly_when_the_claim_drives_its_step_through_
         tmp_path: Path, code: str, expected: str, cli: Any) -> None:
     ran = confirm(cli, tmp_path, "rk4", code, OWN_LOOP_CLAIM.format(integrate="through_exact_steps"))
     assert verdict(ran) == expected, ran.stdout
+
+
+# --- compiled steps: Numba's @njit and jax.jit, called as their own users call them ------------
+def _rk4_source(k3_time: str) -> str:
+    return f"""
+def rk4(f, t, y, h):
+    k1 = f(t, y)
+    k2 = f(t + h / 2, y + h / 2 * k1)
+    k3 = f({k3_time}, y + h / 2 * k2)
+    k4 = f(t + h, y + h * k3)
+    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+"""
+
+
+def _compiled_rk4(k3_time: str) -> Any:
+    numba = pytest.importorskip("numba")
+    space: dict[str, Any] = {}
+    exec(_rk4_source(k3_time), space)  # noqa: S102 - the test's own stepper, with the stage time to test
+    return numba.njit(space["rk4"])
+
+
+@pytest.mark.parametrize(("k3_time", "status"), [("t + h / 2", "PASS"), ("t + h", "FAIL")])
+def test_an_njit_rk4_through_from_step_is_judged_as_compiled_code(k3_time: str, status: str) -> None:
+    """Numba refused the adapter's Python closure (TypingError), so users fell back to .py_func: not the code."""
+    numba = pytest.importorskip("numba")
+    step = _compiled_rk4(k3_time)
+    rhs = numba.njit(lambda t, y: -y)
+    mms = ManufacturedODE(lambda t: np.array([np.cos(3 * t) + t * t]), lambda t, y: -y)
+    result = mms_order_study(from_step(step, rhs), mms, 1.0, [8, 16, 32, 64], 4)
+    assert result.status == status
+    assert step.signatures and rhs.signatures  # what ran is the compiled code, the rhs too
+
+
+def test_an_njit_step_with_a_plain_python_rhs_still_runs_compiled() -> None:
+    step = _compiled_rk4("t + h / 2")
+    mms = ManufacturedODE(lambda t: np.array([np.cos(3 * t) + t * t]), lambda t, y: -y)
+    assert mms_order_study(from_step(step, lambda t, y: -y), mms, 1.0, [8, 16, 32, 64], 4).status == "PASS"
+    assert step.signatures
+
+
+def test_a_jax_jit_step_with_f_static_runs_and_one_that_traces_f_says_what_to_pass_in_one_line() -> None:
+    jax = pytest.importorskip("jax")
+    space: dict[str, Any] = {}
+    exec(_rk4_source("t + h / 2"), space)  # noqa: S102 - the test's own stepper
+    mms = ManufacturedODE(lambda t: np.array([np.cos(3 * t) + t * t]), lambda t, y: -y)
+    static = jax.jit(space["rk4"], static_argnums=0)
+    correct = mms_order_study(from_step(static, lambda t, y: -y), mms, 1.0, [4, 8, 16, 32], 4)
+    assert correct.status != "FAIL" and "single (float32) precision" in correct.message  # x64 off: float32 floor
+    exec(_rk4_source("t + h"), space)  # noqa: S102 - the stage at the wrong time
+    wrong = mms_order_study(from_step(jax.jit(space["rk4"], static_argnums=0), lambda t, y: -y), mms, 1.0,
+                            [4, 8, 16, 32], 4)
+    assert wrong.status == "FAIL"
+    with pytest.raises(PhysverifyError) as caught:
+        from_step(jax.jit(space["rk4"]), lambda t, y: -y)(lambda t: 0.0, np.array([1.0]), 1.0, 4)
+    assert "static_argnums=0" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_from_second_order_step_keeps_a_float32_code_in_float32_from_step_to_step() -> None:
+    seen: list[np.dtype[Any]] = []
+
+    def verlet32(x: np.ndarray, v: np.ndarray, t: float, h: float, accel: Any) -> tuple[np.ndarray, np.ndarray]:
+        seen.append(np.asarray(x).dtype)
+        x, v = np.float32(1) * np.asarray(x, np.float32), np.asarray(v, np.float32)
+        half = v + np.float32(h / 2) * np.asarray(accel(x, v, t), np.float32)
+        x = x + np.float32(h) * half
+        return x, half + np.float32(h / 2) * np.asarray(accel(x, v, t + h), np.float32)
+
+    end = from_second_order_step(verlet32, lambda x, v, t: -x)(lambda t: 0.0, np.array([1.0, 0.0]), 1.0, 8)
+    assert end.dtype == np.float32 and seen[1:] == [np.dtype(np.float32)] * 7
+
+
+def test_an_njit_verlet_through_from_second_order_step_runs_compiled_and_is_second_order() -> None:
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def verlet(x: np.ndarray, v: np.ndarray, t: float, h: float, accel: Any) -> tuple[np.ndarray, np.ndarray]:
+        half = v + h / 2 * accel(x, v, t)
+        x = x + h * half
+        return x, half + h / 2 * accel(x, half, t + h)
+
+    spring = numba.njit(lambda x, v, t: -4.0 * x)
+    mms = ManufacturedODE(lambda t: np.array([np.sin(t) + t * t, np.cos(t) + 2 * t]),
+                          lambda t, y: np.array([y[1], -4.0 * y[0]]))
+    result = mms_order_study(from_second_order_step(verlet, spring), mms, 1.0, [8, 16, 32, 64], 2)
+    assert result.status == "PASS" and verlet.signatures and spring.signatures

@@ -13,7 +13,7 @@ from support import hostile
 import pytest
 from support.childsupport import SPEC_HEADER, assert_ends_soon, installed_noting_module, start_sleeper, write_spec
 
-from physverify import child, forkclient, fresh, isolate
+from physverify import child, confirm, forkclient, fresh, isolate
 
 
 def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
@@ -424,3 +424,75 @@ def test_shutdown_kills_a_server_still_importing_its_preload_and_does_not_wait_f
     assert not starting.is_alive(), "the start still waits for the server's imports"
     assert proc.returncode == -signal.SIGKILL
     assert len(failures) == 1 and not forkclient.servers()
+
+
+def test_a_preloaded_module_that_computes_with_jax_at_import_sends_its_claims_to_fresh_interpreters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JAX library that builds a constant at import starts XLA's threads in the server; forking it left
+    every JAX claim asleep until the timeout. Now each claim runs fresh, keeps its verdict, and says why."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    pytest.importorskip("jax")
+    installed_noting_module(tmp_path, monkeypatch, "pv_jax_at_import",
+                            "import jax.numpy as jnp\nTABLE = jnp.arange(4.0) * 2.0\n")
+    folder = tmp_path / "claims"
+    folder.mkdir()
+    (folder / "physverify.yaml").write_text("preload: [pv_jax_at_import]\n")
+    claim = folder / "jax_claim.py"
+    claim.write_text(textwrap.dedent('''
+        import jax.numpy as jnp
+        import pv_jax_at_import
+        from physverify import Check, Result, PASS, FAIL
+        CLAIM = {"text": "the table is doubled twice", "source": "a test", "file": "jax_claim.py", "line": 1,
+                 "reference": "arithmetic", "impact": "unknown"}
+        def _equal(value, expected):
+            return Result(PASS if value == expected else FAIL, f"{value} (expected {expected})")
+        def control():
+            return Check("sum", "jax sums 0..3", lambda: _equal(float(jnp.arange(4.0).sum()), 6.0))
+        def checks():
+            return [Check("sum", "the table sums to 12", lambda: _equal(float(pv_jax_at_import.TABLE.sum()), 24.0))]
+    '''))
+    forkclient.shutdown()
+    try:
+        forked = confirm.confirm(claim, ledger=tmp_path / "fork.jsonl", timeout_s=120, trusted=True, isolation="fork")
+    finally:
+        forkclient.shutdown()
+    fresh_run = confirm.confirm(claim, ledger=tmp_path / "fresh.jsonl", timeout_s=120, trusted=True, isolation="fresh")
+    assert forked.record["verdict"] == fresh_run.record["verdict"] == "confirmed"
+    assert forked.record["checks"][0]["message"] == fresh_run.record["checks"][0]["message"] == "12.0 (expected 24.0)"
+    note = forked.record["isolation_note"]
+    assert note.startswith("the fork server is not safe to fork: ") and "JAX's backend (cpu)" in note
+    assert "pv_jax_at_import" in note and note.endswith("so the claim ran in a fresh interpreter")
+    assert "isolation_note" not in fresh_run.record
+
+
+def test_a_forked_claim_that_times_out_while_the_server_held_numpys_threads_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork copies no thread: a claim that waits on one sleeps until its timeout, and the reason must say why."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # numpy's BLAS starts one thread of its own in the server
+    claim = tmp_path / "claim_sleeps.py"
+    claim.write_text(textwrap.dedent('''
+        import time
+        import numpy as np
+        from physverify import Check, Result, PASS
+        CLAIM = {"text": "t", "source": "a test", "file": "claim_sleeps.py", "line": 1, "reference": "none",
+                 "impact": "unknown"}
+        def control():
+            time.sleep(60)
+            return Check("demo", "never", lambda: Result(PASS, ""))
+        def checks():
+            return [Check("demo", "never", lambda: Result(PASS, ""))]
+    '''))
+    forkclient.shutdown()
+    try:
+        forked = confirm.confirm(claim, ledger=tmp_path / "l.jsonl", timeout_s=3, trusted=True, isolation="fork")
+    finally:
+        forkclient.shutdown()
+    assert forked.record["verdict"] == "not decidable"
+    assert forked.record["reason"].startswith("timed out after 3")
+    assert "the fork server held 2 threads when it forked this claim (numpy's BLAS pool)" in forked.record["reason"]
+    assert forked.record["isolation_note"] in forked.record["reason"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -230,3 +233,17 @@ def test_the_fork_server_imports_more_only_for_its_client_with_the_runs_secret(
         assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None  # still serving
     finally:
         forkclient.shutdown()
+
+
+def test_the_server_is_unsafe_to_fork_once_a_thread_beyond_numpys_runs_in_it() -> None:
+    """Checked before every fork: a thread a preloaded module started may hold a lock no thread of the child frees."""
+    code = textwrap.dedent("""
+        import threading, time
+        from physverify import forkserver
+        forkserver._import(["numpy"])
+        print(forkserver.fork_hazard())
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        print(forkserver.fork_hazard())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.splitlines() == ["None", "the fork server is not safe to fork: it holds 1 thread beyond numpy's"]

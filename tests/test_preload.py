@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 
 from physverify import preload
@@ -25,7 +30,19 @@ def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_noth
     )
     chosen = preload.preload_for(claim_path, [str(tmp_path)], explicit=["json"])
     assert {"numpy", "physverify", "scipy.integrate", "scipy.linalg", "json"} <= chosen
-    assert not {"numba", "torch", "local_solver"} & chosen  # a thread or GPU starter; repository code
+    assert not {"torch", "local_solver"} & chosen  # a thread or GPU starter; repository code
+    assert ("numba" in chosen) == (importlib.util.find_spec("numba") is not None)  # starts no thread: preloaded
+
+
+@pytest.mark.parametrize("framework", preload.FORK_SAFE_FRAMEWORKS)
+def test_importing_a_framework_the_server_preloads_starts_no_thread_beyond_numpys(framework: str) -> None:
+    """jax and numba are preloaded because their import starts nothing a fork would lose; this holds it to the
+    installed versions (a later release that starts XLA at import must go back to NEVER_PRELOAD)."""
+    pytest.importorskip(framework)
+    code = ("import os, numpy\nbefore = len(os.listdir('/proc/self/task'))\n"
+            f"import {framework}\nprint(len(os.listdir('/proc/self/task')) - before)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["0"]
 
 
 def test_names_imported_from_a_package_are_preloaded_only_when_they_are_its_submodules(tmp_path: Path) -> None:

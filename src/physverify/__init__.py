@@ -59,6 +59,8 @@ _LAZY: dict[str, str] = {
     "distribution_study": "physverify.stochastic",
     "mean_study": "physverify.stochastic",
     "weak_order_study": "physverify.stochastic",
+    "jax_key": "physverify.seeding",
+    "seeded": "physverify.seeding",
     "ode_checks": "physverify.studies",  # from physverify 0.6.0: claim files written for it run unchanged
     "zero_source": "physverify.mms",  # from physverify 0.6.0
 }
@@ -127,5 +129,6 @@ if TYPE_CHECKING:  # for mypy and editors: the names as if imported eagerly (``X
     from physverify.stochastic import distribution_study as distribution_study
     from physverify.stochastic import mean_study as mean_study
     from physverify.stochastic import weak_order_study as weak_order_study
+    from physverify.seeding import jax_key as jax_key, seeded as seeded
     from physverify.studies import ode_checks as ode_checks
     from physverify.mms import zero_source as zero_source

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from physverify import frameworks
+from physverify.arrays import as_array
 from physverify.errors import PhysverifyError
 from physverify.mms import Integrate, Source
 
@@ -82,23 +84,87 @@ def from_step(step: Step, rhs: Rhs) -> Integrate:
     evaluation of the right-hand side (a step that calls the code's rhs directly never sees
     the forcing) and takes y and h as given. It takes exactly n steps of h = t_end / n at
     the times of ``exact_steps(t_end, n)``, and returns the state after the last one as a
-    float array of y0's shape (a state of another shape is a PhysverifyError).
+    float array of y0's shape, in the precision the step computed it (a state of another
+    shape is a PhysverifyError).
+
+    A compiled step is called as its own users call it: an ``@njit`` step gets f compiled
+    with Numba (calling ``rhs`` as compiled code when it is ``@njit`` too, the forcing in an
+    object-mode block); a ``jax.jit`` step with f static (``static_argnums=0``) gets an f it
+    can trace, the forcing added through a host callback.
     """
+
+    made = _Made()
 
     def integrate(source: Source, y0: np.ndarray, t_end: float, n_steps: int) -> np.ndarray:
         times = exact_steps(t_end, n_steps)
         h = float(t_end) / len(times[:-1])  # t_end / n, n already checked by exact_steps
         y = np.array(y0, dtype=float)
-
-        def forced(t: float, state: np.ndarray) -> np.ndarray:
-            value = np.asarray(rhs(t, state), dtype=float)
-            return value + _source_at(source, t, value.size).reshape(value.shape)
-
+        forced = made.get(source, y.shape, lambda: _first_order_f(step, rhs, source, y))
         for t in times[:-1]:
-            y = _same_shape(step(forced, float(t), y, h), y, "step")
+            y = _same_shape(_compiled_call("from_step", step, forced, float(t), y, h), y, "step")
         return y
 
     return integrate
+
+
+class _Made:
+    """The f an adapter made for each forcing and state shape, so a compiled one is compiled once, not at every level.
+
+    Numba takes ~0.5 s to compile one. Forcings are compared with ==: a study passes
+    ``mms.forcing``, a new bound method at every level, equal to the last one.
+    """
+
+    def __init__(self) -> None:
+        self._made: list[tuple[Source, tuple[int, ...], Callable[..., Any]]] = []
+
+    def get(self, source: Source, shape: tuple[int, ...], make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+        for known, known_shape, function in self._made:
+            if known == source and known_shape == shape:
+                return function
+        function = make()
+        self._made = [*self._made[-7:], (source, shape, function)]
+        return function
+
+
+def _first_order_f(step: Step, rhs: Rhs, source: Source, like: np.ndarray) -> Callable[..., Any]:
+    """The f = rhs + source handed to ``step``: plain Python, or compiled for a compiled step."""
+    shape, size = like.shape, like.size
+
+    def kick(t: float, *_: Any) -> np.ndarray:
+        return _source_at(source, float(t), size).reshape(shape)
+
+    def forced(t: float, state: np.ndarray) -> np.ndarray:
+        value = np.asarray(as_array(rhs(t, state)), dtype=float)
+        return value + kick(t).reshape(value.shape)
+
+    if frameworks.is_numba_dispatcher(step):
+        return frameworks.numba_first_order(rhs, kick, like)
+    if frameworks.is_jax_jitted(step):
+        return frameworks.jax_traceable(rhs, kick)
+    return forced
+
+
+def _compiled_call(adapter: str, step: Callable[..., Any], *args: Any) -> Any:
+    """``step(*args)``; a compiled step that cannot take the adapter's function is a one-line PhysverifyError."""
+    try:
+        return step(*args)
+    except TypeError as exc:
+        if frameworks.is_jax_jitted(step) and "function" in str(exc):
+            raise PhysverifyError(f"{adapter}: {frameworks.JAX_STATIC_HINT}") from None
+        raise
+    except Exception as exc:  # re-raised unless it is Numba's refusal to compile, said in one line
+        if frameworks.is_numba_dispatcher(step) and type(exc).__name__ == "TypingError":
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise PhysverifyError(f"{adapter}: Numba could not compile the step with the adapter's function "
+                                  f"({first}); compile the code's right-hand side with @njit as well, or give "
+                                  "the step as its users call it") from None
+        raise
+
+
+def _floating(value: Any) -> np.ndarray:
+    """``value`` as an array of its own float precision; anything not floating becomes float64."""
+    state = as_array(value)
+    return state if np.issubdtype(state.dtype, np.floating) else state.astype(float)
 
 
 def _same_shape(value: Any, previous: np.ndarray, what: str) -> np.ndarray:
@@ -107,9 +173,7 @@ def _same_shape(value: Any, previous: np.ndarray, what: str) -> np.ndarray:
     A floating result keeps its precision (a float32 code's state stays float32, so the studies
     judge it against float32 round-off); anything else becomes float64.
     """
-    state = np.asarray(value)
-    if not np.issubdtype(state.dtype, np.floating):
-        state = state.astype(float)
+    state = _floating(value)
     if state.shape != previous.shape:
         raise PhysverifyError(f"{what} returned a state of shape {state.shape}, but it was given shape "
                               f"{previous.shape}")
@@ -128,8 +192,13 @@ def from_second_order_step(step: SecondOrderStep, accel: Accel) -> Integrate:
     part to be zero: the manufactured solution's velocity must be the derivative of its
     position (u = (X(t), X'(t))); otherwise the adapter raises a PhysverifyError rather than
     drop a forcing. Assumes the step evaluates the acceleration only through the ``accel``
-    it is given. Exactly n steps of h = t_end / n at the times of ``exact_steps``.
+    it is given. Exactly n steps of h = t_end / n at the times of ``exact_steps``. The
+    state returned keeps the precision of the x and v the step returned (a float32 code's
+    stays float32, so the study judges it against float32 round-off); ``@njit`` and
+    ``jax.jit`` steps are called as in ``from_step``.
     """
+
+    made = _Made()
 
     def integrate(source: Source, y0: np.ndarray, t_end: float, n_steps: int) -> np.ndarray:
         y = np.array(y0, dtype=float).ravel()
@@ -140,17 +209,32 @@ def from_second_order_step(step: SecondOrderStep, accel: Accel) -> Integrate:
         times = exact_steps(t_end, n_steps)
         h = float(t_end) / len(times[:-1])  # t_end / n, n already checked by exact_steps
 
-        def forced(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
-            kick = _source_at(source, t, 2 * half)
-            _refuse_position_forcing(kick[:half], x, v, t)
-            return np.asarray(accel(x, v, t), dtype=float) + kick[half:]
-
         x, v = y[:half].copy(), y[half:].copy()
+        forced = made.get(source, x.shape, lambda: _second_order_a(step, accel, source, x))
         for t in times[:-1]:
-            x, v = _pair(step(x, v, float(t), h, forced), half)
+            x, v = _pair(_compiled_call("from_second_order_step", step, x, v, float(t), h, forced), half)
         return np.concatenate([x, v]).reshape(np.shape(y0))
 
     return integrate
+
+
+def _second_order_a(step: SecondOrderStep, accel: Accel, source: Source, like: np.ndarray) -> Callable[..., Any]:
+    """The acceleration accel + the source's velocity part handed to ``step``: plain Python, or compiled for it."""
+    half = like.size
+
+    def kick(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+        both = _source_at(source, float(t), 2 * half)
+        _refuse_position_forcing(both[:half], np.asarray(x), np.asarray(v), float(t))
+        return np.asarray(both[half:])
+
+    def forced(x: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+        return np.asarray(as_array(accel(x, v, t)), dtype=float) + kick(x, v, t)
+
+    if frameworks.is_numba_dispatcher(step):
+        return frameworks.numba_second_order(accel, kick, like)
+    if frameworks.is_jax_jitted(step):
+        return frameworks.jax_traceable(accel, kick)
+    return forced
 
 
 def _refuse_position_forcing(position_part: np.ndarray, x: np.ndarray, v: np.ndarray, t: float) -> None:
@@ -164,12 +248,16 @@ def _refuse_position_forcing(position_part: np.ndarray, x: np.ndarray, v: np.nda
 
 
 def _pair(value: Any, half: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (x, v) a second-order step returned, as float arrays of ``half`` components each."""
+    """The (x, v) a second-order step returned, as arrays of ``half`` components each in their own float precision.
+
+    Not float64 after every step: a float32 code's state stays float32 from step to step, as
+    in the code's own loop, and the study learns its precision (``_same_shape``).
+    """
     try:
         x, v = value
     except (TypeError, ValueError):
         raise PhysverifyError("step must return a pair (x, v)") from None
-    x, v = np.asarray(x, dtype=float).ravel(), np.asarray(v, dtype=float).ravel()
+    x, v = _floating(x).ravel(), _floating(v).ravel()
     if x.size != half or v.size != half:
         raise PhysverifyError(f"step returned x and v of {x.size} and {v.size} components, but the state has "
                               f"{half} positions and {half} velocities")

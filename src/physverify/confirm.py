@@ -135,8 +135,11 @@ def evaluate(
     record["control"], record["checks"] = code.control, code.checks
     if fixed is not None:
         return _finish(record, _decide_fixed(record, code, fixed, run, timeout_s, claim_path), target)
-    return _finish(record, decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
-                                  control=code.control, checks=code.checks), target)
+    decided = decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
+                     control=code.control, checks=code.checks)
+    if code.timed_out and record.get("isolation_note"):  # the fork is a likely cause: the reason names it
+        decided = decided._replace(reason=f"{decided.reason}; {record['isolation_note']}")
+    return _finish(record, decided, target)
 
 
 def _telling(on_finished: OnFinished | None, run: str | None) -> Callable[[dict[str, Any]], None] | None:
@@ -161,6 +164,8 @@ def _read_child(record: dict[str, Any], child: isolate.ChildOutcome, claim_path:
     problem = payload.get("load_error") or child.failure()
     load_error = f"{claim_path}: {problem}" if problem else None
     statuses = [o["status"] for o in ([control] if control else []) + checks]
+    if child.note and (child.payload is not None or child.timed_out) and not record.get("isolation_note"):
+        record["isolation_note"] = child.note  # a failed run names it in its load error already
     if (child.timed_out or load_error or ERROR in statuses) and not record.get("stderr_tail"):
         record["stderr_tail"] = child.stderr_tail or ""  # a string after every error or timeout, never null
     return Run(control, checks, load_error, child.timed_out)

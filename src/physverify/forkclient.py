@@ -52,12 +52,15 @@ class ForkUnavailable(Exception):
     """The server could not be had or could not fork; the caller runs a fresh child instead.
 
     ``died``: the server died or was stopped under the request (another claim may have
-    signalled it), which the fresh re-run's reason names when it fails too.
+    signalled it), which the fresh re-run's reason names when it fails too. ``unsafe``: the
+    server held threads or a framework's backend (forkserver.fork_hazard), which the fresh
+    run's ledger line notes.
     """
 
-    def __init__(self, message: str, *, died: bool = False) -> None:
+    def __init__(self, message: str, *, died: bool = False, unsafe: bool = False) -> None:
         super().__init__(message)
         self.died = died
+        self.unsafe = unsafe
 
 
 class ForkServer:
@@ -175,14 +178,19 @@ class ForkServer:
         streams = Streams(out, err, progress, key)
         try:
             with reply:
-                pid = self._forked_pid(reply, watch)
+                pid, threads = self._forked_pid(reply, watch)
         except BaseException:  # nothing was forked (the caller may start a fresh child): its streams are not read
             streams.close()
             raise
-        return collect(pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=lambda: None)
+        outcome = collect(pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=lambda: None)
+        if outcome.timed_out and threads > 1:
+            note = (f"the fork server held {threads} threads when it forked this claim (numpy's BLAS pool); "
+                    "a fork copies no thread, so if the claim waits on one, run it with --isolation fresh")
+            return dataclasses.replace(outcome, note=note)
+        return outcome
 
-    def _forked_pid(self, reply: socket.socket, watch: socket.socket) -> int:
-        """The supervisor's pid from the server; ForkUnavailable when the server died, stopped or refused."""
+    def _forked_pid(self, reply: socket.socket, watch: socket.socket) -> tuple[int, int]:
+        """The supervisor's pid and the server's thread count then; ForkUnavailable when it died, stopped or refused."""
         deadline = time.monotonic() + _REPLY_S
         while True:
             ready, _, _ = select.select([reply], [], [], 0.05)
@@ -199,9 +207,9 @@ class ForkServer:
             self.broken = True
             self._wake()
             raise ForkUnavailable(self._unable() or "the fork server did not answer", died=True)
-        if "pid" not in forked:  # it could not fork (a process limit) or refused: the caller tries a fresh child
-            raise ForkUnavailable(str(forked.get("error")))
-        return int(forked["pid"])
+        if "pid" not in forked:  # it could not fork (a process limit), refused, or is unsafe: a fresh child
+            raise ForkUnavailable(str(forked.get("error")), unsafe=forked.get("unsafe") is True)
+        return int(forked["pid"]), int(forked.get("threads", 1))
 
     def _unable(self) -> str | None:
         """Why the server cannot answer now (dead, stopped), or None."""
@@ -330,6 +338,8 @@ def run_forked(
         return server.run(request, new_key(), timeout_s, variant_fd, progress)
     except ForkUnavailable as exc:
         outcome = run_fresh(mode, path, extra, env, timeout_s, variant_fd, progress)
+        if exc.unsafe:
+            return dataclasses.replace(outcome, note=f"{exc}, so the claim ran in a fresh interpreter")
         if exc.died and outcome.payload is None and not outcome.timed_out:
             return dataclasses.replace(outcome, note=f"the fork server died under the claim ({exc})")
         return outcome

@@ -67,6 +67,13 @@ _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # the preload and not in this set is one a fresh child would import from the claim's path.
 _before_preload: frozenset[str] = frozenset()
 _preloaded: tuple[int, frozenset[str]] = (0, frozenset())  # (len(sys.modules), its top-level names): _preloaded_tops
+# Threads a fork may leave behind: those numpy's BLAS starts when numpy is imported (OpenBLAS
+# and MKL stop and restart their pools around a fork, pthread_atfork). Any other thread the
+# preload started (XLA's, torch's intra-op pool, a module that computes at import) may hold a
+# lock that no thread of the forked child will ever release: the child sleeps until its timeout.
+_tolerated_threads = 0
+_thread_starters: list[str] = []  # the preloaded modules whose import started threads, for the note
+_FORK_AWARE = frozenset({"numpy", "scipy"})
 
 
 def serve(sock: socket.socket, preload: Sequence[str]) -> None:
@@ -112,12 +119,64 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
 
 
 def _import(modules: Sequence[str]) -> None:
-    """Import each of ``modules`` here; one that fails is left out (its claims meet the same error themselves)."""
-    for name in modules:
+    """Import each of ``modules`` here (numpy first); one that fails is left out (its claims meet the same error themselves).
+
+    The threads each import starts are counted: numpy's BLAS pool is fork-aware and tolerated
+    (numpy goes first so that what a later module starts is not taken for it); any other
+    module that starts one is named in the hazard note (``fork_hazard``).
+    """
+    global _tolerated_threads
+    for name in sorted(modules, key=lambda name: name.partition(".")[0] != "numpy"):
+        before, had_numpy = thread_count(), "numpy" in sys.modules
         try:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001, S112 - recorded by its absence: the child meets the same error itself
             continue
+        started = thread_count() - before
+        if started <= 0:
+            continue
+        if name.partition(".")[0] in _FORK_AWARE or not had_numpy and "numpy" in sys.modules:
+            _tolerated_threads += started
+        else:
+            _thread_starters.append(name)
+
+
+def thread_count() -> int:
+    """How many threads this process has now, from the kernel's list (a C library's threads too); 1 without /proc."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+def fork_hazard() -> str | None:
+    """Why forking this process now may leave a claim waiting forever, or None when it is safe.
+
+    Asked before every fork: a thread beyond numpy's BLAS pool, or a framework's backend set
+    up here (JAX's XLA client, torch's CUDA context), is state a fork does not carry over.
+    """
+    backends = _initialised_backends()
+    extra = thread_count() - 1 - _tolerated_threads
+    if extra <= 0 and not backends:
+        return None
+    parts = [f"it holds {extra} thread{'s' if extra != 1 else ''} beyond numpy's"] if extra > 0 else []
+    parts += [f"{backend} is initialised in it" for backend in backends]
+    started = f" (started while importing {', '.join(_thread_starters)})" if _thread_starters else ""
+    return "the fork server is not safe to fork: " + " and ".join(parts) + started
+
+
+def _initialised_backends() -> list[str]:
+    """The frameworks' backends set up in this process (looked up in sys.modules: nothing is imported to ask)."""
+    found = []
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    backends = getattr(bridge, "_backends", None)
+    if backends:
+        found.append(f"JAX's backend ({', '.join(sorted(map(str, backends)))})")
+    cuda = sys.modules.get("torch.cuda")
+    is_initialized = getattr(cuda, "is_initialized", None)
+    if callable(is_initialized) and is_initialized():
+        found.append("torch's CUDA context")
+    return found
 
 
 def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int], tuple[int, int] | None] | None:
@@ -162,17 +221,26 @@ def _answer(
             os.close(fd)
         return
     reply = socket.socket(fileno=fds[0])
+    answer: dict[str, Any] | None = None
     refusal = _refusal(request, sender, client, secret)
-    if refusal is None:
+    hazard = fork_hazard() if refusal is None else None
+    if refusal is not None:
+        answer = {"error": refusal}
+    elif hazard is not None:  # the client runs this claim in a fresh interpreter, with the hazard as its note
+        answer = {"error": hazard, "unsafe": True}
+    else:
+        # the threads held as it forks (numpy's BLAS pool, which stops for the fork and starts again
+        # at its next use), so a claim that then times out can say so
+        threads = thread_count()
         try:
             pid = _fork_supervisor(request, fds, server_fds)
         except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
-            refusal = str(exc)
+            answer = {"error": str(exc)}
         else:
             supervisors.add(pid)
-            _send(reply, {"pid": pid})
-    if refusal is not None:
-        _send(reply, {"error": refusal})
+            _send(reply, {"pid": pid, "threads": threads})
+    if answer is not None:
+        _send(reply, answer)
         for fd in fds[1:]:
             os.close(fd)
     reply.close()

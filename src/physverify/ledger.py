@@ -47,12 +47,15 @@ DEFAULT_LEDGER = settings.DEFAULT_LEDGER  # spec section 3: confirm's --ledger d
 FIELDS = (
     "ledger_version", "date", "physverify", "claim_file", "claim_key", "claim_sha256",
     *CLAIM_FIELDS, "file_sha256", "repo_commit", "verdict", "reason", "control", "checks", "variant",
-    "allow_dependent_reference", "timeout_s", "stderr_tail",
+    "allow_dependent_reference", "timeout_s", "stderr_tail", "isolation_note",
 )
 # Only on the line of a claim that names its fix (issue 17): {held, line, control, checks},
 # the variant run's outcomes in the line's own shape. Absent otherwise, so the lines of
 # every other claim stay as they were and an old reader meets nothing new.
-OPTIONAL_FIELDS = ("variant",)
+# Only when fork mode could not fork the claim safely (the fork server held threads or a
+# framework's backend, so it ran in a fresh interpreter) or a forked claim timed out while
+# the server held threads: the sentence saying so.
+OPTIONAL_FIELDS = ("variant", "isolation_note")
 # Fields a line always carries even when the claim could not be read (its CLAIM fields are
 # then absent, spec section 3).
 _ALWAYS = frozenset(FIELDS) - frozenset(CLAIM_FIELDS) - frozenset(OPTIONAL_FIELDS)

@@ -21,6 +21,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from physverify import frameworks
 from physverify.adapters import exact_steps
 from physverify.arrays import as_array, epsilon, precision_of
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
@@ -195,11 +196,13 @@ def operator_study(
 
     span = max(hi - lo for lo, hi in axes)
     roundoff: dict[float, float] = {}  # h -> the operator's response to round-off of the field at that grid
+    notes: list[str] = []  # said once: the code computes in float32 because JAX's x64 is off
 
     def error(nx: int) -> Measured:
         values = [_evaluate(f, _grid(kinds, nx, axes), "field") for f, kinds in zip(fields, samples)]
         steps = tuple((hi - lo) / nx for lo, hi in axes)
         raw = apply(*values, *steps)
+        notes[:] = notes or [frameworks.jax_x64_note(raw)]
         got = np.asarray(as_array(raw), dtype=float)
         points = _grid(wheres, nx, axes)
         want = np.broadcast_to(_evaluate(exact, points, "exact"), np.broadcast_shapes(*(p.shape for p in points)))
@@ -219,7 +222,7 @@ def operator_study(
     check_order_kwargs.setdefault("scale", max(_field_scale(f, exact, axes) for f in fields))
     check_order_kwargs.setdefault("refines", "space")  # a FAIL names stencils and grid locations, not stage times
     result = _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
-    return _judge_roundoff(result, roundoff, span)
+    return frameworks.with_note(_judge_roundoff(result, roundoff, span), notes[0] if notes else "")
 
 
 def _per_field(sample: Any, count: int, dims: int) -> list[list[Points]]:

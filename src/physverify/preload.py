@@ -34,10 +34,17 @@ _NUMPY_FREE_NAMES = frozenset({
 _NUMPY_FREE_MODULES = frozenset({"physverify.checks", "physverify.refine"})
 # Never preloaded unless physverify.yaml's ``preload:`` names them: they start threads, an MPI
 # runtime or a GPU context at import, which a fork does not carry over (issue 11, item 2).
+# jax and numba are not among them: importing them starts no thread and sets up no backend
+# (XLA's client and Numba's threading layer start at the first computation), and preloading
+# them spares each JAX claim the 1-2 s of JAX's import. A module that does compute at import
+# is caught before each fork (forkserver.fork_hazard): its claims run in fresh interpreters.
 NEVER_PRELOAD = frozenset({
-    "cupy", "dask", "distributed", "jax", "jaxlib", "matplotlib", "mpi4py", "multiprocessing", "numba",
+    "cupy", "dask", "distributed", "matplotlib", "mpi4py", "multiprocessing",
     "petsc4py", "pycuda", "pyopencl", "ray", "slepc4py", "taichi", "tensorflow", "tkinter", "torch", "warp",
 })
+# Preloaded when the claims import them: they import without starting a thread (tests/test_preload.py
+# holds this to the installed versions).
+FORK_SAFE_FRAMEWORKS = ("jax", "numba")
 _SUFFIXES = tuple(importlib.machinery.all_suffixes())  # what a FileFinder adds to a name (_listed)
 # physverify names whose work imports a module lazily (so `physverify --version` stays fast).
 _LAZY_NEEDS = {"reference_study": "scipy.integrate"}

@@ -29,7 +29,6 @@ import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -265,17 +264,20 @@ class _Source:
             self.problem = (f"{who} drew from numpy's or Python's global random generator, which the study's seed "
                             "does not set, so the seed does not choose the draw (unseeded, another run draws another "
                             "sample and another verdict); draw every random number from rng (scipy.stats: "
-                            "random_state=rng)")
+                            "random_state=rng), or wrap a code that draws from global state in "
+                            "`with physverify.seeded(rng):`")
         elif varies and self.rng.bit_generator.state == own:
             self.problem = (f"{who} returned varying values without drawing from rng, so its randomness comes from "
                             "a generator the study's seed does not reach (an unseeded one gives another verdict in "
-                            "every run, a fixed one the same draw for every seed); draw every random number from rng")
+                            "every run, a fixed one the same draw for every seed); draw every random number from rng "
+                            "(a JAX code: key_sampler=True; Numba's jitted np.random: call an @njit function that "
+                            "runs np.random.seed(int(rng.integers(2**32))) first)")
 
 
 # --- growing the sample along a plan --------------------------------------------------------
 def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | None],
           judge: Callable[[int, float], StochasticResult], alpha: float, seed: int,
-          source: _Source | None = None) -> StochasticResult:
+          source: _Source | None = None, generator_name: str = GENERATOR) -> StochasticResult:
     """Draw up to each cumulative size and judge it at alpha / len(sizes); stop at PASS, FAIL or ERROR.
 
     A sampler whose draws the seed does not choose (``source.problem``) is INCONCLUSIVE at once,
@@ -292,10 +294,11 @@ def _grow(sizes: list[int], budget_s: float | None, draw: Callable[[int], str | 
                                            "would overrun the time budget)")
         problem = draw(size - drawn)
         if problem is not None:
-            error = StochasticResult(ERROR, "", n=size, alpha=alpha, level=level, looks=len(sizes), seed=int(seed))
+            error = StochasticResult(ERROR, "", n=size, alpha=alpha, level=level, looks=len(sizes), seed=int(seed),
+                                     generator=generator_name)
             return replace(error, message=f"{problem} ({_context(error)})")
         drawn = size
-        result = replace(judge(size, level), looks=len(sizes), level=level)
+        result = replace(judge(size, level), looks=len(sizes), level=level, generator=generator_name)
         result = replace(result, message=result.message.replace("{context}", _context(result)))
         if source is not None and source.problem is not None:
             return replace(result, status=INCONCLUSIVE, message=f"{result.message}; but {source.problem}")
@@ -412,8 +415,9 @@ def _needed(n: int, half: float, distance: float, tol: float) -> str:
     return f"about n = {math.ceil(n * (half / margin) ** 2)} would decide at the observed spread"
 
 
-def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: float, *, tol: float, n: Sizes,
-               alpha: float = 1e-3, seed: int = 0, batches: int | None = None) -> StochasticResult:
+def mean_study(sample: Callable[[int, Any], Any], expected: float, *, tol: float, n: Sizes,
+               alpha: float = 1e-3, seed: int = 0, batches: int | None = None,
+               key_sampler: bool = False) -> StochasticResult:
     """Whether the mean of ``sample``'s observations is within ``tol`` of ``expected``, at error rate ``alpha``.
 
     ``sample(m, rng)`` returns m more observations (a chain may continue where it stopped); ``rng``
@@ -423,7 +427,8 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
     longer than its autocorrelation time; a lag-1 correlation or a failed blocking test of the
     observations (or a lag-1 correlation of the batch means), a sample too skewed for its size
     (``_skew_needed``), or a constant sample from a sampler that drew random numbers makes the
-    check INCONCLUSIVE.
+    check INCONCLUSIVE. ``key_sampler=True``: ``sample(m, key)`` takes a JAX key instead of rng,
+    a new one at every call, made from rng's draws (``seeding.jax_key``), as JAX code is called.
     """
     _check_rate(alpha, tol, seed)
     if batches is not None and (isinstance(batches, bool) or not isinstance(batches, int) or batches < MIN_BATCHES):
@@ -431,13 +436,14 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
     sizes, budget = _sizes(n, MIN_SAMPLE if batches is None else 2 * batches)
     rng, parts = generator(seed), []
     source = _Source(rng)
+    given, name = _randomness(rng, key_sampler)
 
     def draw(m: int) -> str | None:
-        before = source.before()
-        got = _draw_numbers(lambda: sample(m, rng), m, f"sample({m}, rng)")
+        before, who = source.before(), f"sample({m}, {name})"
+        got = _draw_numbers(lambda: sample(m, given()), m, who)
         if isinstance(got, str):
             return got
-        source.after(before, got, f"sample({m}, rng)")
+        source.after(before, got, who)
         parts.append(got)
         return None
 
@@ -452,7 +458,21 @@ def mean_study(sample: Callable[[int, np.random.Generator], Any], expected: floa
         return replace(base, status=INCONCLUSIVE if _unreliable(iv) else status,
                        message=_mean_message(base, iv, 1 - alpha))
 
-    return _grow(sizes, budget, draw, judge, alpha, seed, source)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source, _generator_name(key_sampler))
+
+
+def _randomness(rng: np.random.Generator, key_sampler: bool) -> tuple[Callable[[], Any], str]:
+    """What each call of a sampler is given (the study's rng, or a new JAX key from it) and its name in messages."""
+    if not key_sampler:
+        return (lambda: rng), "rng"
+    from physverify.seeding import jax_key
+
+    return (lambda: jax_key(rng)), "key"
+
+
+def _generator_name(key_sampler: bool) -> str:
+    """The draw's generator as the messages name it: a key sampler's keys are words of the study's PCG64."""
+    return f"{GENERATOR} (a JAX key of its words per call)" if key_sampler else GENERATOR
 
 
 def _constant_message(result: StochasticResult, iv: _Interval, confidence: float) -> str:
@@ -503,9 +523,9 @@ def _mean_message(result: StochasticResult, iv: _Interval, confidence: float) ->
 
 
 # --- the distribution ------------------------------------------------------------------------
-def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: Callable[[Any], Any] | None = None, *,
+def distribution_study(sample: Callable[[int, Any], Any], cdf: Callable[[Any], Any] | None = None, *,
                        pmf: Mapping[Hashable, float] | Callable[[Any], Any] | None = None, tol: float, n: Sizes,
-                       alpha: float = 1e-3, seed: int = 0) -> StochasticResult:
+                       alpha: float = 1e-3, seed: int = 0, key_sampler: bool = False) -> StochasticResult:
     """Whether ``sample`` draws from ``cdf`` (continuous) or ``pmf`` (discrete) to within a distance ``tol``.
 
     Continuous: the Kolmogorov distance D to ``cdf`` with the Dvoretzky-Kiefer-Wolfowitz band
@@ -517,6 +537,7 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
     autocorrelation times) or run independent replicas; a lag-1 correlation or a failed blocking
     test of numeric observations, or of their indicators below each quartile, makes the check
     INCONCLUSIVE. ``cdf`` may have jumps (a Poisson cdf): the distance takes its left limits.
+    ``key_sampler=True``: ``sample(m, key)`` takes a JAX key, as in ``mean_study``.
     """
     _check_rate(alpha, tol, seed)
     if (cdf is None) == (pmf is None):
@@ -528,11 +549,12 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
     rng = generator(seed)
     parts: list[Any] = []
     source = _Source(rng)
+    given, name = _randomness(rng, key_sampler)
 
     def draw(m: int) -> str | None:
-        who, before = f"sample({m}, rng)", source.before()
-        got = _draw_numbers(lambda: sample(m, rng), m, who) if partition is None else \
-            draw_labels(lambda: sample(m, rng), m, who)
+        who, before = f"sample({m}, {name})", source.before()
+        got = _draw_numbers(lambda: sample(m, given()), m, who) if partition is None else \
+            draw_labels(lambda: sample(m, given()), m, who)
         if isinstance(got, str):
             return got
         source.after(before, got, who)
@@ -555,7 +577,7 @@ def distribution_study(sample: Callable[[int, np.random.Generator], Any], cdf: C
                                   n=size, alpha=alpha, seed=int(seed))
         return _independence(result, parts, eps, rest)
 
-    return _grow(sizes, budget, draw, judge, alpha, seed, source)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source, _generator_name(key_sampler))
 
 
 def _independence(result: StochasticResult, parts: list[Any], eps: float, rest: float) -> StochasticResult:
@@ -641,9 +663,9 @@ def _order_interval(b: _Biases, coarse: int, fine: int) -> tuple[float, float, f
     return (math.log(bc / bf) / ratio, math.log((bc - hc) / (bf + hf)) / ratio, math.log((bc + hc) / (bf - hf)) / ratio)
 
 
-def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any], expected_value: float,
+def weak_order_study(sample_at: Callable[[float, int, Any], Any], expected_value: float,
                      dts: Sequence[float], expected_order: float, *, n: Sizes, tol: float = 0.3, alpha: float = 1e-3,
-                     seed: int = 0) -> StochasticResult:
+                     seed: int = 0, key_sampler: bool = False) -> StochasticResult:
     """The weak order of an SDE integrator: how the bias of E[f(X_T)] falls with the step dt, beyond Monte Carlo error.
 
     ``sample_at(dt, m, rng)`` returns m independent samples of f(X_T) computed with step dt;
@@ -654,7 +676,7 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
     entirely below, INCONCLUSIVE otherwise (above: a problem too easy, or dts not asymptotic)
     with the n that would resolve the bias. Assumes every dt is in the asymptotic range, where
     the bias is C dt**p (Kloeden and Platen, Numerical Solution of SDEs, ch. 14: Euler-Maruyama
-    has weak order 1).
+    has weak order 1). ``key_sampler=True``: ``sample_at(dt, m, key)`` takes a JAX key, as in ``mean_study``.
     """
     _check_rate(alpha, tol, seed)
     steps = sorted((float(dt) for dt in dts), reverse=True)
@@ -664,11 +686,12 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
     rng = generator(seed)
     samples: list[list[np.ndarray]] = [[] for _ in steps]
     source = _Source(rng)
+    given, name = _randomness(rng, key_sampler)
 
     def draw(m: int) -> str | None:
         for dt, parts in zip(steps, samples, strict=True):
-            who, before = f"sample_at({dt:g}, {m}, rng)", source.before()
-            got = _draw_numbers(partial(sample_at, dt, m, rng), m, who)
+            who, before = f"sample_at({dt:g}, {m}, {name})", source.before()
+            got = _draw_numbers(lambda dt=dt: sample_at(dt, m, given()), m, who)  # type: ignore[misc]
             if isinstance(got, str):
                 return got
             source.after(before, got, who)
@@ -682,7 +705,7 @@ def weak_order_study(sample_at: Callable[[float, int, np.random.Generator], Any]
                                 half_widths=tuple(b.halves))
         return _judge_order(base, b)
 
-    return _grow(sizes, budget, draw, judge, alpha, seed, source)
+    return _grow(sizes, budget, draw, judge, alpha, seed, source, _generator_name(key_sampler))
 
 
 def _judge_order(base: StochasticResult, b: _Biases) -> StochasticResult:
