@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify.config import KNOWN_KEYS, load_config
-from physverify.gate import DEFAULT_FAIL_ON, FIXED, REGRESSED
+from physverify.gate.config import KNOWN_KEYS, load_config
+from physverify.gate.rules import DEFAULT_FAIL_ON, FIXED, REGRESSED
 from physverify.errors import ConfigError
 from physverify.verdict import EXIT_ERROR
 

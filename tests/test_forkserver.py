@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.childsupport import installed_noting_module, noting_module, write_spec
 
-from physverify import forkclient, isolate
+from physverify.isolation import forkclient, isolate
 
 
 def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml_asks(
@@ -18,7 +18,7 @@ def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml
 
     from support.fixtures import DECAY_CLAIM, DECAY_SOLVER
 
-    from physverify import replay
+    from physverify.gate import replay
 
     claims = tmp_path / "claims"
     claims.mkdir()

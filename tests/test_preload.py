@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 
-from physverify import preload
+from physverify.isolation import preload
 
 
 def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_nothing_else(tmp_path: Path) -> None:

@@ -19,11 +19,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from physverify.child import child_environment
-from physverify.fresh import run_fresh
-from physverify.procgroup import Stopped, refuse_if_stopping, stopping
-from physverify.protocol import ChildOutcome
-from physverify.variant_channel import VariantSource, descriptor
+from physverify.isolation.child import child_environment
+from physverify.isolation.fresh import run_fresh
+from physverify.isolation.procgroup import Stopped, refuse_if_stopping, stopping
+from physverify.isolation.protocol import ChildOutcome
+from physverify.isolation.variant_channel import VariantSource, descriptor
 
 __all__ = [
     "FORK", "FRESH", "ISOLATION_MODES", "MODES", "ChildOutcome", "Stopped", "VariantSource",
@@ -79,7 +79,7 @@ def run_child(
     child_env = child_environment(env)
     with descriptor(variant) as variant_fd:
         if resolve_isolation(isolation) == FORK:
-            from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
+            from physverify.isolation import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
             return forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
                                          imports=imports, variant_fd=variant_fd)
