@@ -54,7 +54,7 @@ class Role:
 
 
 def _role(argv: str) -> str:
-    if "physverify.forkserver" in argv or "forkserver.py" in argv:
+    if "physverify.isolation.forkserver" in argv or "forkserver.py" in argv:
         return "fork server"
     if "parsepool" in argv:
         return "parse workers"

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_bench  # noqa: E402  (the same tiny claims, the same repository)
 
 ENTRIES = {
-    "main, plain exit": "import sys\nfrom physverify.cli import main\nraise SystemExit(main())\n",
-    "cli.command": "import sys\nfrom physverify.cli import command\nraise SystemExit(command())\n",
+    "main, plain exit": "import sys\nfrom physverify.commands.cli import main\nraise SystemExit(main())\n",
+    "cli.command": "import sys\nfrom physverify.commands.cli import command\nraise SystemExit(command())\n",
 }
 
 

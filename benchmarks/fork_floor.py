@@ -65,7 +65,7 @@ def main() -> None:
     import numpy  # noqa: F401  (what the fork server holds before it forks)
 
     import physverify.checks  # noqa: F401
-    import physverify.child  # noqa: F401
+    import physverify.isolation.child  # noqa: F401
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "claims-repo"

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from physverify import forkclient, isolate, preload
+from physverify.isolation import forkclient, isolate, preload
 
 CLAIM = '''
 import numpy as np

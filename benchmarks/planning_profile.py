@@ -74,7 +74,7 @@ def checks():
 
 def make_repo(root: Path, n: int) -> None:
     """``n`` claims about solver.py and a ledger with a rejected line for each, all committed."""
-    from physverify import ledger
+    from physverify.gate import ledger
 
     repo = git.Repo.init(root)
     with repo.config_writer() as cfg:
@@ -142,7 +142,7 @@ def counting() -> Iterator[Counts]:
 @contextmanager
 def canned_child() -> Iterator[None]:
     """The claim's child replaced by a passing result: only the parent's own work is left."""
-    from physverify import isolate
+    from physverify.isolation import isolate
 
     outcome = {"status": "PASS", "label": "x", "family": "exact", "message": "", "seconds": 0.0}
     real = isolate.run_child
@@ -186,7 +186,7 @@ def main() -> None:
         make_repo(root, args.n)
         os.environ["PHYSVERIFY_CACHE_DIR"] = str(Path(tmp) / "cache")
         os.chdir(root)
-        from physverify import replay
+        from physverify.gate import replay
 
         def no_op() -> object:
             return replay.replay(["claims"], trusted=True, changed_since="HEAD")
@@ -195,7 +195,7 @@ def main() -> None:
             with canned_child():
                 return replay.replay(["claims"], trusted=True, dry_run=True, jobs=1, isolation="fresh")
 
-        from physverify import claim
+        from physverify.gate import claim
 
         print(f"{args.n} claims, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.1f}")
         for label, call in (("no-op --changed-since HEAD", no_op), ("parent work of a full replay", parent)):

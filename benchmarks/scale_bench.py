@@ -103,7 +103,7 @@ TERMS = 60_000  # about 5 ms of compute per claim on this machine
 # forked from across exec, so it would report this script's own size whenever that is larger.
 MEASURED = (
     "import gc, resource, sys\n"
-    "from physverify.cli import main\n"
+    "from physverify.commands.cli import main\n"
     "try:\n"
     "    code = main(sys.argv[1:])\n"
     "except SystemExit as exc:\n"

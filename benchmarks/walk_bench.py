@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 import scale_bench  # noqa: E402
 
-from physverify import claim, specscan  # noqa: E402
+from physverify.gate import claim, specscan  # noqa: E402
 
 
 def _old_reading(tree: ast.AST) -> None:

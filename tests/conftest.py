@@ -19,8 +19,8 @@ import git
 import pytest
 from support.fixtures import SANDBOX_VARS, Ran, init_repo, run_process
 
-from physverify import cli as _cli
-from physverify.repo import LOCAL_GIT_VARS
+from physverify.commands import cli as _cli
+from physverify.gate.repo import LOCAL_GIT_VARS
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -20,7 +20,8 @@ from support.fixtures import DECAY_SOLVER as SOLVER
 from support.fixtures import init_repo
 from support.linters import actionlint
 
-from physverify import action, replay
+from physverify.commands import action
+from physverify.gate import replay
 from physverify.report import json as report_json
 from physverify.verdict import EXIT_FINDING, EXIT_OK
 
@@ -161,7 +162,7 @@ def parse_github_output(text: str) -> dict[str, str]:
 def _python_shim(tmp_path: Path) -> Path:
     """A folder whose `python` is the interpreter running the tests (issue 13, item 28).
 
-    The step runs `python -I -m physverify.action`, which on a runner is setup-python's. Here the
+    The step runs `python -I -m physverify.commands.action`, which on a runner is setup-python's. Here the
     `python` first on PATH may be any other interpreter, with another physverify or none; a
     script that execs sys.executable keeps its virtual environment, which a symlink would not.
     """

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support.fixtures import init_repo
 
-from physverify import affected
+from physverify.gate import affected
 from physverify.errors import UsageError
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
 
-from physverify import cache, claim, repo
-from physverify.claim import StaticReading
-from physverify.replay import replay
+from physverify.gate import cache, claim, repo
+from physverify.gate.claim import StaticReading
+from physverify.gate.replay import replay
 
 LOADABLE = DECAY_CLAIM
 BROKEN = DECAY_CLAIM.replace('"impact": "used"', '"impact": "uzed"')  # the same size: a load error

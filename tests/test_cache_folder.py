@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, clean_env, init_repo
 
-from physverify import claim
-from physverify.gate import REGRESSED
-from physverify.replay import replay
+from physverify.gate import claim
+from physverify.gate.rules import REGRESSED
+from physverify.gate.replay import replay
 from physverify.verdict import EXIT_FINDING
 
 

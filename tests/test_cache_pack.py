@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify import __version__, cache
-from physverify.claim import StaticReading
+from physverify import __version__
+from physverify.gate import cache
+from physverify.gate.claim import StaticReading
 
 ROOT = Path("/some/checkout/\u00e9t\u00e9")
 

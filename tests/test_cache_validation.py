@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from physverify import cache
-from physverify.claim import StaticReading
+from physverify.gate import cache
+from physverify.gate.claim import StaticReading
 
 KEY = "ab" * 20
 SHA = "cd" * 32

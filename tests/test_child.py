@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from support.childsupport import write_spec
 
-from physverify import isolate
+from physverify.isolation import isolate
 
 
 def test_os_exit_gives_no_result_and_names_the_exit_code(tmp_path: Path, isolation: str) -> None:

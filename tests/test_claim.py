@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.nesting import UNBRACKETED
 
-from physverify import affected, claim as claim_module
-from physverify.claim import (
+from physverify.gate import affected, claim as claim_module
+from physverify.gate.claim import (
     FILL_IN,
     MAX_CLAIM_BYTES,
     REQUIRED_KEYS,

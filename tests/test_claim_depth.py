@@ -16,7 +16,7 @@ import pytest
 from support.nesting import UNBRACKETED
 from test_specscan_walk import depth_of
 
-from physverify import claim
+from physverify.gate import claim
 
 # The constructs that nest at the fewest characters per level, brackets included (the
 # tokenizer stops those at 200 open brackets, so they are checked below that).

@@ -15,7 +15,7 @@ import git
 import pytest
 from support.fixtures import Ran, clean_env, init_repo
 
-from physverify import replay
+from physverify.gate import replay
 from physverify.verdict import ExitCode
 
 TINY_CLAIM = '''\
@@ -238,11 +238,11 @@ def test_the_console_command_and_python_m_run_main_and_freeze_what_it_left(tmp_p
     objects main left frozen out of the interpreter's exit collections (what made every command 15-30 ms slower)."""
     import tomllib
 
-    from physverify import cli
+    from physverify.commands import cli
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"physverify": "physverify.cli:command"}
-    probe = ("import gc, sys\nfrom physverify import cli\nsys.argv = ['physverify', *sys.argv[1:]]\n"
+    assert scripts == {"physverify": "physverify.commands.cli:command"}
+    probe = ("import gc, sys\nfrom physverify.commands import cli\nsys.argv = ['physverify', *sys.argv[1:]]\n"
              "try:\n    code = cli.command()\nexcept SystemExit as exc:\n    code = exc.code\n"
              "print('frozen', gc.get_freeze_count(), file=sys.stderr)\nraise SystemExit(code)\n")
     for args, expected in ((["--version"], 0), (["replay", str(tmp_path / "nope"), "--trusted"], 2)):
@@ -253,7 +253,7 @@ def test_the_console_command_and_python_m_run_main_and_freeze_what_it_left(tmp_p
     module = subprocess.run([sys.executable, "-m", "physverify", "replay", str(tmp_path / "nope"), "--trusted"],
                             capture_output=True, text=True, env=clean_env(), cwd=tmp_path, check=False)
     assert module.returncode == 2 and "no such claims folder" in module.stderr
-    assert cli.command.__module__ == "physverify.cli"
+    assert cli.command.__module__ == "physverify.commands.cli"
 
 
 # Modules the command line imports after its package, each a plausible file name at a physics project's root.
@@ -281,13 +281,13 @@ def test_python_m_physverify_in_a_project_with_stdlib_named_files_imports_none_o
 def test_building_the_parser_does_not_import_the_sandbox() -> None:
     """Every command builds the whole parser, the no-op hook too: the sandbox's defaults come from a module of
     their own, and they and the backends' names are the sandbox's."""
-    from physverify import _sandbox_defaults, sandbox
+    from physverify.commands.sandbox import defaults as _sandbox_defaults, run as sandbox
 
     assert tuple(sandbox.BACKENDS) == _sandbox_defaults.BACKEND_NAMES
     assert (sandbox.DEFAULT_MEMORY, sandbox.DEFAULT_PIDS, sandbox.IMAGE_ENV, sandbox.DEFAULT_IMAGE, sandbox.GRACE_S) == (
         _sandbox_defaults.DEFAULT_MEMORY, _sandbox_defaults.DEFAULT_PIDS, _sandbox_defaults.IMAGE_ENV,
         _sandbox_defaults.DEFAULT_IMAGE, _sandbox_defaults.GRACE_S)
-    probe = "import sys\nfrom physverify import cli\ncli.build_parser()\nprint('physverify.sandbox' in sys.modules)\n"
+    probe = "import sys\nfrom physverify.commands import cli\ncli.build_parser()\nprint('physverify.commands.sandbox.run' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=clean_env(), check=True)
     assert done.stdout.strip() == "False"
 

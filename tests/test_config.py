@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify.config import KNOWN_KEYS, load_config
-from physverify.gate import DEFAULT_FAIL_ON, FIXED, REGRESSED
+from physverify.gate.config import KNOWN_KEYS, load_config
+from physverify.gate.rules import DEFAULT_FAIL_ON, FIXED, REGRESSED
 from physverify.errors import ConfigError
 from physverify.verdict import EXIT_ERROR
 
@@ -209,7 +209,7 @@ def test_a_timeout_in_tool_physverify_reaches_the_ledger_line(tmp_path: Path, cl
 
 
 def test_the_order_is_flag_then_physverify_yaml_then_tool_physverify_then_the_default(tmp_path: Path) -> None:
-    from physverify.settings import DEFAULT_TIMEOUT_S, resolve
+    from physverify.gate.settings import DEFAULT_TIMEOUT_S, resolve
 
     root = _project(tmp_path / "p", pyproject="[tool.physverify]\ntimeout = 7\njobs = 3\n", yaml="timeout: 11\n")
     config = load_config(root / "claims")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from support.fixtures import Ran, init_repo, run_process
 
-from physverify import confirm
+from physverify.gate import evaluate as confirm
 from physverify.errors import RefusedError, UsageError
 
 CLAIM_DICT = {

@@ -13,7 +13,8 @@ from support import hostile
 import pytest
 from support.childsupport import SPEC_HEADER, assert_ends_soon, installed_noting_module, start_sleeper, write_spec
 
-from physverify import child, confirm, forkclient, fresh, isolate
+from physverify.isolation import child, forkclient, fresh, isolate
+from physverify.gate import evaluate as confirm
 
 
 def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(
@@ -279,7 +280,7 @@ def test_a_claim_that_signals_the_fork_server_decides_no_other_claims_verdict(
     """Issue 21, item 4: B and C run beside A when it signals the server; D starts after."""
     from support.fixtures import DECAY_DEFECT, init_repo
 
-    from physverify import replay
+    from physverify.gate import replay
 
     done = str(tmp_path / "signal.done")
     root = tmp_path / "repo"
@@ -338,7 +339,7 @@ def test_a_request_to_a_dead_server_leaves_no_socket_open(tmp_path: Path) -> Non
     import signal
     import warnings
 
-    from physverify.protocol import new_key
+    from physverify.isolation.protocol import new_key
 
     plain = write_spec(tmp_path, "def checks():\n    return [Check('demo', 'runs', lambda: Result(PASS, ''))]\n")
     forkclient.shutdown()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.childsupport import installed_noting_module, noting_module, write_spec
 
-from physverify import forkclient, isolate
+from physverify.isolation import forkclient, isolate
 
 
 def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml_asks(
@@ -21,7 +21,7 @@ def test_the_fork_server_never_imports_repository_code_even_when_physverify_yaml
 
     from support.fixtures import DECAY_CLAIM, DECAY_SOLVER
 
-    from physverify import replay
+    from physverify.gate import replay
 
     claims = tmp_path / "claims"
     claims.mkdir()
@@ -239,7 +239,7 @@ def test_the_server_is_unsafe_to_fork_once_a_thread_beyond_numpys_runs_in_it() -
     """Checked before every fork: a thread a preloaded module started may hold a lock no thread of the child frees."""
     code = textwrap.dedent("""
         import threading, time
-        from physverify import forkserver
+        from physverify.isolation import forkserver
         forkserver._import(["numpy"])
         print(forkserver.fork_hazard())
         threading.Thread(target=time.sleep, args=(30,), daemon=True).start()

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from physverify import gate
-from physverify.gate import DECIDED, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE
+from physverify.gate import rules as gate
+from physverify.gate.rules import DECIDED, FIXED, NEW, REGRESSED, REMOVED, TRANSITIONS, UNCHANGED, UNDECIDABLE
 from physverify.verdict import CONFIRMED, NOT_DECIDABLE, REJECTED
 
 C, R, N = CONFIRMED, REJECTED, NOT_DECIDABLE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from physverify import handler
+from physverify.commands import handler
 from physverify.errors import ConfigError, UsageError
 from physverify.verdict import EXIT_CRASH, EXIT_ERROR, ExitCode
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from physverify import isolate
+from physverify.isolation import isolate
 
 
 def test_fork_is_the_default_on_linux_and_fresh_can_be_asked_for() -> None:
@@ -47,7 +47,7 @@ def _without_timings(record: dict[str, object]) -> dict[str, object]:
     ids=lambda p: p.name,
 )
 def test_this_projects_claims_and_the_worked_examples_get_the_same_verdict_in_both_modes(claim_path: Path) -> None:
-    from physverify import confirm
+    from physverify.gate import evaluate as confirm
 
     records = {
         mode: confirm.evaluate(claim_path, timeout_s=300, isolation=mode).record for mode in isolate.ISOLATION_MODES
@@ -61,7 +61,7 @@ def test_a_40_claim_replay_writes_the_same_lines_and_exit_code_in_both_modes(tmp
 
     from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 
-    from physverify import replay
+    from physverify.gate import replay
 
     repo_root = tmp_path / "repo"
     (repo_root / "claims").mkdir(parents=True)
@@ -91,7 +91,7 @@ def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Pa
 
     from support.fixtures import DECAY_CLAIM, DECAY_SOLVER
 
-    from physverify import replay
+    from physverify.gate import replay
 
     claims = tmp_path / "claims"
     claims.mkdir()
@@ -108,7 +108,7 @@ def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Pa
         ledger_path = tmp_path / f"{flag}.jsonl"
         replay.replay([claims], ledger=ledger_path, trusted=True, isolation=flag)
         parents[flag] = json.loads(ledger_path.read_text())["checks"][0]["message"]
-    assert "physverify.forkserver" not in parents[None] and "physverify.forkserver" in parents["fork"]
+    assert "physverify.isolation.forkserver" not in parents[None] and "physverify.isolation.forkserver" in parents["fork"]
 
 
 @pytest.mark.parametrize(
@@ -121,7 +121,7 @@ def test_physverify_yaml_chooses_the_mode_and_the_flag_overrides_it(tmp_path: Pa
 def test_a_bad_isolation_or_preload_in_physverify_yaml_is_a_config_error(
     tmp_path: Path, text: str, message: str
 ) -> None:
-    from physverify.config import load_config
+    from physverify.gate.config import load_config
     from physverify.errors import ConfigError
 
     (tmp_path / "physverify.yaml").write_text(text)

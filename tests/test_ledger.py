@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from support.fixtures import Ran
 
 from physverify.errors import PhysverifyError
-from physverify.ledger import (
+from physverify.gate.ledger import (
     LogResult,
     append_record,
     append_records,
@@ -66,7 +66,7 @@ def test_append_creates_the_ledger_and_adds_one_line_per_record(tmp_path: Path) 
 WRITER = """
 import sys, time
 from pathlib import Path
-from physverify.ledger import append_record
+from physverify.gate.ledger import append_record
 while not Path(sys.argv[1] + ".go").exists():
     time.sleep(0.002)
 for i in range(50):
@@ -134,7 +134,7 @@ _FULL_DISK_CHILD = """
 import json, os, resource, signal, sys
 from pathlib import Path
 from physverify.errors import PhysverifyError
-from physverify.ledger import append_record, read_ledger
+from physverify.gate.ledger import append_record, read_ledger
 ledger, how, room = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 append_record(ledger, {"verdict": "rejected"})
 with ledger.open("ab") as handle:
@@ -233,7 +233,7 @@ def test_a_fifo_or_a_device_in_place_of_the_ledger_is_an_error_at_once(tmp_path:
         ledger.symlink_to("/dev/zero")
     what = "a FIFO" if kind == "FIFO" else "a device or socket"
     code = ("import sys; from pathlib import Path; from physverify.errors import PhysverifyError\n"
-            "from physverify.ledger import append_record, read_ledger\n"
+            "from physverify.gate.ledger import append_record, read_ledger\n"
             "for act in (lambda: read_ledger(Path(sys.argv[1])), lambda: append_record(Path(sys.argv[1]), {})):\n"
             "    try:\n        act()\n    except PhysverifyError as exc:\n        print(exc)\n")
     done = subprocess.run([sys.executable, "-c", code, str(ledger)], capture_output=True, text=True, timeout=60,
@@ -368,7 +368,7 @@ streamed_lines = st.one_of(
 @given(st.lists(streamed_lines, max_size=12), st.integers(1, 64), st.booleans())
 def test_the_streamed_latest_lines_are_those_of_the_full_reader(lines: list[bytes], size: int, bom: bool) -> None:
     """Hand-made and hostile lines among physverify's: the shortcut never changes which line is a claim's latest."""
-    from physverify.ledger import latest_by_claim, latest_of_chunks
+    from physverify.gate.ledger import latest_by_claim, latest_of_chunks
 
     data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if lines and size % 2 else b"")
     full = parse_ledger(data, "L")
@@ -468,7 +468,7 @@ def test_merge_refuses_an_input_that_holds_no_ledger_record(tmp_path: Path, cont
 def test_a_line_dated_after_the_merge_is_flagged_and_never_outranks_a_real_run(tmp_path: Path) -> None:
     from datetime import datetime, timezone
 
-    from physverify.ledger import latest_by_claim
+    from physverify.gate.ledger import latest_by_claim
 
     forged = record("claims/a.py", "confirmed", date="9999-12-31T23:59:59+00:00")
     real = record("claims/a.py", "rejected", date="2026-06-01T00:00:00+00:00")
@@ -581,7 +581,7 @@ def test_ledger_show_prints_the_latest_verdict_with_its_control_and_checks(tmp_p
 def test_the_variant_field_is_optional_and_old_lines_read_and_show_as_before(tmp_path: Path,
                                                                             cli: Callable[..., Ran]) -> None:
     """Issue 17: only a claim that names its fix carries `variant`; a line without it is read as always."""
-    from physverify.ledger import FIELDS, new_record, ordered
+    from physverify.gate.ledger import FIELDS, new_record, ordered
 
     assert "variant" not in new_record("c.py", "2026-01-01T00:00:00+00:00", "0.1", 60.0)
     check = {"label": "k", "family": "mms", "status": "FAIL", "message": "order 1"}

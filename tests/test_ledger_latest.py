@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.fixtures import init_repo
 
-from physverify import ledger, replay
-from physverify.ledger import latest_by_claim, latest_of_chunks, parse_ledger
+from physverify.gate import ledger, replay
+from physverify.gate.ledger import latest_by_claim, latest_of_chunks, parse_ledger
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -256,7 +256,7 @@ def test_a_line_written_from_a_dirty_tree_records_dirty_after_a_no_op_run(tmp_pa
 def test_a_new_claim_from_a_clean_tree_records_head_without_dirty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   margin: str) -> None:
     """The ledger read as HEAD's is left out of git's look at the working tree; an untracked claim is no dirt."""
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     if margin == "none":  # the ledger was just written: without the margin the commit lookup trusts its stat
         monkeypatch.setattr(repository, "_RACY_NS", 0)
@@ -277,7 +277,7 @@ def test_a_new_claim_from_a_clean_tree_records_head_without_dirty(tmp_path: Path
 
 def head_copy(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[git.Repo, Path, Any]:
     """A committed ledger, read by load_baseline, and the HeadCopy it gives (no racy margin: it was just written)."""
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     monkeypatch.setattr(repository, "_RACY_NS", 0)
     repo, path = committed_repo(root, [written("claims/a.py")])
@@ -290,7 +290,7 @@ def head_copy(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[git.Repo, Pa
 
 
 def commit_with(root: Path, copy: Any) -> str | None:
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     return repository.Checkouts([copy]).for_folder(root).commit
 
@@ -308,7 +308,7 @@ def test_the_commit_lookup_leaves_out_only_a_ledger_still_as_read(tmp_path: Path
 @pytest.mark.parametrize("change", ["appended", "staged", "a link", "new commit", "racy"])
 def test_a_ledger_changed_after_it_was_read_is_asked_of_git_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   change: str) -> None:
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     repo, path, copy = head_copy(tmp_path, monkeypatch)
     committed = path.read_bytes()
@@ -339,7 +339,7 @@ def test_a_ledger_changed_after_it_was_read_is_asked_of_git_again(tmp_path: Path
 def test_a_staged_ledger_is_dirt_though_the_file_holds_heads_bytes(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The shortcut leaves the file out of the working tree's diff only: the index against HEAD still counts."""
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     monkeypatch.setattr(repository, "_RACY_NS", 0)
     repo, path = committed_repo(tmp_path, [written("claims/a.py")])

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
 
-from physverify import noop
-from physverify.cache import OWN_FOLDER
+from physverify.gate import noop
+from physverify.gate.cache import OWN_FOLDER
 from physverify.errors import PhysverifyError
-from physverify import replay as replay_module
-from physverify.replay import replay
-from physverify.results import ReplayResult
+from physverify.gate import replay as replay_module
+from physverify.gate.replay import replay
+from physverify.gate.results import ReplayResult
 
 SETTLE_NS = 300 * 10**6  # the shortened margin: files older than this count as settled
 

@@ -17,7 +17,7 @@ import yaml
 from support.fixtures import clean_env
 
 import physverify
-from physverify.cli import MCP_MISSING
+from physverify.commands.cli import MCP_MISSING
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "docs" / "examples" / "confirm"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 
-from physverify import cache, claim, parsepool, repo
-from physverify.replay import _candidates, replay
+from physverify.gate import cache, claim, parsepool, repo
+from physverify.gate.replay import _candidates, replay
 
 # Contents that read in every way claim.py knows: loadable, load errors, unparsable, undecodable,
 # values JSON carries only with care (a lone surrogate, inf), too deep, a helper without CLAIM.

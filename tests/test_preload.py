@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 
-from physverify import preload
+from physverify.isolation import preload
 
 
 def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_nothing_else(tmp_path: Path) -> None:

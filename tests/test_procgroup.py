@@ -9,7 +9,7 @@ from support import hostile
 import pytest
 from support.childsupport import assert_ends_soon, sleeping_spec, start_sleeper, write_spec
 
-from physverify import isolate
+from physverify.isolation import isolate
 
 
 def test_a_timeout_kills_the_child_and_the_grandchild_it_started(tmp_path: Path, isolation: str) -> None:
@@ -124,7 +124,8 @@ def test_a_setsid_grandchild_does_not_outlive_a_killed_or_interrupted_physverify
 
 def test_a_setsid_grandchild_of_a_claim_that_kills_the_fork_server_is_ended(tmp_path: Path, isolation: str) -> None:
     """Issue 21, item 6: the server's death no longer frees what its claims started (there is none when fresh)."""
-    from physverify import forkclient, replay
+    from physverify.isolation import forkclient
+    from physverify.gate import replay
 
     beat = tmp_path / "beat"
     kill = "server = _server()\nif server is not None:\n    os.kill(server, signal.SIGKILL)\n"
@@ -143,7 +144,7 @@ def test_children_of_lists_this_process_children_with_their_groups_from_the_task
     import os
     import subprocess
 
-    from physverify import procgroup
+    from physverify.isolation import procgroup
 
     own = subprocess.Popen(["sleep", "30"])
     leader = subprocess.Popen(["sleep", "30"], start_new_session=True)

@@ -12,8 +12,8 @@ import pytest
 from support.childsupport import write_spec
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT
 
-from physverify import isolate, protocol
-from physverify.procgroup import send_status
+from physverify.isolation import isolate, protocol
+from physverify.isolation.procgroup import send_status
 
 
 def test_only_the_first_json_value_after_the_marker_is_read() -> None:
@@ -36,7 +36,7 @@ HUGE_CLAIM = DECAY_CLAIM.replace(
 
 def test_a_result_over_the_cap_keeps_every_status_and_names_the_cap(tmp_path: Path, isolation: str) -> None:
     """Issue 21, item 14 (issue 13, item 14 made it a load error): record what fits, never another verdict."""
-    from physverify import confirm
+    from physverify.gate import evaluate as confirm
 
     (tmp_path / "decay.py").write_text(DECAY_DEFECT)
     claim_path = tmp_path / "claim_huge.py"
@@ -160,7 +160,7 @@ def test_output_from_print_fd1_and_atexit_cannot_corrupt_the_result(tmp_path: Pa
 
 def test_a_claim_that_forges_its_siblings_results_changes_no_verdict(tmp_path: Path, isolation: str) -> None:
     """Issue 21, item 4: A writes a forged PASS into every pipe and socket of B's and C's processes."""
-    from physverify import replay
+    from physverify.gate import replay
 
     done = str(tmp_path / "attack.done")
     claims = hostile.claims_repo(tmp_path, {
@@ -180,7 +180,7 @@ def test_a_result_without_the_claims_key_is_rejected_as_tampering(tmp_path: Path
     """Issue 21, item 4: what reaches the result stream without the key's tag is never read as the result."""
     spec = write_spec(tmp_path, """
         import json, os, sys
-        from physverify.protocol import MARKER
+        from physverify.isolation.protocol import MARKER
         frame = sys._getframe()
         while "result_fd" not in frame.f_locals:
             frame = frame.f_back
@@ -229,7 +229,7 @@ def test_progress_lines_are_told_once_each_as_they_arrive_and_a_forged_one_never
     once it is whole, and a line without this run's tag (another process's) is dropped, as a forged result is."""
     import time
 
-    from physverify.protocol import Streams, encode_progress, encode_result, new_key, stream_pairs
+    from physverify.isolation.protocol import Streams, encode_progress, encode_result, new_key, stream_pairs
 
     key = new_key()
     (out, out_child), (err, err_child) = stream_pairs()

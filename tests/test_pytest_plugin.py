@@ -15,7 +15,7 @@ import git
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, clean_env, init_repo
 
-from physverify import replay
+from physverify.gate import replay
 
 DATA = Path(__file__).resolve().parent / "data"
 SPEC = '''\
@@ -151,7 +151,7 @@ def test_without_the_option_the_plugin_loads_nothing_of_physverify(project: git.
     (root / "test_own.py").write_text(
         "import sys\n\n\ndef test_nothing_loaded():\n"
         "    assert 'physverify.pytest_plugin' in sys.modules\n"
-        "    loaded = {'physverify.replay', 'physverify.config', 'git', 'numpy'} & set(sys.modules)\n"
+        "    loaded = {'physverify.gate.replay', 'physverify.gate.config', 'git', 'numpy'} & set(sys.modules)\n"
         "    assert not loaded, loaded\n")
     done = pytest_run(root, "test_own.py")
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr

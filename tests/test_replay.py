@@ -23,8 +23,9 @@ from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo, run_process
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physverify import forkclient, gate, ledger, replay
-from physverify.gate import (
+from physverify.isolation import forkclient
+from physverify.gate import rules as gate, ledger, replay
+from physverify.gate.rules import (
     DECIDED,
     FIXED,
     NEW,
@@ -142,7 +143,7 @@ def test_shards_split_any_claims_into_disjoint_parts_that_cover_them_all(keys: s
 
 def test_the_shard_of_a_claim_is_fixed_by_its_key_alone() -> None:
     # sha256 of the key: the same on every machine and in every Python process (no hash seed)
-    code = "from physverify.replay import in_shard; print([in_shard(f'claims/c{i}.py', 2, 3) for i in range(20)])"
+    code = "from physverify.gate.replay import in_shard; print([in_shard(f'claims/c{i}.py', 2, 3) for i in range(20)])"
     here = [replay.in_shard(f"claims/c{i}.py", 2, 3) for i in range(20)]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "12345"})
@@ -376,7 +377,7 @@ def test_a_run_with_nothing_to_run_kills_the_server_it_started_while_that_server
     started = tmp_path / "server-started"
     (slow / "sitecustomize.py").write_text(  # only the fork server's interpreter: its start takes 60 s
         "import sys, time, pathlib\n"
-        "if 'physverify.forkserver' in sys.orig_argv:\n"
+        "if 'physverify.isolation.forkserver' in sys.orig_argv:\n"
         f"    pathlib.Path({str(started)!r}).write_text('yes')\n"
         "    time.sleep(60)\n"
     )
@@ -569,7 +570,7 @@ def test_ledger_log_after_a_replay_shows_the_claims_lines(tmp_path: Path, cli: A
 
 @pytest.mark.slow
 def test_claim_repo_gives_the_same_ledger_fields_through_confirm_and_replay(tmp_path: Path) -> None:
-    from physverify import confirm
+    from physverify.gate import evaluate as confirm
 
     repo = make_repo(tmp_path / "project", DEFECT, claims=0)
     adapters = tmp_path / "adapters" / "claims"
@@ -619,7 +620,7 @@ def test_a_fifo_named_like_a_claim_is_not_read(tmp_path: Path) -> None:
 
 
 def test_an_expect_key_may_be_relative_to_the_config_folder_or_the_repository(tmp_path: Path) -> None:
-    from physverify.config import load_config
+    from physverify.gate.config import load_config
 
     make_repo(tmp_path, GOOD)
     for key in ("claim_00.py", "claims/claim_00.py"):
@@ -674,7 +675,7 @@ def test_a_fixed_claim_replays_and_fails_the_gate_once_its_checks_stop_seeing_th
 
 # --- one reading per claim, a pipeline (issue 19) -------------------------------------------
 def test_a_replay_reads_each_claim_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from physverify import claim
+    from physverify.gate import claim
 
     make_repo(tmp_path, claims=3)
     monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", "off")
@@ -717,7 +718,7 @@ def test_the_fork_server_starts_before_git_is_asked_unless_the_files_given_reach
     """In fork mode the server starts first, so its start overlaps GitPython's import and the plan; files given
     alone (the hook's staged files) start it once the no-op memo has not answered, and only when one is a Python
     file; fresh mode never starts it."""
-    from physverify import forkclient, isolate
+    from physverify.isolation import forkclient, isolate
 
     make_repo(tmp_path, claims=1)
     starts: list[str] = []

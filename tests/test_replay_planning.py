@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 
-from physverify import replay as replay_module
-from physverify.replay import replay
+from physverify.gate import replay as replay_module
+from physverify.gate.replay import replay
 
 
 def _committed(tmp_path: Path, *names: str) -> Path:

@@ -9,7 +9,7 @@ import git
 import pytest
 from support.fixtures import init_repo
 
-from physverify import repo as repository
+from physverify.gate import repo as repository
 from physverify.errors import UsageError
 
 

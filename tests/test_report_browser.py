@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from support.fixtures import Ran, init_repo
 
-from physverify import cli as _cli
+from physverify.commands import cli as _cli
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, installed by .ci/install
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm"

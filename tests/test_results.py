@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from physverify import replay, results
-from physverify.results import ClaimRun, ReplayResult
+from physverify.gate import replay, results
+from physverify.gate.results import ClaimRun, ReplayResult
 from physverify.verdict import CONFIRMED, NOT_DECIDABLE, REJECTED, ExitCode
 
 
@@ -40,8 +40,8 @@ def test_judging_again_under_another_fail_on_changes_failures_and_exit() -> None
 
 
 def test_no_report_format_imports_a_command() -> None:
-    commands = {"physverify.replay", "physverify.confirm", "physverify.cli", "physverify.action",
-                "physverify.mcp_server", "physverify.run_specs", "physverify.sandbox"}
+    commands = {"physverify.gate.replay", "physverify.gate.evaluate", "physverify.commands.cli", "physverify.commands.action",
+                "physverify.commands.mcp_server", "physverify.commands.run_specs", "physverify.commands.sandbox.run"}
     folder = Path(results.__file__).parent / "report"
     for path in folder.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from support.fixtures import Ran
 
-from physverify.run_specs import run_specs
+from physverify.commands.run_specs import run_specs
 
 PASSING = """
 from physverify import Check, Result, PASS, EXACT

@@ -23,7 +23,7 @@ import git
 import pytest
 from support.fixtures import Ran, init_repo, run_process
 
-from physverify import sandbox
+from physverify.commands.sandbox import run as sandbox
 from physverify.errors import PhysverifyError, UsageError
 
 PROJECT = Path(__file__).resolve().parent.parent

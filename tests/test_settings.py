@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from physverify import settings
-from physverify.config import load_config
+from physverify.gate import settings
+from physverify.gate.config import load_config
 from physverify.errors import UsageError
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physverify import specscan
-from physverify.claim import reference_notes
+from physverify.gate import specscan
+from physverify.gate.claim import reference_notes
 
 CLAIM = {"file": "oscillator.py", "line": 10}
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from support.nesting import UNBRACKETED
 
 import physverify
-from physverify import claim, specscan
+from physverify.gate import claim, specscan
 
 _HOLDERS = (ast.mod, ast.stmt, ast.excepthandler, ast.match_case)
 

@@ -38,8 +38,8 @@ from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, clean_env, init_rep
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physverify import variant
-from physverify.variant import DEFECT, FIX, Match, VariantError
+from physverify.gate import variant
+from physverify.gate.variant import DEFECT, FIX, Match, VariantError
 
 # --- the keys (load rules) ------------------------------------------------------------------
 BASE = {"text": "t", "source": "s", "file": "f.py", "line": 1, "reference": "r", "impact": "used"}
@@ -257,7 +257,7 @@ def where():
     import sys
     assert pkg.burgers.__file__ == {str(root / "pkg" / "burgers.py")!r}, pkg.burgers.__file__
     assert sys.modules["pkg.burgers"] is helper.imported_first
-    if type(pkg.burgers.__loader__).__module__ == "physverify._variant_import":  # the run with the fix
+    if type(pkg.burgers.__loader__).__module__ == "physverify.isolation.variant_import":  # the run with the fix
         assert pkg.burgers.__cached__ is None
 '''
     claim = claim.replace("def checks():\n    return [", "def checks():\n    where()\n    return [")

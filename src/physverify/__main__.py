@@ -13,6 +13,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from physverify.cli import command  # noqa: E402 - after the working directory left sys.path
+from physverify.commands.cli import command  # noqa: E402 - after the working directory left sys.path
 
 raise SystemExit(command())

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, SpecOutcome
+    from physverify.gate.results import ClaimRun, SpecOutcome
 
 SPEC_GLOB = "verify_*.py"
 
@@ -83,8 +83,8 @@ class Collector:
         """The claim files of the folders, found by replay's own discovery (its rules and physverify.yaml's
         ``exclude``), read once per pytest process."""
         if self._claims is None:
-            from physverify.config import load_config
-            from physverify.replay import discover
+            from physverify.gate.config import load_config
+            from physverify.gate.replay import discover
 
             self._claims = {}
             for folder in self.folders:
@@ -124,7 +124,7 @@ class ClaimItem(pytest.Item):
     """One claim, judged by replay for it alone, against the committed ledger; nothing is written."""
 
     def runtest(self) -> None:
-        from physverify import replay
+        from physverify.gate import replay
         from physverify.report import text
 
         parent = self.parent
@@ -165,7 +165,7 @@ class SpecFile(pytest.File):
     _outcome: SpecOutcome | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
-        from physverify import run_specs
+        from physverify.commands import run_specs
 
         listed = run_specs.list_checks(self.path)
         if listed.load_error is not None:
@@ -181,7 +181,7 @@ class SpecFile(pytest.File):
     def outcome(self) -> SpecOutcome:
         """The file's checks run once in this process, in one child, as ``physverify run`` runs them."""
         if self._outcome is None:
-            from physverify import run_specs
+            from physverify.commands import run_specs
 
             self._outcome = run_specs.run_specs([self.path]).specs[0]
         return self._outcome

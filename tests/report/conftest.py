@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from physverify.gate import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED
-from physverify.replay import ClaimRun, ReplayResult, gate_failures
+from physverify.gate.rules import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED
+from physverify.gate.replay import ClaimRun, ReplayResult, gate_failures
 from physverify.verdict import CONFIRMED, EXIT_FINDING, NOT_DECIDABLE, REJECTED
 
 

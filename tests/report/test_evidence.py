@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from physverify.gate import DEFAULT_FAIL_ON, REGRESSED, UNCHANGED
-from physverify.replay import ClaimRun, ReplayResult
+from physverify.gate.rules import DEFAULT_FAIL_ON, REGRESSED, UNCHANGED
+from physverify.gate.replay import ClaimRun, ReplayResult
 from physverify.report import FORMATS, render
 from physverify.verdict import CONFIRMED, EXIT_FINDING, REJECTED
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from physverify.replay import ReplayResult
+from physverify.gate.replay import ReplayResult
 from physverify.report import github
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from physverify.checks import FAIL, PASS, Check, run_check
 from physverify.errors import PhysverifyError
 from physverify.order import check_order
-from physverify.replay import ReplayResult
+from physverify.gate.replay import ReplayResult
 from physverify.report import FORMATS, html, render
 
 REPO = Path(__file__).resolve().parents[2]
@@ -234,7 +234,7 @@ def test_the_report_command_reads_the_ledger_replay_writes_when_none_is_given(tm
 
 def test_the_report_command_runs_without_matplotlib_installed(tmp_path: Path) -> None:
     write_ledger(tmp_path / "l.jsonl", [ledger_record("claims/a.py", "confirmed")])
-    code = ("import sys; sys.modules['matplotlib'] = None\nfrom physverify.cli import main\n"
+    code = ("import sys; sys.modules['matplotlib'] = None\nfrom physverify.commands.cli import main\n"
             "raise SystemExit(main(['report', '--ledger', 'l.jsonl', '-o', 'out.html']))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

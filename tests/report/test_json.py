@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from physverify.replay import ReplayResult
+from physverify.gate.replay import ReplayResult
 from physverify.report import json as json_report
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from physverify.replay import ReplayResult
+from physverify.gate.replay import ReplayResult
 from physverify.report import junit
 
 

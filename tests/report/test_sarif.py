@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from physverify.gate import TRANSITIONS
-from physverify.replay import ReplayResult
+from physverify.gate.rules import TRANSITIONS
+from physverify.gate.replay import ReplayResult
 from physverify.report import sarif
 
 SCHEMA = Path(__file__).resolve().parent.parent / "data" / "sarif-schema-2.1.0-excerpt.json"

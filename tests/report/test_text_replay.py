@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from physverify.replay import ReplayResult
+from physverify.gate.replay import ReplayResult
 from physverify.report import text
 
 
@@ -31,7 +31,7 @@ def test_a_newline_or_escape_in_a_claim_cannot_forge_a_line_or_reach_the_termina
     """Issue 13, item 17: the text is shown with visible escapes, one claim per line."""
     from conftest import claim_run
 
-    from physverify.gate import DEFAULT_FAIL_ON, NEW
+    from physverify.gate.rules import DEFAULT_FAIL_ON, NEW
     from physverify.verdict import NOT_DECIDABLE
 
     key = "claims/x.py\ngate passed\n::warning::forged\x1b]52;c;aGk=\x07\x1b[2J\u202e"

@@ -50,7 +50,7 @@ def test_the_replay_step_runs_physverify_whatever_the_workspace_root_holds(tmp_p
     mark = tmp_path / "imported.txt"
     _plant(root, mark, planted)
     ran = _run_locally(root, tmp_path, {"before": recorded}, {"jobs": "1"})
-    assert _imports_by(mark, "physverify.action") == [], ran["stdout"] + ran["stderr"]
+    assert _imports_by(mark, "physverify.commands.action") == [], ran["stdout"] + ran["stderr"]
     # physverify's own step ran and judged: the gate fails on the claim (regressed, or not decidable where the claim's
     # own process imports the planted physverify, as a fresh interpreter in that repository would)
     assert ran["code"] == 1, ran["stdout"] + ran["stderr"]

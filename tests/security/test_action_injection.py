@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_action import _run_locally, make_workspace, parse_github_output
 
-from physverify import action
+from physverify.commands import action
 
 needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
 OURS = ("::error file=", "::warning file=", "::notice file=", "::error::physverify", "::warning::baseline",

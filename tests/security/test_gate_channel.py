@@ -14,7 +14,7 @@ import pytest
 from test_action import _run_locally, make_workspace
 
 import physverify
-from physverify.action import SHARD_RESULT
+from physverify.commands.action import SHARD_RESULT
 
 
 @pytest.fixture()
@@ -151,7 +151,7 @@ def _probe():
     while pid > 1:
         pid = _parent(pid)
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            if b"physverify.cli" not in handle.read():
+            if b"physverify.commands.cli" not in handle.read():
                 continue
         reached = []
         for route in ("fd/0", "fd/1", "fd/2", "environ", "mem"):
@@ -234,7 +234,7 @@ def test_the_key_is_read_from_standard_input_only_when_the_host_asks_for_a_seal(
 def test_a_sealed_plan_keeps_docker_s_standard_input_open_for_the_key(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from physverify import sandbox
+    from physverify.commands.sandbox import run as sandbox
     from physverify.commands.sandbox.seal import SEAL_ENV
 
     (tmp_path / "claims").mkdir()

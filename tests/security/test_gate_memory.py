@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, run_process
 from support.hostile import rejected_repository
 
-from physverify import replay
+from physverify.gate import replay
 from physverify.errors import PhysverifyError
-from physverify.gate import REGRESSED
-from physverify.ledger import parse_ledger
+from physverify.gate.rules import REGRESSED
+from physverify.gate.ledger import parse_ledger
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING
 
 LEDGER = "claims/confirm_ledger.jsonl"

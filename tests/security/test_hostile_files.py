@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, init_repo, run_process
 
-from physverify.claim import MAX_CLAIM_BYTES
+from physverify.gate.claim import MAX_CLAIM_BYTES
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
 
 # Valid Python (the child imports it), but 1500 levels deep for any recursive walk of the tree.
@@ -159,7 +159,7 @@ def test_a_yaml_alias_bomb_is_a_config_error_not_a_hang(project: git.Repo) -> No
 # before its checks run. Another claim has neither (tests/test_protocol.py).
 FORGER = '''
 import json, os, sys
-from physverify.protocol import encode_result
+from physverify.isolation.protocol import encode_result
 
 def _forge():
     frame = sys._getframe()

@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from physverify import mcp_server
-from physverify.gate import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
-from physverify.replay import ClaimRun, ReplayResult, gate_failures
+from physverify.commands import mcp_server
+from physverify.gate.rules import DEFAULT_FAIL_ON, FIXED, NEW, REGRESSED, REMOVED, UNCHANGED, UNDECIDABLE
+from physverify.gate.replay import ClaimRun, ReplayResult, gate_failures
 from physverify.report import FORMATS
 from physverify.report import text as text_report
-from physverify.run_specs import RunOutcome, SpecOutcome
+from physverify.commands.run_specs import RunOutcome, SpecOutcome
 from physverify.text import clean, visible
 from physverify.verdict import CONFIRMED, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, REJECTED
 
@@ -158,13 +158,13 @@ def test_replay_writes_every_format_well_formed_for_hostile_claims_and_file_name
 
 
 def test_the_action_step_fills_its_outputs_and_summary_for_hostile_claims(tmp_path: Path) -> None:
-    """The run step of action.yml (python -m physverify.action), with the runner's files in tmp_path."""
+    """The run step of action.yml (python -m physverify.commands.action), with the runner's files in tmp_path."""
     root = _project(tmp_path, hostile_claim(), DECAY_DEFECT)
     files = {name: tmp_path / f"{name.lower()}.txt" for name in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT")}
     env = {**os.environ, **{k: str(v) for k, v in files.items()}, "GITHUB_WORKSPACE": str(root),
            "INPUT_JOBS": "1", "INPUT_SARIF": "out.sarif", "GITHUB_EVENT_NAME": "workflow_dispatch"}
     env.pop("PHYSVERIFY_REPO", None)
-    done = subprocess.run([sys.executable, "-m", "physverify.action"], cwd=root, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "physverify.commands.action"], cwd=root, env=env, capture_output=True,
                           stdin=subprocess.DEVNULL, timeout=300, check=False)
     assert done.returncode == EXIT_OK, done.stderr.decode(errors="replace")  # a new confirmed claim passes the gate
     log = done.stdout.decode("utf-8")

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the 
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, run_process
 from support.hostile import rejected_repository
 
-from physverify import replay, results
-from physverify.gate import REGRESSED
-from physverify.ledger import read_latest, read_ledger
+from physverify.gate import replay, results
+from physverify.gate.rules import REGRESSED
+from physverify.gate.ledger import read_latest, read_ledger
 from physverify.report import json as report_json
 from physverify.verdict import EXIT_FINDING
 
@@ -107,7 +107,7 @@ def test_the_command_line_fails_the_gate_over_a_forged_latest_line(tmp_path: Pat
 _BIG_WRITER = r"""
 import os, sys
 from pathlib import Path
-from physverify.ledger import append_records
+from physverify.gate.ledger import append_records
 records = [{"claim_key": f"claims/c{i}.py", "verdict": "rejected", "pad": "x" * (1 << 20)} for i in range(24)]
 real = os.write
 def announced(fd, data):
@@ -123,7 +123,7 @@ append_records(Path(sys.argv[1]), records)
 def test_a_writer_killed_inside_its_write_leaves_no_partial_line_after_the_next_append(tmp_path: Path) -> None:
     import os
 
-    from physverify.ledger import append_record
+    from physverify.gate.ledger import append_record
 
     path = tmp_path / "confirm_ledger.jsonl"
     append_record(path, {"claim_key": KEY, "verdict": "rejected"})
@@ -170,7 +170,7 @@ def _line(verdict: str, date: str, key: str = KEY) -> dict[str, Any]:
 
 def test_merge_keeps_a_later_run_with_an_earlier_date_after_the_run_above_it(tmp_path: Path) -> None:
     """A machine whose clock was behind: sorted by date, the merged ledger gave the claim another latest verdict."""
-    from physverify.ledger import merge
+    from physverify.gate.ledger import merge
 
     path = tmp_path / "shard1.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in [_line("rejected", "2026-01-02T10:00:00+00:00"),
@@ -536,7 +536,7 @@ def test_a_claim_renamed_into_another_shard_is_not_also_removed_from_its_old_one
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Each shard followed only its own claims' renames: the old key's shard reported it removed (and failed with
     fail_on: [removed]), so the merged shards disagreed with one unsharded run."""
-    from physverify.replay import in_shard
+    from physverify.gate.replay import in_shard
 
     repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     (root / "claims" / "physverify.yaml").write_text("fail_on: [regressed, undecidable, removed]\n")

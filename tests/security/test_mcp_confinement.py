@@ -20,7 +20,7 @@ from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from physverify import confirm
+from physverify.gate import evaluate as confirm
 
 SECRET = "root:$6$not-a-real-hash:19000:0:99999:7:::\n"
 

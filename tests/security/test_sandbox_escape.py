@@ -20,7 +20,7 @@ import pytest
 from support.fixtures import init_repo
 from test_sandbox import claim_file
 
-from physverify import sandbox
+from physverify.commands.sandbox import run as sandbox
 
 PROJECT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
@@ -240,7 +240,7 @@ def test_sandbox_does_not_import_the_command_line(module: str) -> None:
     tree = ast.parse((PROJECT / "src" / "physverify" / module).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert "physverify.cli" not in imported
+    assert "physverify.commands.cli" not in imported
     assert not any(isinstance(n, ast.ImportFrom) and n.module == "physverify" and
                    any(a.name == "cli" for a in n.names) for n in ast.walk(tree))
 
@@ -330,7 +330,7 @@ def _touch_tracked(root: Path) -> None:
 
 def test_the_hostile_git_config_really_runs_commands_when_git_is_asked_as_usual(repo: Path, tmp_path: Path) -> None:
     """The probe works: the ordinary dirty check (trusted repositories) runs the fsmonitor hook and the clean filter."""
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     markers = tmp_path / "markers"
     markers.mkdir()
@@ -341,8 +341,8 @@ def test_the_hostile_git_config_really_runs_commands_when_git_is_asked_as_usual(
 
 
 def test_the_sandboxs_commit_lookup_runs_nothing_the_repository_configured(repo: Path, tmp_path: Path) -> None:
-    from physverify import repo as repository
-    from physverify._sandbox_plan import Inner, make_plan
+    from physverify.gate import repo as repository
+    from physverify.commands.sandbox.plan import Inner, make_plan
 
     markers = tmp_path / "markers"
     markers.mkdir()
@@ -387,7 +387,7 @@ def _hostile_partial_clone(root: Path, markers: Path) -> Path:
 def test_the_hostile_partial_clone_really_runs_its_upload_pack_when_git_is_asked_as_usual(
         repo: Path, tmp_path: Path) -> None:
     """The probe works: the ordinary dirty check (trusted repositories) fetches HEAD's tree through it."""
-    from physverify import repo as repository
+    from physverify.gate import repo as repository
 
     made = _hostile_partial_clone(repo, tmp_path)
     repository.commit(repo)
@@ -395,7 +395,7 @@ def test_the_hostile_partial_clone_really_runs_its_upload_pack_when_git_is_asked
 
 
 def test_the_sandboxs_commit_lookup_fetches_nothing_for_a_received_partial_clone(repo: Path, tmp_path: Path) -> None:
-    from physverify._sandbox_plan import Inner, make_plan
+    from physverify.commands.sandbox.plan import Inner, make_plan
 
     made = _hostile_partial_clone(repo, tmp_path)
     plan = make_plan(Inner(("replay", "claims"), "replay", folders=("claims",)), repo=repo, cwd=repo)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import git
 
-from physverify.repo import LOCAL_GIT_VARS
+from physverify.gate.repo import LOCAL_GIT_VARS
 
 
 def init_repo(path: Path) -> git.Repo:

@@ -10,7 +10,7 @@ import pytest
 
 from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
 
-from physverify import replay
+from physverify.gate import replay
 
 LEDGER = "claims/confirm_ledger.jsonl"
 
@@ -21,7 +21,7 @@ LEDGER = "claims/confirm_ledger.jsonl"
 # tells the victims it is done (the file DONE) and passes.
 FORGER = DECAY_CLAIM.replace("import decay\n", '''import decay
 import ctypes, json, os, time
-from physverify.protocol import MARKER
+from physverify.isolation.protocol import MARKER
 
 _FAKE = {"label": "at t = 1 the amount follows exp(-rate t)", "family": "reference", "status": "PASS",
          "message": "forged", "seconds": 0.0}
@@ -114,14 +114,14 @@ VICTIM = DECAY_CLAIM.replace("import decay\n", "import decay\nimport os, time\n"
 
 
 # Claim A of item 4's second part: once its siblings run, signals the shared fork server (the
-# ancestor started as physverify.forkserver; in fresh mode there is none) with SIG, then passes.
+# ancestor started as physverify.isolation.forkserver; in fresh mode there is none) with SIG, then passes.
 SIGNALLER_SERVER = '''
 def _server():
     """The topmost ancestor started as the fork server (what it forks carries its command line too)."""
     found, pid = None, os.getppid()
     while pid > 1:
         try:
-            if b"physverify.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read():
+            if b"physverify.isolation.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read():
                 found = pid
             pid = int(open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[1])
         except OSError:

@@ -84,8 +84,8 @@ def _copy_examples(claims: Path) -> Path:
 
 
 def _confirm_each(claims: Path, show: Callable[[str, str], None]) -> None:
-    from physverify import confirm
-    from physverify.ledger import DEFAULT_LEDGER
+    from physverify.gate import evaluate as confirm
+    from physverify.gate.ledger import DEFAULT_LEDGER
     from physverify.report import text
 
     for name, expected in EXAMPLES.items():
@@ -98,7 +98,8 @@ def _confirm_each(claims: Path, show: Callable[[str, str], None]) -> None:
 
 def _replay_after_edit(claims: Path, new: str, exit_code: int, transition: str,
                        show: Callable[[str, str], None]) -> None:
-    from physverify import replay, report
+    from physverify.gate import replay
+    from physverify import report
 
     old = FIX if new == DEFECT else DEFECT
     _swap(claims / SOLVER, old, new)
@@ -125,7 +126,7 @@ def _swap(solver: Path, old: str, new: str) -> None:
 
 
 def _write_report(claims: Path, path: Path) -> Path:
-    from physverify.ledger import DEFAULT_LEDGER
+    from physverify.gate.ledger import DEFAULT_LEDGER
     from physverify.report import html
 
     page = html.from_ledger(claims / DEFAULT_LEDGER)
@@ -141,7 +142,7 @@ def _expect(holds: bool, problem: str, folder: Path) -> None:
 @contextmanager
 def _writes_kept_in(folder: Path) -> Iterator[None]:
     """The cache off and matplotlib's configuration inside ``folder`` while the demo runs; the environment restored."""
-    from physverify.settings import CACHE_ENV
+    from physverify.gate.settings import CACHE_ENV
 
     changes = {CACHE_ENV: "off", "MPLCONFIGDIR": str(folder / ".matplotlib")}
     before = {name: os.environ.get(name) for name in changes}

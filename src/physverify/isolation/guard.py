@@ -37,7 +37,7 @@ def protect() -> bool:
     """Make this process non-dumpable (Linux); False where it cannot be (not Linux, no prctl)."""
     if not sys.platform.startswith("linux"):
         return False
-    from physverify.procgroup import set_prctl
+    from physverify.isolation.procgroup import set_prctl
 
     return set_prctl(PR_SET_DUMPABLE, 0)
 

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun
+    from physverify.gate.results import ClaimRun
 
 # Plots per HTML page by default: about two seconds of matplotlib; benchmarks/report_bench.py
 # measures it. Named here, not in html.py, so the command line's parser need not import html.

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from physverify.gate import REMOVED, UNCHANGED
+from physverify.gate.rules import REMOVED, UNCHANGED
 from physverify.report import finding
 from physverify.text import visible
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 
 def escape_data(text: str) -> str:

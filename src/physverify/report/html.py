@@ -26,16 +26,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from physverify import ledger, verdict
+from physverify.gate import ledger
+from physverify import verdict
 from physverify.errors import PhysverifyError
-from physverify.gate import DECIDED, FIXED, REGRESSED
+from physverify.gate.rules import DECIDED, FIXED, REGRESSED
 from physverify import plot as _plot
 from physverify.report import MAX_PLOTS, _interval
 from physverify.text import clip, visible
 from physverify.verdict import CONFIRMED, EXIT_OK
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 # Seconds the page may spend drawing plots (issue 21, item 3): host-side work after the claims ran
 # is bounded by no timeout and no sandbox limit, so past this the remaining checks are tables.
@@ -111,7 +112,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
     The transition shown is the last change the ledger records (the claim's two latest
     lines), judged by replay's own gate rule with the default fail_on.
     """
-    from physverify import gate, results
+    from physverify.gate import rules as gate, results
 
     if not path.is_file():
         raise PhysverifyError(f"{path}: no such ledger file; give the ledger with --ledger")
@@ -134,7 +135,7 @@ def from_ledger(path: Path, claim: str | None = None) -> Report:
 
 def _claim_run(key: str, transition: str, record: Mapping[str, Any], before: str | None,
                previous: Mapping[str, Any] | None) -> ClaimRun:
-    from physverify.results import ClaimRun
+    from physverify.gate.results import ClaimRun
 
     line = record.get("line")
     target = record.get("file")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from physverify.text import dumps
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 
 def claim_object(run: ClaimRun) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def _number(value: object) -> int:
 
 def from_dict(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
     """The ReplayResult that ``to_dict`` gave as ``data`` (its ledger path replaced by ``ledger``)."""
-    from physverify.results import ReplayResult
+    from physverify.gate.results import ReplayResult
 
     claims = data.get("claims")
     return ReplayResult(
@@ -102,8 +102,8 @@ def from_dict(data: Mapping[str, object], *, ledger: Path) -> ReplayResult:
 
 def claim_run(obj: Mapping[str, object]) -> ClaimRun:
     """The ClaimRun that ``claim_object`` gave as ``obj``."""
-    from physverify.gate import REMOVED
-    from physverify.results import ClaimRun
+    from physverify.gate.rules import REMOVED
+    from physverify.gate.results import ClaimRun
 
     place, _, line = str(obj.get("location") or "").rpartition(":")
     target, number = (place, int(line)) if place and line.isdigit() else (str(obj.get("location")), None)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
-from physverify.gate import REMOVED
+from physverify.gate.rules import REMOVED
 from physverify.text import visible
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 
 def _seconds(run: ClaimRun) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from physverify.ledger import LogResult, LogRow, MergeResult
+from physverify.gate.ledger import LogResult, LogRow, MergeResult
 from physverify.text import clip, plural, visible
 
 REASON_WIDTH = 90  # a terminal line; the full reason stays in the ledger

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from physverify.text import visible
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 # Any ASCII punctuation may be backslash-escaped (CommonMark, "Backslash escapes"). These
 # start emphasis, code, links, images, HTML, entities, math ($), references (#) and cells.

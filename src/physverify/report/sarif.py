@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from physverify import __version__
-from physverify.gate import TRANSITIONS, UNCHANGED
+from physverify.gate.rules import TRANSITIONS, UNCHANGED
 from physverify.report import finding
 from physverify.text import dumps
 from physverify.verdict import CONFIRMED
 
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 

@@ -16,7 +16,7 @@ from physverify.text import visible
 from physverify.verdict import variant_name
 
 if TYPE_CHECKING:
-    from physverify.results import RunOutcome
+    from physverify.gate.results import RunOutcome
 
 def _outcome_line(role: str, outcome: Mapping[str, Any], where: str = "") -> str:
     message = visible(outcome.get("message") or "")
@@ -109,7 +109,7 @@ def _status(status: object) -> str:
 
 # --- physverify replay ------------------------------------------------------------------
 if TYPE_CHECKING:
-    from physverify.results import ClaimRun, ReplayResult
+    from physverify.gate.results import ClaimRun, ReplayResult
 
 
 def replay_line(run: ClaimRun) -> str:

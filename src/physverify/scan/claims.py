@@ -38,8 +38,8 @@ def _repository_path(file: str, root: Path) -> str:
 
 def write(findings: Sequence[Finding], folder: Path) -> tuple[list[str], list[Note]]:
     """Write a template per finding into ``folder``; the paths written and a note for each one left alone."""
-    from physverify import claim
-    from physverify.repo import root_for
+    from physverify.gate import claim
+    from physverify.gate.repo import root_for
 
     if not findings:
         return [], []

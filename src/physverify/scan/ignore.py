@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from physverify.config import IgnoreEntry
+from physverify.gate.config import IgnoreEntry
 from physverify.scan.findings import Finding, Note
 
 _COMMENT = re.compile(rb"#\s*physverify:\s*ignore\[(?P<rules>[^\]]*)\](?P<reason>[^\r\n]*)")

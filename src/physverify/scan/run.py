@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from physverify.config import Config, load_config
+from physverify.gate.config import Config, load_config
 from physverify.errors import UsageError
 from physverify.scan import ignore, reading, walk
 from physverify.scan.claims import write as write_claims
@@ -99,7 +99,7 @@ def _config(config_dir: str | None) -> Config | None:
 def _root(config: Config | None) -> Path | None:
     if config is None or not config.ignore:
         return None
-    from physverify.repo import root_for
+    from physverify.gate.repo import root_for
 
     return root_for(config.folder).resolve()
 

@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from physverify.scan.exact import Inexact
-from physverify.specscan import nodes  # the fast walk: ast.walk's generators cost more than the parse
+from physverify.gate.specscan import nodes  # the fast walk: ast.walk's generators cost more than the parse
 from physverify.scan.values import MAX_DEPTH, Reader, Unknown, dotted
 
 Monomial = tuple[str, ...]  # sorted symbol names, with repeats for powers

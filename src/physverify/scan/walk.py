@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from physverify.replay import is_skipped_dir
+from physverify.gate.replay import is_skipped_dir
 
 
 def _posix(path: str) -> str:

@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
-from physverify import settings
-from physverify.claim import NO_WAIT, not_regular
-from physverify.claim import REQUIRED_KEYS as CLAIM_FIELDS
+from physverify.gate import settings
+from physverify.gate.claim import NO_WAIT, not_regular
+from physverify.gate.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.text import json_safe, visible
 from physverify.errors import PhysverifyError, UsageError
 from physverify.verdict import EXIT_OK, VERDICTS
@@ -769,7 +769,7 @@ def claim_keys(claim: str | None, folder: Path | None = None) -> set[str] | None
     keys = {_normal(claim)}
     path = Path(claim)
     if path.exists():
-        from physverify import repo
+        from physverify.gate import repo
 
         keys.add(repo.claim_key(path, repo.root_for(path.parent)))
         if folder is not None and folder.is_dir():

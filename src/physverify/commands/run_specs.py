@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from physverify import isolate
-from physverify.results import RunOutcome, SpecOutcome  # their home is results.py, with replay's
+from physverify.isolation import isolate
+from physverify.gate.results import RunOutcome, SpecOutcome  # their home is results.py, with replay's
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RunOutcome", "SpecOutcome", "list_checks", "run_specs"]
 
 DEFAULT_TIMEOUT_S = 600.0
 def run_specs(paths: Sequence[Path], *, timeout_s: float = DEFAULT_TIMEOUT_S, isolation: str | None = None) -> RunOutcome:
     """Run every spec file in its own child; a spec that is stopped at ``timeout_s`` is a load error."""
-    from physverify.settings import parse_timeout
+    from physverify.gate.settings import parse_timeout
 
     seconds = parse_timeout(timeout_s)
     return RunOutcome([_run_one(Path(path), seconds, isolation) for path in paths])
@@ -26,7 +26,7 @@ def run_specs(paths: Sequence[Path], *, timeout_s: float = DEFAULT_TIMEOUT_S, is
 
 def list_checks(path: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, isolation: str | None = None) -> SpecOutcome:
     """The spec file's checks, each as {"family", "label"}, in the order ``run_specs`` runs them; none is run."""
-    from physverify.settings import parse_timeout
+    from physverify.gate.settings import parse_timeout
 
     return _run_one(Path(path), parse_timeout(timeout_s), isolation, mode="list")
 
@@ -36,7 +36,7 @@ def _run_one(path: Path, timeout_s: float, isolation: str | None, mode: str = "s
         return SpecOutcome(str(path), f"{path}: a spec file must end in .py")
     if not path.is_file():
         return SpecOutcome(str(path), f"{path}: no such file")
-    from physverify.settings import wait_limit
+    from physverify.gate.settings import wait_limit
 
     child = isolate.run_child(mode, path, timeout_s=wait_limit(timeout_s), isolation=isolation)
     if child.timed_out:

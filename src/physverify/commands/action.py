@@ -1,4 +1,4 @@
-"""The GitHub Action's run step (action.yml): ``python -m physverify.action``.
+"""The GitHub Action's run step (action.yml): ``python -m physverify.commands.action``.
 
 It reads the action's inputs from INPUT_* variables (action.yml passes them through the
 environment, never through the shell line), calls ``replay.replay`` once, and writes what
@@ -29,15 +29,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from physverify import handler, results
+from physverify.commands import handler
+from physverify.gate import results
 from physverify.errors import PhysverifyError, UsageError
-from physverify.gate import TRANSITIONS
-from physverify.replay import DEFAULT_CLAIMS_DIR
+from physverify.gate.rules import TRANSITIONS
+from physverify.gate.replay import DEFAULT_CLAIMS_DIR
 from physverify.report import github
 from physverify.verdict import VERDICTS
 
 if TYPE_CHECKING:
-    from physverify.results import ReplayResult
+    from physverify.gate.results import ReplayResult
 
 # A push that creates a branch has no previous commit: GitHub sends forty zeros as `before`.
 NULL_SHA = "0" * 40
@@ -224,7 +225,7 @@ def _shard_written(result: ReplayResult) -> Written:
 def _direct(inputs: Inputs, baseline: str | None) -> ReplayResult:
     import time
 
-    from physverify import replay
+    from physverify.gate import replay
     from physverify.report.text import CountedProgress
 
     return replay.replay(
@@ -259,7 +260,7 @@ def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayRe
     """
     import tempfile
 
-    from physverify import sandbox
+    from physverify.commands.sandbox import run as sandbox
     from physverify.commands.sandbox import seal
 
     options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline,
@@ -292,7 +293,7 @@ def merge_shards(folder: Path, into: Path) -> ReplayResult:
     Every shard K of N must be there exactly once: a shard whose job failed before it
     wrote its result would otherwise leave its claims out of the gate without a word.
     """
-    from physverify import ledger
+    from physverify.gate import ledger
 
     found = sorted(folder.glob(f"*/{SHARD_RESULT}")) + sorted(folder.glob(SHARD_RESULT))
     if not found:
@@ -327,8 +328,8 @@ def _require_every_shard(results: list[tuple[Path, ReplayResult]]) -> None:
 
 def combine(shards: list[ReplayResult], ledger_path: Path) -> ReplayResult:
     """The shards' results as the one result an unsharded replay gives: its claims in key order, removed ones last."""
-    from physverify.gate import REMOVED
-    from physverify.results import ReplayResult
+    from physverify.gate.rules import REMOVED
+    from physverify.gate.results import ReplayResult
 
     runs = [run for shard in shards for run in shard.claims]
     ordered_runs = (sorted((r for r in runs if r.transition != REMOVED), key=lambda r: r.key)
@@ -485,7 +486,7 @@ def output_lines(outputs: Mapping[str, str]) -> str:
 
 def refuse_control_characters(what: str, text: str) -> None:
     """UsageError when ``text`` holds a control character or a line separator (a path written into the runner's files)."""
-    from physverify.sandbox import control_character
+    from physverify.commands.sandbox.run import control_character
 
     bad = control_character(text)
     if bad is not None:
@@ -494,8 +495,8 @@ def refuse_control_characters(what: str, text: str) -> None:
 
 def _ledger_of(inputs: Inputs) -> Path:
     """The ledger replay names: the input, else its default for the first claims folder (checked before any run)."""
-    from physverify.config import load_config
-    from physverify.replay import default_ledger
+    from physverify.gate.config import load_config
+    from physverify.gate.replay import default_ledger
 
     return Path(inputs.ledger) if inputs.ledger else default_ledger(load_config(Path(inputs.claims[0])))
 
@@ -508,7 +509,7 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
     value reaches git only when it is a hexadecimal object name (issue 21, item 12): the
     fetch would read anything else as a ref or an option.
     """
-    from physverify import repo
+    from physverify.gate import repo
     from physverify.text import visible
 
     if inputs.baseline is not None:
@@ -525,7 +526,7 @@ def _baseline(inputs: Inputs, env: Mapping[str, str], workspace: Path) -> tuple[
 def _credentials_inside(workspace: Path) -> list[str]:
     """A warning per credential the checkout's .git/config holds: the sandbox shows the repository, .git included,
     to the code under test, which can copy it into the ledger this job uploads."""
-    from physverify import repo
+    from physverify.gate import repo
     from physverify.text import visible
 
     return [f"sandbox: .git/config holds {visible(key)[:120]}, which the code under test can read inside the sandbox "
@@ -555,7 +556,7 @@ def _deliver(written: Written, inputs: Inputs, env: Mapping[str, str], folder: C
 
 def _shard_files(result: str, ledger_path: Path, shard: tuple[int, int], folder: Path) -> dict[str, str]:
     """A shard's result and a copy of its ledger in the step's folder, and the outputs naming them."""
-    from physverify import ledger
+    from physverify.gate import ledger
 
     create_file(folder, SHARD_RESULT, result.encode("utf-8"))
     data = ledger.read_bytes(ledger_path)  # the one reader that refuses a FIFO or a device

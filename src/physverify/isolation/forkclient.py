@@ -36,12 +36,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from physverify.child import child_environment, interpreter, package_parent
-from physverify.forkserver import MESSAGE_BYTES
-from physverify.fresh import run_fresh
-from physverify.preload import BASE_PRELOAD, preload_for
-from physverify.procgroup import TOKEN_ENV, Stopped, refuse_if_stopping, state_of, tracked
-from physverify.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
+from physverify.isolation.child import child_environment, interpreter, package_parent
+from physverify.isolation.forkserver import MESSAGE_BYTES
+from physverify.isolation.fresh import run_fresh
+from physverify.isolation.preload import BASE_PRELOAD, preload_for
+from physverify.isolation.procgroup import TOKEN_ENV, Stopped, refuse_if_stopping, state_of, tracked
+from physverify.isolation.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
 
 _START_S = 300.0  # importing scipy on a loaded machine can take a while; past this the server is broken
 _REPLY_S = 30.0  # from a request to the forked child's pid
@@ -83,7 +83,7 @@ class ForkServer:
         # the sys.path it gave, whatever its own request says. _acquire compares the two.
         self.python_path = env.get("PYTHONPATH")
         self._proc = subprocess.Popen(
-            [*interpreter("physverify.forkserver"), str(theirs.fileno()), *sorted(preload)],
+            [*interpreter("physverify.isolation.forkserver"), str(theirs.fileno()), *sorted(preload)],
             cwd=package_parent(), env=env, pass_fds=(theirs.fileno(),), start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from physverify.errors import PhysverifyError, UsageError
-from physverify.settings import sandbox_commit, sandbox_repo
+from physverify.gate.settings import sandbox_commit, sandbox_repo
 from physverify.text import short_repr
 
 # The variables git itself treats as local to one repository: `git rev-parse --local-env-vars`

@@ -23,10 +23,10 @@ from types import ModuleType
 from typing import Any
 
 from physverify.checks import ERROR, Check, CheckOutcome, describe_exception, run_check
-from physverify.procgroup import TOKEN_ENV
-from physverify import _variant_import
-from physverify.protocol import encode_progress, encode_result
-from physverify.variant_channel import VariantSource
+from physverify.isolation.procgroup import TOKEN_ENV
+from physverify.isolation import variant_import as _variant_import
+from physverify.isolation.protocol import encode_progress, encode_result
+from physverify.isolation.variant_channel import VariantSource
 
 
 def interpreter(module: str) -> list[str]:
@@ -62,7 +62,7 @@ def child_environment(env: dict[str, str] | None) -> dict[str, str]:
 
 def package_parent() -> str:
     """The folder holding this physverify package: first on every child's and the server's path."""
-    return str(Path(__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parents[2])
 
 
 def _package_parent(existing: str | None) -> str:

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from physverify import claim, repo
-from physverify.repo import changed_since, files_as_keys, relative_key  # noqa: F401 - their home is repo.py
+from physverify.gate import claim, repo
+from physverify.gate.repo import changed_since, files_as_keys, relative_key  # noqa: F401 - their home is repo.py
 
 
 def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) -> frozenset[str]:

@@ -30,9 +30,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, StrictBool, ValidationError
 
-from physverify import __version__, handler
+from physverify import __version__
+from physverify.commands import handler
 from physverify.errors import PhysverifyError, RefusedError, UsageError
-from physverify.ledger import DEFAULT_LEDGER
+from physverify.gate.ledger import DEFAULT_LEDGER
 from physverify.text import clean_str, dumps, short_repr, visible
 
 INSTRUCTIONS = (
@@ -165,7 +166,8 @@ def serve(root: Path) -> None:
 # --- the tools: each one line of argument handling around the CLI's function ---------------
 def _run_checks_tool(root: Path) -> Callable[..., str]:
     def run_checks(specs: list[str] | None = None, trusted: StrictBool = False, timeout: float = 600.0) -> str:
-        from physverify import confirm, run_specs
+        from physverify.gate import evaluate as confirm
+        from physverify.commands import run_specs
         from physverify.report import text
 
         def call() -> str:
@@ -189,7 +191,7 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         timeout: float = 300.0,
         allow_dependent_reference: str | None = None,
     ) -> str | list[str | Image]:
-        from physverify import confirm
+        from physverify.gate import evaluate as confirm
         from physverify.report import text
 
         def call() -> str | list[str | Image]:
@@ -222,7 +224,8 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         shard: str | None = None,
         record_all: StrictBool = False,
     ) -> str | list[str | Image]:
-        from physverify import confirm, replay, report
+        from physverify.gate import evaluate as confirm, replay
+        from physverify import report
 
         def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)
@@ -290,7 +293,7 @@ def claim_inside_root(root: Path, path: str | Path) -> Path:
     Read statically, as confirm reads it: the repository a claim names goes on the child's
     sys.path, and the file it claims about is hashed into the ledger.
     """
-    from physverify import claim, repo
+    from physverify.gate import claim, repo
 
     resolved = inside_root(root, str(path))
     try:
@@ -323,8 +326,8 @@ def replay_ledger_inside_root(root: Path, folders: Sequence[Path], ledger: str |
     with ``claim_inside_root`` before anything runs. None when a folder is missing, so that
     replay reports it in its own words.
     """
-    from physverify import replay
-    from physverify.config import load_config
+    from physverify.gate import replay
+    from physverify.gate.config import load_config
 
     if not all(folder.is_dir() for folder in folders):
         return None if ledger is None else _as_given(inside_root(root, ledger))
@@ -346,7 +349,7 @@ def discover_specs(root: Path) -> list[Path]:
 
     ToolError when one is a symlink that leads outside the root (issue 13).
     """
-    from physverify.replay import is_skipped_dir  # one skip rule for claims and specs (STYLE.md, section 4)
+    from physverify.gate.replay import is_skipped_dir  # one skip rule for claims and specs (STYLE.md, section 4)
 
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):

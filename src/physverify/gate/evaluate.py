@@ -12,10 +12,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from physverify import __version__, claim, isolate, repo, settings, variant_load
-from physverify import ledger as _ledger
+from physverify import __version__
+from physverify.gate import claim, repo, settings, variant_load
+from physverify.isolation import isolate
+from physverify.gate import ledger as _ledger
 from physverify.checks import ERROR
-from physverify.config import load_config
+from physverify.gate.config import load_config
 from physverify.isolation import guard
 from physverify.text import clean
 from physverify.verdict import Run, Verdict, decide, decide_fixed, settled, variant_name

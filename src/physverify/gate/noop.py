@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from physverify import __version__
-from physverify.cache import Cache
+from physverify.gate.cache import Cache
 
 FORMAT = 2  # bump when what a memo holds or how it is checked changes meaning
 RACY_NS = 2 * 10**9  # stats younger than this at the run's start are not kept

@@ -1,4 +1,4 @@
-"""The fresh start: ``python -B -m physverify.fresh MODE FILE`` per claim, as the claim's supervisor.
+"""The fresh start: ``python -B -m physverify.isolation.fresh MODE FILE`` per claim, as the claim's supervisor.
 
 The process physverify starts runs in the file's folder, in a new session, and pays the
 interpreter start and its imports. It is the claim's supervisor (procgroup.supervise): a
@@ -22,10 +22,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from physverify import variant_channel
-from physverify.child import divert_stdout, interpreter, run_as_process
-from physverify.procgroup import TOKEN_ENV, kill_leftovers, new_group_kwargs, refuse_if_stopping, send_status, supervise
-from physverify.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
+from physverify.isolation import variant_channel
+from physverify.isolation.child import divert_stdout, interpreter, run_as_process
+from physverify.isolation.procgroup import TOKEN_ENV, kill_leftovers, new_group_kwargs, refuse_if_stopping, send_status, supervise
+from physverify.isolation.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
 
 KEY_BYTES = 32
 
@@ -39,7 +39,7 @@ def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, 
     ``progress`` is told each control and check as the child finishes it (protocol.Streams).
     """
     refuse_if_stopping()
-    command = [*interpreter("physverify.fresh"), mode, str(path)]
+    command = [*interpreter("physverify.isolation.fresh"), mode, str(path)]
     for entry in extra:
         command += ["--sys-path", entry]
     if variant_fd is not None:
@@ -85,7 +85,7 @@ def main(argv: Sequence[str]) -> int:
     """Entry of the fresh start: read the key, supervise the claim's process, report its status."""
     mode, path, extra, watch_fd, variant_fd = _parse_child_args(argv)
     if watch_fd is None:
-        print("physverify.fresh is started by physverify (isolate.run_child), with --watch", file=sys.stderr)
+        print("physverify.isolation.fresh is started by physverify (isolate.run_child), with --watch", file=sys.stderr)
         return 2
     watch = socket.socket(fileno=watch_fd)
     key = _read_key(watch)

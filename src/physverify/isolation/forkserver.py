@@ -1,6 +1,6 @@
 """The fork server's side: one warm process per configuration that forks the child of every claim (DESIGN.md, "Warm start").
 
-Started by forkclient.py as ``python -B -m physverify.forkserver FD MODULE...`` in its own
+Started by forkclient.py as ``python -B -m physverify.isolation.forkserver FD MODULE...`` in its own
 session: it imports the modules it is given (numpy, physverify, the third-party modules
 the claims import statically, what physverify.yaml's ``preload:`` names), sends the client
 the files they came from, and then forks one process per request. That process becomes
@@ -44,10 +44,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from physverify import variant_channel
-from physverify.child import run_as_process
-from physverify.preload import provided_top_levels
-from physverify.procgroup import (
+from physverify.isolation import variant_channel
+from physverify.isolation.child import run_as_process
+from physverify.isolation.preload import provided_top_levels
+from physverify.isolation.procgroup import (
     PR_SET_CHILD_SUBREAPER,
     children_of,
     end_descendants,

@@ -6,7 +6,7 @@ worker processes, one per core, and gives each content's reading in the JSON for
 cache keeps (``claim.static_fields``); cache.py checks every answer field by field, as it
 checks an entry read from disk, and parses itself whatever a worker did not answer.
 
-A worker is a fresh interpreter (``python -B -m physverify.parsepool``) started with
+A worker is a fresh interpreter (``python -B -m physverify.gate.parsepool``) started with
 subprocess, never a fork of this process (it has threads), in physverify's own folder, so
 nothing of the repository under test is on its path. It only parses, as ``claim.read``
 does: nothing of a claim runs there. It reads requests on stdin and ends at EOF, so it
@@ -31,7 +31,7 @@ from pathlib import Path
 from queue import SimpleQueue
 from typing import IO, TYPE_CHECKING
 
-from physverify import claim
+from physverify.gate import claim
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,11 +54,11 @@ def workers_wanted() -> int:
 
 class _Worker:
     def __init__(self) -> None:
-        from physverify.child import interpreter, startup_environment  # the parent's: no worker imports it
+        from physverify.isolation.child import interpreter, startup_environment  # the parent's: no worker imports it
 
-        folder = str(Path(__file__).resolve().parent.parent)  # physverify's own folder: sys.path[0] under -m
+        folder = str(Path(__file__).resolve().parents[2])  # physverify's own folder: sys.path[0] under -m
         self.dead = False
-        self.proc = subprocess.Popen(interpreter("physverify.parsepool"), cwd=folder,
+        self.proc = subprocess.Popen(interpreter("physverify.gate.parsepool"), cwd=folder,
                                      env=startup_environment(os.environ), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 

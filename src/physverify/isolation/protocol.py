@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from physverify.procgroup import end_supervised, signal_name, status_in, tracked
+from physverify.isolation.procgroup import end_supervised, signal_name, status_in, tracked
 from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"

@@ -19,9 +19,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from physverify import __version__, handler
+from physverify import __version__
+from physverify.commands import handler
 from physverify.errors import PhysverifyError, UsageError
-from physverify.ledger import DEFAULT_LEDGER
+from physverify.gate.ledger import DEFAULT_LEDGER
 from physverify.text import visible
 from physverify.verdict import EXIT_ERROR, EXIT_OK
 
@@ -84,7 +85,7 @@ def _check_output(output: str | None, flag: str) -> None:
     """Refuse an output file that cannot be written before anything runs (issue 13)."""
     if output is None or output == "-":
         return
-    from physverify.ledger import check_writable
+    from physverify.gate.ledger import check_writable
 
     check_writable(Path(output), f"the {flag} file", regular=False)  # a pipe will do: --json >(jq .)
 
@@ -115,7 +116,7 @@ def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     confirm.add_argument("--line", help="confirm init: the line number in that file")
     confirm.add_argument("--defect", help="confirm init: the claimed mistake, as the whole line(s) of code (with --fix)")
     confirm.add_argument("--fix", help="confirm init: what those line(s) should be (with --defect)")
-    from physverify.templates import KINDS  # text only: no numpy at start-up
+    from physverify.commands.templates import KINDS  # text only: no numpy at start-up
 
     confirm.add_argument("--kind", choices=list(KINDS),
                          help="confirm init: a template with the study for this kind of claim (docs/real-code.md)")
@@ -239,7 +240,7 @@ def _reports(values: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from physverify import _sandbox_defaults as sandbox  # the defaults alone: every command builds this parser
+    from physverify.commands.sandbox import defaults as sandbox  # the defaults alone: every command builds this parser
 
     box = sub.add_parser(
         "sandbox", allow_abbrev=False,
@@ -264,7 +265,7 @@ def _sandbox_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _sandbox(args: argparse.Namespace) -> int:
-    from physverify import sandbox
+    from physverify.commands.sandbox import run as sandbox
 
     raw = args.inner[1:] if args.inner[:1] == ["--"] else args.inner
     parsed = build_parser().parse_args(raw)  # the inner command's own parser: a usage error stops here
@@ -350,8 +351,8 @@ def _add_replay_ledger_options(parser: argparse.ArgumentParser) -> None:
 
 def _ledger_path(ledger: str | None, claims: str | None) -> Path:
     """--ledger, else the ledger replay writes for the claims folder, else confirm's default (as replay resolves it)."""
-    from physverify.config import load_config
-    from physverify.replay import DEFAULT_CLAIMS_DIR, default_ledger
+    from physverify.gate.config import load_config
+    from physverify.gate.replay import DEFAULT_CLAIMS_DIR, default_ledger
 
     if ledger is not None:
         return Path(ledger)
@@ -371,7 +372,7 @@ def _ledger_path(ledger: str | None, claims: str | None) -> Path:
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from physverify import ledger
+    from physverify.gate import ledger
     from physverify.report import ledger_text, text
 
     if args.ledger_command == "merge":
@@ -379,7 +380,7 @@ def _ledger(args: argparse.Namespace) -> int:
         _warn(merged.problems)
         _emit(ledger_text.render_merge(merged))
         return merged.exit_code
-    from physverify.replay import DEFAULT_CLAIMS_DIR  # _ledger_path imports it too
+    from physverify.gate.replay import DEFAULT_CLAIMS_DIR  # _ledger_path imports it too
 
     path = _ledger_path(args.ledger, args.claims)
     folder = Path(args.claims or DEFAULT_CLAIMS_DIR)  # outside git replay keys claims from it
@@ -464,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- the commands ---------------------------------------------------------------------
 def _confirm(args: argparse.Namespace) -> int:
-    from physverify import claim, confirm
+    from physverify.gate import claim, evaluate as confirm
     from physverify.report import text
     from physverify.text import dumps
 
@@ -509,7 +510,7 @@ def _confirm(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from physverify import run_specs
+    from physverify.commands import run_specs
     from physverify.report import text
 
     outcome = run_specs.run_specs([Path(p) for p in args.specs], timeout_s=args.timeout, isolation=args.isolation)
@@ -527,14 +528,15 @@ def _mcp(args: argparse.Namespace) -> int:
     # is one line, not an ImportError's traceback.
     if importlib.util.find_spec("mcp") is None:
         raise PhysverifyError(MCP_MISSING)
-    from physverify import mcp_server
+    from physverify.commands import mcp_server
 
     mcp_server.serve(Path(args.root))  # stdout is the protocol stream: nothing else is printed
     return EXIT_OK
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from physverify import replay, report
+    from physverify.gate import replay
+    from physverify import report
 
     dirs, files = _replay_dirs_and_files(args)
     fmt = args.format or "text"

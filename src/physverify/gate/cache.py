@@ -61,8 +61,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
-from physverify import __version__, claim, parsepool, repo, settings
-from physverify.claim import ClaimReading, StaticReading
+from physverify import __version__
+from physverify.gate import claim, parsepool, repo, settings
+from physverify.gate.claim import ClaimReading, StaticReading
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

@@ -24,12 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from physverify.checks import RUN_DEADLINE_ENV
-from physverify.child import child_environment
+from physverify.isolation.child import child_environment
 from physverify.isolation import guard
-from physverify.fresh import run_fresh
-from physverify.procgroup import Stopped, refuse_if_stopping, stopping
-from physverify.protocol import ChildOutcome, Progress
-from physverify.variant_channel import VariantSource, descriptor
+from physverify.isolation.fresh import run_fresh
+from physverify.isolation.procgroup import Stopped, refuse_if_stopping, stopping
+from physverify.isolation.protocol import ChildOutcome, Progress
+from physverify.isolation.variant_channel import VariantSource, descriptor
 
 __all__ = [
     "FORK", "FRESH", "ISOLATION_MODES", "MODES", "ChildOutcome", "Stopped", "VariantSource",
@@ -98,7 +98,7 @@ def run_child(
             if resolve_isolation(isolation) != FORK:
                 outcome = run_fresh(mode, path, extra, child_env, timeout_s, variant_fd, progress)
             else:
-                from physverify import forkclient  # not imported for a fresh run, nor by `physverify --version`
+                from physverify.isolation import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
                 outcome = forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
                                                 imports=imports, variant_fd=variant_fd, progress=progress)

@@ -21,7 +21,7 @@ from typing import Any
 # Always in the server: what every claim's process imports (the replay's server starts with these
 # alone, while the claims are read, and imports NUMPY_PRELOAD when the first claim that needs it
 # comes: forkclient.ForkServer.grow).
-BASE_PRELOAD = ("physverify", "physverify.checks", "physverify.child", "ctypes")
+BASE_PRELOAD = ("physverify", "physverify.checks", "physverify.isolation.child", "ctypes")
 # For every claim that may use numpy: numpy, and physverify's numerics, which import it.
 NUMPY_PRELOAD = ("numpy", "physverify.mms", "physverify.order", "physverify.studies")
 # What ``from physverify import ...`` may name without numpy being imported: the names the
@@ -83,7 +83,7 @@ _remembered_lock = threading.Lock()
 
 def _preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str],
                  imports: Sequence[tuple[int, str, tuple[str, ...]]] | None) -> frozenset[str]:
-    from physverify import affected, repo
+    from physverify.gate import affected, repo
 
     root = Path(extra[0]) if extra else path.parent
     roots = repo.import_roots(path.parent, root)

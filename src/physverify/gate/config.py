@@ -25,7 +25,7 @@ from physverify.errors import ConfigError
 from physverify.text import short_repr
 
 # The transitions and the default fail_on live with the gate's rules; users write their names here, in fail_on.
-from physverify.gate import DEFAULT_FAIL_ON, TRANSITIONS
+from physverify.gate.rules import DEFAULT_FAIL_ON, TRANSITIONS
 from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"
@@ -103,7 +103,7 @@ def pyproject_ledger_setting(root: Path, text: str, name: Path) -> Path | None:
 
 def _tool_table(folder: Path) -> tuple[Path, Mapping[str, Any] | None]:
     """The pyproject.toml at the root of the repository holding ``folder``, and its [tool.physverify] (or None)."""
-    from physverify.repo import root_for
+    from physverify.gate.repo import root_for
 
     pyproject = root_for(folder) / PYPROJECT_NAME
     if not os.path.lexists(pyproject):
@@ -175,7 +175,7 @@ def _read_yaml(path: Path) -> Mapping[Any, Any]:
 def _parse_yaml(text: str, path: Path) -> Mapping[Any, Any]:
     import yaml
 
-    from physverify._settings_yaml import Refused, SettingsLoader
+    from physverify.gate.safe_yaml import Refused, SettingsLoader
 
     try:
         data = yaml.load(text, Loader=SettingsLoader)  # a SafeLoader, narrowed
@@ -212,7 +212,7 @@ MAX_CONFIG_BYTES = 1 << 20
 
 def _read_text(path: Path) -> str:
     """The file's text; OSError for a file that is not regular, ConfigError for one that is too large."""
-    from physverify.claim import open_regular
+    from physverify.gate.claim import open_regular
 
     with open_regular(path) as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)
@@ -322,7 +322,7 @@ def _expect(path: Path, folder: Path, value: object) -> dict[Path, str]:
 
 def _expected_file(folder: Path, claim: str) -> Path | None:
     """An expect key: relative to the folder of physverify.yaml, else the repository-relative key reports print."""
-    from physverify.repo import root_for
+    from physverify.gate.repo import root_for
 
     for base in (folder, root_for(folder)):
         if _is_file(base / claim):

@@ -32,7 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
-from physverify import specscan, templates, variant
+from physverify.gate import specscan, variant
+from physverify.commands import templates
 from physverify.errors import PhysverifyError
 from physverify.text import clip, short_repr
 

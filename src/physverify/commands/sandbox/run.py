@@ -26,7 +26,7 @@ from typing import IO
 
 # The plan (what runs inside, what is writable, the outer limit) is _sandbox_plan.py's; these
 # are its names that belong to the sandbox's interface.
-from physverify._sandbox_plan import (
+from physverify.commands.sandbox.plan import (
     CLAIM_GRACE_S,
     MOUNT,
     Inner,
@@ -36,7 +36,7 @@ from physverify._sandbox_plan import (
     make_plan,
     outer_limit,
 )
-from physverify._sandbox_defaults import DEFAULT_IMAGE, DEFAULT_MEMORY, DEFAULT_PIDS, GRACE_S, IMAGE_ENV
+from physverify.commands.sandbox.defaults import DEFAULT_IMAGE, DEFAULT_MEMORY, DEFAULT_PIDS, GRACE_S, IMAGE_ENV
 from physverify.errors import PhysverifyError, UsageError
 from physverify.text import short_repr
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
@@ -92,7 +92,7 @@ def parse_size(text: str) -> int:
 
 def find_repo(start: Path) -> Path:
     """Return the git working tree holding ``start``, else ``start`` itself (as confirm finds it)."""
-    from physverify.repo import root_for as repo_root_for
+    from physverify.gate.repo import root_for as repo_root_for
 
     return repo_root_for(start).resolve()
 
@@ -135,7 +135,7 @@ def _mount_spec(host: Path, target: str, *, readonly: bool) -> str:
 INNER_MAIN = (
     "import sys\n"
     "try:\n"
-    "    from physverify.cli import command\n"
+    "    from physverify.commands.cli import command\n"
     "except ImportError as exc:\n"
     "    sys.stderr.write(f'physverify: cannot be imported inside the sandbox ({exc}); no verdict; install it with pip '\n"
     "                     'where the sandbox can see it (the host Python and its site-packages are mounted)\\n')\n"
@@ -276,7 +276,7 @@ def sandbox(
     receives the key on its standard input and seals the result it writes with it
     (commands/sandbox/seal.py).
     """
-    from physverify.confirm import parse_timeout
+    from physverify.gate.evaluate import parse_timeout
 
     if not 0 <= pids <= MAX_PIDS:
         raise UsageError(f"--pids {short_repr(pids)}: give a positive number of processes of at most {MAX_PIDS:,} "
@@ -325,7 +325,7 @@ def _known_exit(ran: SandboxRun) -> SandboxRun:
 
 
 def _run_bwrap(plan: Plan, limits: Limits, outer: float, tail: _Output | None, key: bytes | None) -> SandboxRun:
-    from physverify import _cgroup  # POSIX only (resource): imported when bwrap runs
+    from physverify.commands.sandbox import cgroup as _cgroup  # POSIX only (resource): imported when bwrap runs
 
     argv = bwrap_argv(plan, limits, python=python_paths())
     with _cgroup.limited(limits.memory_bytes, limits.pids) as group:

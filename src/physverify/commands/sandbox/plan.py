@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from physverify import settings
-from physverify._sandbox_defaults import GRACE_S
+from physverify.gate import settings
+from physverify.commands.sandbox.defaults import GRACE_S
 from physverify.errors import UsageError
-from physverify.ledger import DEFAULT_LEDGER
+from physverify.gate.ledger import DEFAULT_LEDGER
 
 if TYPE_CHECKING:
-    from physverify.config import Config
+    from physverify.gate.config import Config
 
 MOUNT = "/repo"  # the repository inside; PHYSVERIFY_REPO points here
 OUT_MOUNT = "/out"  # writable files that live outside the repository
@@ -80,7 +80,7 @@ class Inner:
 
 def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``."""
-    from physverify.repo import commit as repo_commit
+    from physverify.gate.repo import commit as repo_commit
 
     command = _command(inner)
     repo, cwd = repo.resolve(), cwd.resolve()
@@ -125,14 +125,14 @@ def _command(inner: Inner) -> str:
 
 
 def _first_folder(inner: Inner, cwd: Path) -> Path:
-    from physverify.replay import DEFAULT_CLAIMS_DIR
+    from physverify.gate.replay import DEFAULT_CLAIMS_DIR
 
     return cwd / (inner.folders[0] if inner.folders else DEFAULT_CLAIMS_DIR)
 
 
 def _default_ledger(inner: Inner, cwd: Path, repo: Path) -> tuple[Path, Path, str]:
     """Return (the ledger, the claims folder it must stay in, where it was chosen) without --ledger."""
-    from physverify.replay import default_ledger
+    from physverify.gate.replay import default_ledger
 
     if inner.command == "confirm":
         return cwd / DEFAULT_LEDGER, cwd, "the default"
@@ -147,7 +147,7 @@ def _host_config(folder: Path, repo: Path) -> Config:
     A committed ``physverify.yaml -> ~/.config/...`` would make the host read one of the
     caller's files and quote its keys in an error, which the Action prints to a public log.
     """
-    from physverify.config import CONFIG_NAME, PYPROJECT_NAME, load_config
+    from physverify.gate.config import CONFIG_NAME, PYPROJECT_NAME, load_config
 
     if folder.is_dir():
         writable_path(folder, repo, f"the claims folder {folder}", kind="folder")
@@ -166,7 +166,7 @@ def outer_limit(inner: Inner, *, cwd: Path, repo: Path) -> float:
     rounds x (timeout + CLAIM_GRACE_S) + GRACE_S: a claim that stops or kills the process
     enforcing its own limit (issue 13) still cannot keep the run going past this.
     """
-    from physverify.replay import discover
+    from physverify.gate.replay import discover
 
     if inner.command != "replay":
         return settings.wait_limit(_seconds(inner.timeout, settings.DEFAULT_TIMEOUT_S)) + GRACE_S

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from physverify import gate
+from physverify.gate import rules as gate
 from physverify.checks import ERROR, FAIL, INCONCLUSIVE, STATUSES
-from physverify.gate import TRANSITIONS, UNCHANGED
+from physverify.gate.rules import TRANSITIONS, UNCHANGED
 from physverify.text import plural
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK, NOT_DECIDABLE, ExitCode, evidence
 

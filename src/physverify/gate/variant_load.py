@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from physverify import claim, variant
-from physverify.variant_channel import VariantSource
+from physverify.gate import claim, variant
+from physverify.isolation.variant_channel import VariantSource
 
 
 class Prepared(NamedTuple):

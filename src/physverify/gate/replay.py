@@ -34,18 +34,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from physverify import affected, cache, claim, gate, ledger, noop, repo, settings
-from physverify.config import (CONFIG_NAME, PYPROJECT_NAME, Config, ledger_setting, load_config,
+from physverify.gate import affected, cache, claim, rules as gate, ledger, noop, repo, settings
+from physverify.gate.config import (CONFIG_NAME, PYPROJECT_NAME, Config, ledger_setting, load_config,
                                pyproject_ledger_setting)
 from physverify.errors import PhysverifyError, UsageError
-from physverify.gate import REMOVED, TRANSITIONS
+from physverify.gate.rules import REMOVED, TRANSITIONS
 from physverify.isolation import guard
-from physverify.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
+from physverify.gate.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from physverify import confirm
+    from physverify.gate import evaluate as confirm
 
 DEFAULT_CLAIMS_DIR = "claims"
 # Folders that hold installed or generated code, never claims (one set, used only here).
@@ -810,7 +810,7 @@ def _run_all(run_one: Callable[[_Planned], ClaimRun], planned: Iterable[_Planned
     """
     from concurrent.futures import ThreadPoolExecutor  # here, with the logging it imports: after the server started
 
-    from physverify import isolate  # imported once a claim may run: a no-op hook never needs it
+    from physverify.isolation import isolate  # imported once a claim may run: a no-op hook never needs it
 
     if jobs == 1:  # one claim at a time: nothing to overlap, so plan first and every progress line is live
         return [run_one(item) for item in list(planned)]
@@ -861,7 +861,8 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
             run: settings.RunSettings,
             memory: Mapping[str, Mapping[str, Any]] | None = None, *,
             staged: bool = False) -> Callable[[_Planned], ClaimRun]:
-    from physverify import confirm, isolate  # imported once a claim may run: a no-op hook never needs them
+    from physverify.gate import evaluate as confirm  # imported once a claim may run: a no-op hook never needs them
+    from physverify.isolation import isolate
 
     env = repo.child_env()  # the environment every claim's child starts from, once for the run
 
@@ -886,14 +887,14 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
 
 def _forks(configs: Sequence[Config], run: settings.RunSettings) -> bool:
     """Whether any claims folder runs its claims in fork mode."""
-    from physverify import isolate
+    from physverify.isolation import isolate
 
     return any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs)
 
 
 def _warm_up() -> None:
     """Start the fork server in the background now, so the first claim finds it ready (the one place that does)."""
-    from physverify import forkclient
+    from physverify.isolation import forkclient
 
     threading.Thread(target=forkclient.start, name="physverify-warm-up", daemon=True).start()
 
