@@ -25,7 +25,7 @@ BASE_PRELOAD = ("physverify", "physverify.checks", "physverify.isolation.child",
 # For every claim that may use numpy: numpy, and physverify's numerics, which import it.
 NUMPY_PRELOAD = ("numpy", "physverify.mms", "physverify.order", "physverify.studies")
 # What ``from physverify import ...`` may name without numpy being imported: the names the
-# package takes from physverify.checks and physverify.refine (tests/test_preload.py holds this
+# package takes from physverify.checks and physverify.refine (tests/isolation/test_preload.py holds this
 # to physverify's own table), and those modules themselves.
 _NUMPY_FREE_NAMES = frozenset({
     "ERROR", "EXACT", "FAIL", "INCONCLUSIVE", "PASS", "SKIP", "STATUSES", "Check", "CheckOutcome", "OrderResult",
