@@ -12,6 +12,7 @@ plain functions behind them live in the support package (support/fixtures.py), w
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,12 @@ from support.fixtures import SANDBOX_VARS, Ran, init_repo, run_process
 
 from physverify.commands import cli as _cli
 from physverify.gate.repo import LOCAL_GIT_VARS
+
+# The tests mirror the package's folders, and some import another's helpers by module name
+# (``from test_action import make_workspace``): pytest puts only the collected file's own folder
+# on sys.path, so a file run alone would not find a helper in a sibling folder.
+_TESTS = Path(__file__).resolve().parent
+sys.path.extend(str(_TESTS / f) for f in ("isolation", "gate", "commands", "report") if str(_TESTS / f) not in sys.path)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,6 +1,6 @@
 """The Action's run step against hostile repository content (issue 13, items 1 and 3).
 
-The step's ``run`` line is run locally in bash as the runner would (tests/test_action.py:
+The step's ``run`` line is run locally in bash as the runner would (tests/commands/test_action.py:
 ``_run_locally``), with $GITHUB_OUTPUT read back by the runner's own rules. A line of stdout
 that begins with ``::`` is a workflow command: only physverify may write one.
 """
@@ -23,7 +23,7 @@ OURS = ("::error file=", "::warning file=", "::notice file=", "::error::physveri
 
 @pytest.fixture()
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
-    """tests/test_action.py's checkout: a committed claim, then its defect put back (a regression)."""
+    """tests/commands/test_action.py's checkout: a committed claim, then its defect put back (a regression)."""
     return make_workspace(tmp_path, monkeypatch)
 
 

@@ -1,6 +1,6 @@
 """The Action's gate decides from what physverify itself wrote, never from what a claim could (issue 37, items 1 and 7).
 
-The step's ``run`` line is run locally in bash as the runner would (tests/test_action.py:
+The step's ``run`` line is run locally in bash as the runner would (tests/commands/test_action.py:
 ``_run_locally``), on a checkout whose committed ledger says a claim is rejected and whose
 last commit puts its defect back: a regression, so the gate must fail.
 """

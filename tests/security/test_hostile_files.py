@@ -156,7 +156,7 @@ def test_a_yaml_alias_bomb_is_a_config_error_not_a_hang(project: git.Repo) -> No
 
 # The claim takes the result descriptor and the key from the frame of the code that runs it
 # (physverify's own child_main, in its own process) and writes a result of its own, tagged,
-# before its checks run. Another claim has neither (tests/test_protocol.py).
+# before its checks run. Another claim has neither (tests/isolation/test_protocol.py).
 FORGER = '''
 import json, os, sys
 from physverify.isolation.protocol import encode_result

@@ -117,7 +117,7 @@ def test_sarif_locations_are_relative_uri_references_that_decode_to_the_claimed_
 # --- the Action ----------------------------------------------------------------------------
 @pytest.fixture()
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
-    """tests/test_action.py's checkout: a committed claim, then its defect put back (a regression)."""
+    """tests/commands/test_action.py's checkout: a committed claim, then its defect put back (a regression)."""
     return make_workspace(tmp_path, monkeypatch)
 
 

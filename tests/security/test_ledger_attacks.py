@@ -413,7 +413,7 @@ def test_a_ledger_line_staged_without_its_code_stops_the_hook_and_is_left_as_sta
 ) -> None:
     """A hook-stopped `git commit -am` leaves its line in the working ledger and the code unstaged; the next
     commit of the ledger alone must not record a verdict the staged code does not give (the whole flow with
-    the real pre-commit is in tests/test_precommit.py)."""
+    the real pre-commit is in tests/commands/test_precommit.py)."""
     repo, root, _ = rejected_repository(tmp_path, monkeypatch)
     if staged == "the fix's line":  # HEAD: the defect, confirmed; the fix is in the working tree only
         (root / "decay.py").write_text(DECAY_DEFECT)
@@ -488,7 +488,7 @@ def test_honest_changes_to_the_ledger_pass_against_their_base(tmp_path: Path, mo
 def test_a_ledger_on_a_read_only_mount_is_refused_before_the_claim_runs(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch,
                                                                         command: str) -> None:
-    """chmod 444 does not stop root (tests/test_cli.py skips there); a read-only bind of the file stops anyone."""
+    """chmod 444 does not stop root (tests/commands/test_cli.py skips there); a read-only bind of the file stops anyone."""
     from support.fixtures import clean_env
 
     _, root, _ = rejected_repository(tmp_path, monkeypatch)

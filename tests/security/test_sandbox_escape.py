@@ -28,7 +28,7 @@ SMALL = ["--pids", "64", "--memory", "1g"]  # the machine is shared: the limits 
 
 
 def _claim(folder: Path, name: str, body: str) -> Path:
-    """tests/test_sandbox.py's probe claim, with ``signal`` imported too."""
+    """tests/commands/test_sandbox.py's probe claim, with ``signal`` imported too."""
     return claim_file(folder, name, body, imports="import signal")
 
 

@@ -4,7 +4,7 @@ A claim file is read with ``ast`` and never run or imported here: the parent pro
 must be able to refuse a bad claim before any code under test runs (rule 0, section 2),
 and a long-running process must never import claim or solver code (STYLE.md, section 4).
 Every problem with the file, whatever its bytes, is a ClaimLoadError with one line
-"<path>: <problem>"; nothing else escapes ``read_claim`` (tests/test_claim.py fuzzes it).
+"<path>: <problem>"; nothing else escapes ``read_claim`` (tests/gate/test_claim.py fuzzes it).
 
 A claim file is parsed once per content: one parse gives what discovery, the load check,
 the reference scan (specscan.py) and the import closure (affected.py) need, and only
@@ -76,7 +76,7 @@ MAX_NESTING = 2000
 # a statement, each level of an expression or a pattern takes at least one character of its
 # own (an operator, a bracket, a dot, a comma, a keyword), and a block at least a line. The
 # deepest per character is a chain of unary operators, `---x`: one level each, 3 more for
-# the module, the statement and the name's ctx (tests/test_claim_depth.py checks the
+# the module, the statement and the name's ctx (tests/gate/test_claim_depth.py checks the
 # constructs at this bound). So a text shorter than this cannot pass MAX_NESTING, and its
 # tree is not walked: the walk was an eighth of a worker's parse (issue 19).
 SHALLOW_BELOW = MAX_NESTING - 16

@@ -7,7 +7,7 @@ transition, whether the claim fails the gate and whether a ledger line is writte
 
 The baseline and the recorded verdict are kept apart on purpose: the working ledger is
 where a run writes, never what it is judged against, so re-running (or staging the line a
-run wrote) can never clear a regression. tests/test_gate.py walks every combination.
+run wrote) can never clear a regression. tests/gate/test_rules.py walks every combination.
 """
 
 from __future__ import annotations

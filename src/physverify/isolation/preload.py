@@ -25,7 +25,7 @@ BASE_PRELOAD = ("physverify", "physverify.checks", "physverify.isolation.child",
 # For every claim that may use numpy: numpy, and physverify's numerics, which import it.
 NUMPY_PRELOAD = ("numpy", "physverify.mms", "physverify.order", "physverify.studies")
 # What ``from physverify import ...`` may name without numpy being imported: the names the
-# package takes from physverify.checks and physverify.refine (tests/test_preload.py holds this
+# package takes from physverify.checks and physverify.refine (tests/isolation/test_preload.py holds this
 # to physverify's own table), and those modules themselves.
 _NUMPY_FREE_NAMES = frozenset({
     "ERROR", "EXACT", "FAIL", "INCONCLUSIVE", "PASS", "SKIP", "STATUSES", "Check", "CheckOutcome", "OrderResult",
@@ -42,7 +42,7 @@ NEVER_PRELOAD = frozenset({
     "cupy", "dask", "distributed", "matplotlib", "mpi4py", "multiprocessing",
     "petsc4py", "pycuda", "pyopencl", "ray", "slepc4py", "taichi", "tensorflow", "tkinter", "torch", "warp",
 })
-# Preloaded when the claims import them: they import without starting a thread (tests/test_preload.py
+# Preloaded when the claims import them: they import without starting a thread (tests/isolation/test_preload.py
 # holds this to the installed versions).
 FORK_SAFE_FRAMEWORKS = ("jax", "numba")
 _SUFFIXES = tuple(importlib.machinery.all_suffixes())  # what a FileFinder adds to a name (_listed)

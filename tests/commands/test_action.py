@@ -25,7 +25,7 @@ from physverify.gate import replay
 from physverify.report import json as report_json
 from physverify.verdict import EXIT_FINDING, EXIT_OK
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 

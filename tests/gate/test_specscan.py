@@ -156,7 +156,7 @@ def test_the_scan_finds_what_isinstance_over_ast_walk_finds() -> None:
               syntax.AnnAssign)
     assert not any(isinstance(kind, type) and issubclass(kind, wanted) for kind in specscan._PLAIN)
     folder = Path(physverify.__file__).parent
-    for file in sorted([*folder.glob("*.py"), *Path(__file__).parent.glob("*.py")]):
+    for file in sorted([*folder.rglob("*.py"), *Path(__file__).parent.glob("*.py")]):
         tree = syntax.parse(file.read_text(encoding="utf-8"))
         found = specscan._Module(tree)
         imports = [n for n in syntax.walk(tree) if isinstance(n, (syntax.Import, syntax.ImportFrom))]

@@ -27,7 +27,7 @@ from support.fixtures import Ran, init_repo
 from physverify.commands import cli as _cli
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package, installed by .ci/install
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "confirm"
 HOSTILE = '<script>alert("x")</script> & \'quoted\' "text"<img src=x onerror=alert(1)>'
 
 pytestmark = [

@@ -21,7 +21,7 @@ from support.fixtures import DECAY_DEFECT as DEFECT
 from support.fixtures import DECAY_SOLVER as SOLVER
 from support.fixtures import init_repo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 LEDGER = "claims/confirm_ledger.jsonl"

@@ -17,7 +17,7 @@ from test_adapters import verdict
 
 from physverify.commands.templates import ADAPTER_END, ADAPTER_START, KINDS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "real-code.md"
 EXAMPLE = re.compile(r"<!-- template-example: ([\w-]+), solver: (\S+), verdict: ([\w ]+) -->\n```python\n(.*?)```",
                      re.DOTALL)

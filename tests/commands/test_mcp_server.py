@@ -231,7 +231,7 @@ def test_confirm_and_replay_return_the_decisive_convergence_plot_as_a_png(tmp_pa
     import shutil
 
     root = tmp_path / "project"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "docs" / "examples" / "confirm", root / "claims")
+    shutil.copytree(Path(__file__).resolve().parents[2] / "docs" / "examples" / "confirm", root / "claims")
     init_repo(root)
 
     async def body(client: Client) -> list[Any]:

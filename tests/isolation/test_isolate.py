@@ -24,7 +24,7 @@ def test_importing_physverify_does_not_import_numpy() -> None:
     assert shown.strip() == "False"
 
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _without_timings(record: dict[str, object]) -> dict[str, object]:

@@ -240,7 +240,7 @@ def test_the_console_command_and_python_m_run_main_and_freeze_what_it_left(tmp_p
 
     from physverify.commands import cli
 
-    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    scripts = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"physverify": "physverify.commands.cli:command"}
     probe = ("import gc, sys\nfrom physverify.commands import cli\nsys.argv = ['physverify', *sys.argv[1:]]\n"
              "try:\n    code = cli.command()\nexcept SystemExit as exc:\n    code = exc.code\n"

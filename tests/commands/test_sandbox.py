@@ -26,7 +26,7 @@ from support.fixtures import Ran, init_repo, run_process
 from physverify.commands.sandbox import run as sandbox
 from physverify.errors import PhysverifyError, UsageError
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)")
 SMALL = ["--pids", "64", "--memory", "1g"]  # this machine is shared: the limits stay low
 
@@ -39,7 +39,7 @@ def claim_file(folder: Path, name: str, check_body: str, *, imports: str = "") -
         {imports}
         from physverify import Check, Result, PASS, FAIL
 
-        CLAIM = {{"text": "probe {name}", "source": "tests/test_sandbox.py", "file": "{name}", "line": 1,
+        CLAIM = {{"text": "probe {name}", "source": "tests/commands/test_sandbox.py", "file": "{name}", "line": 1,
                   "reference": "issue 5", "impact": "unknown"}}
 
         def control():
