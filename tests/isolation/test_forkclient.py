@@ -11,7 +11,8 @@ from pathlib import Path
 
 from support import hostile
 import pytest
-from support.childsupport import SPEC_HEADER, assert_ends_soon, installed_noting_module, start_sleeper, write_spec
+from support.childsupport import (SPEC_HEADER, assert_ends_soon, installed_noting_module, outside, start_sleeper,
+                                  write_spec)
 
 from physverify.isolation import child, forkclient, fresh, isolate
 from physverify.gate import evaluate as confirm
@@ -79,13 +80,13 @@ def test_a_claim_that_needs_a_module_the_server_lacks_has_the_same_server_import
         assert isolate.run_child("spec", plain, timeout_s=60, isolation="fork").payload is not None
         server = forkclient.servers()[frozenset()]
         assert "pv_grow_lib" not in server.preload
-        grown = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
+        grown = isolate.run_child("spec", needs, timeout_s=60, isolation="fork", outside_imports=outside(needs))
         assert forkclient.servers()[frozenset()] is server and "pv_grow_lib" in server.preload
         assert log.read_text().split() == [str(server.pid)]  # imported in the server once, never in a claim
-        again = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
+        again = isolate.run_child("spec", needs, timeout_s=60, isolation="fork", outside_imports=outside(needs))
         assert forkclient.servers()[frozenset()] is server
         module.write_text("VALUE = 22\n")  # what it grew by is watched for edits too
-        edited = isolate.run_child("spec", needs, timeout_s=60, isolation="fork")
+        edited = isolate.run_child("spec", needs, timeout_s=60, isolation="fork", outside_imports=outside(needs))
         assert forkclient.servers()[frozenset()] is not server
     finally:
         forkclient.shutdown()
@@ -107,7 +108,8 @@ def test_numpy_comes_to_the_server_with_the_first_claim_that_may_use_it(tmp_path
     try:
         forkclient.start()
         server = forkclient.servers()[frozenset()]
-        seen = [isolate.run_child("spec", spec, timeout_s=60, isolation="fork") for spec in (pure, arrays, pure)]
+        seen = [isolate.run_child("spec", spec, timeout_s=60, isolation="fork", outside_imports=outside(spec))
+                for spec in (pure, arrays, pure)]
         assert forkclient.servers()[frozenset()] is server and "numpy" in server.preload
     finally:
         forkclient.shutdown()
@@ -140,7 +142,7 @@ def test_a_server_that_cannot_grow_is_replaced_by_one_with_the_union(
         os.kill(server.pid, getattr(signal, sig))
         outcomes: list[object] = []
         asking = threading.Thread(
-            target=lambda: outcomes.append(isolate.run_child("spec", needs, timeout_s=60, isolation="fork")),
+            target=lambda: outcomes.append(isolate.run_child("spec", needs, timeout_s=60, isolation="fork", outside_imports=outside(needs))),
             daemon=True)
         asking.start()
         asking.join(120)  # a hang detector, not a speed target: the whole call takes well under a second

@@ -6,12 +6,19 @@ import importlib.util
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 
+from physverify.gate import affected
 from physverify.isolation import preload
+
+
+def _chosen(claim_path: Path, root: Path, explicit: Sequence[str] = ()) -> frozenset[str]:
+    """The preload of a claim in ``root``, its outside imports found as the gate finds them."""
+    return preload.preload_for(claim_path, [str(root)], explicit, affected.outside_of(claim_path, root))
 
 
 def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_nothing_else(tmp_path: Path) -> None:
@@ -28,7 +35,7 @@ def test_the_fork_server_preloads_installed_libraries_the_claims_import_and_noth
             import torch
     """)
     )
-    chosen = preload.preload_for(claim_path, [str(tmp_path)], explicit=["json"])
+    chosen = _chosen(claim_path, tmp_path, explicit=["json"])
     assert {"numpy", "physverify", "scipy.integrate", "scipy.linalg", "json"} <= chosen
     assert not {"torch", "local_solver"} & chosen  # a thread or GPU starter; repository code
     assert ("numba" in chosen) == (importlib.util.find_spec("numba") is not None)  # starts no thread: preloaded
@@ -49,7 +56,7 @@ def test_names_imported_from_a_package_are_preloaded_only_when_they_are_its_subm
     """``from physverify import PASS`` is an attribute: asking for ``physverify.PASS`` replaced the warm-up server."""
     claim_path = tmp_path / "claim_y.py"
     claim_path.write_text("from physverify import PASS, Check, checks\nfrom numpy import pi, linalg\n")
-    chosen = preload.preload_for(claim_path, [str(tmp_path)])
+    chosen = _chosen(claim_path, tmp_path)
     assert {"physverify.checks", "numpy.linalg"} <= chosen
     assert not {"physverify.PASS", "physverify.Check", "numpy.pi"} & chosen
 
@@ -109,7 +116,7 @@ def test_numpy_is_preloaded_for_a_claim_that_may_use_it_and_only_then(tmp_path: 
     for number, (text, numpy) in enumerate(cases.items()):
         claim_path = tmp_path / f"claim_{number}.py"
         claim_path.write_text(text)
-        chosen = preload.preload_for(claim_path, [str(tmp_path)])
+        chosen = _chosen(claim_path, tmp_path)
         assert set(preload.BASE_PRELOAD) <= chosen, text
         assert (set(preload.NUMPY_PRELOAD) <= chosen) is numpy and ("numpy" in chosen) is numpy, text
 

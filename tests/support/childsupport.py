@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from physverify.gate import affected
 
 if TYPE_CHECKING:
     import pytest
@@ -18,6 +21,12 @@ def write_spec(folder: Path, body: str, name: str = "verify_case.py") -> Path:
     path = folder / name
     path.write_text(SPEC_HEADER + textwrap.dedent(body), encoding="utf-8")
     return path
+
+
+def outside(spec: Path) -> Callable[[], list[tuple[str, tuple[str, ...]]]]:
+    """What run_specs gives isolate.run_child for a spec file: its imports from outside its folder, for the preload."""
+    resolved = spec.resolve()
+    return lambda: affected.outside_of(resolved, resolved.parent)
 
 
 def noting_module(folder: Path, name: str, log: Path, body: str = "") -> Path:

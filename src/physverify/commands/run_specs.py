@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from physverify.isolation import isolate
+from physverify.gate import affected
 from physverify.gate.results import RunOutcome, SpecOutcome  # their home is results.py, with replay's
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RunOutcome", "SpecOutcome", "list_checks", "run_specs"]
@@ -38,7 +39,9 @@ def _run_one(path: Path, timeout_s: float, isolation: str | None, mode: str = "s
         return SpecOutcome(str(path), f"{path}: no such file")
     from physverify.gate.settings import wait_limit
 
-    child = isolate.run_child(mode, path, timeout_s=wait_limit(timeout_s), isolation=isolation)
+    resolved = path.resolve()
+    child = isolate.run_child(mode, path, timeout_s=wait_limit(timeout_s), isolation=isolation,
+                              outside_imports=lambda: affected.outside_of(resolved, resolved.parent))
     if child.timed_out:
         return SpecOutcome(str(path), f"{path}: stopped after {timeout_s:g} s (timeout)", stderr_tail=child.stderr_tail)
     payload = child.payload or {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,34 @@ def outside_imports(claim_path: Path, repo_root: Path, roots: Sequence[Path],
             if level == 0 and module and not _resolve(file, 0, module, names, roots):
                 found.append((module, names))
     return found
+
+
+def outside_of(claim_path: Path, root: Path, imports: Sequence[claim.Import] | None = None
+               ) -> list[tuple[str, tuple[str, ...]]]:
+    """``outside_imports`` under the claim's own import roots: what isolate.run_child's fork mode preloads.
+
+    With ``imports`` (the claim's reading) the answer is remembered for the claim's folder,
+    root and imports: the claims of one folder mostly import alike, and the closure costs
+    each claim milliseconds. An answer gone stale (a helper's imports edited meanwhile) costs
+    the fork server's preload, never correctness: the claim's own process imports what the
+    server lacks.
+    """
+    if imports is None:
+        return outside_imports(claim_path, root, repo.import_roots(claim_path.parent, root))
+    key = (str(claim_path.parent), str(root), tuple((i[0], i[1], tuple(i[2])) for i in imports))
+    found = _outside_seen.get(key)
+    if found is None:
+        found = outside_imports(claim_path, root, repo.import_roots(claim_path.parent, root), imports)
+        with _outside_lock:
+            if len(_outside_seen) >= _OUTSIDE_MAX:
+                _outside_seen.clear()
+            _outside_seen[key] = found
+    return found
+
+
+_OUTSIDE_MAX = 4096
+_outside_seen: dict[tuple[object, ...], list[tuple[str, tuple[str, ...]]]] = {}
+_outside_lock = threading.Lock()
 
 
 class Closures:

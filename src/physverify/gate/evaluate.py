@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from physverify import __version__
-from physverify.gate import claim, repo, settings, variant_load
+from physverify.gate import affected, claim, repo, settings, variant_load
 from physverify.isolation import isolate
 from physverify.gate import ledger as _ledger
 from physverify.checks import ERROR
@@ -123,12 +123,15 @@ def evaluate(
         return _finish(record, decide(dependent_notes=notes), target)
     # the claim's folder (run_child puts it first), the repository root, src/ when present
     roots = repo.import_roots(claim_path.resolve().parent, checkout.root)[1:]
+    resolved = claim_path.resolve()
+    root = roots[0].resolve() if roots else resolved.parent  # where the fork server's preload looks from
 
     def run(source: isolate.VariantSource | None = None) -> isolate.ChildOutcome:
         told = None if on_finished is None or fixed is None or source is None else variant_name(fixed.match.held)
         return isolate.run_child("claim", claim_path, timeout_s=settings.wait_limit(timeout_s), sys_path=roots,
                                  env=env if env is not None else repo.child_env(),
-                                 isolation=isolation, preload=preload, imports=reading.imports, variant=source,
+                                 isolation=isolation, preload=preload, variant=source,
+                                 outside_imports=lambda: affected.outside_of(resolved, root, reading.imports),
                                  private_home=settings.sandbox_repo() is not None,
                                  progress=_telling(on_finished, told))
 

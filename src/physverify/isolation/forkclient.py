@@ -39,7 +39,7 @@ from typing import Any
 from physverify.isolation.child import child_environment, interpreter, package_parent
 from physverify.isolation.forkserver import MESSAGE_BYTES
 from physverify.isolation.fresh import run_fresh
-from physverify.isolation.preload import BASE_PRELOAD, preload_for
+from physverify.isolation.preload import BASE_PRELOAD, Outside, preload_for
 from physverify.isolation.procgroup import TOKEN_ENV, Stopped, refuse_if_stopping, state_of, tracked
 from physverify.isolation.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
 
@@ -322,16 +322,16 @@ def start() -> None:
 def run_forked(
     mode: str, path: Path, extra: Sequence[str], env: dict[str, str], *, timeout_s: float, preload: Sequence[str],
     variant_fd: int | None = None,
-    imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
+    outside: Callable[[], Outside] | None = None,
     progress: Progress | None = None,
 ) -> ChildOutcome:
     """isolate.run_child's fork mode; a fresh child when the server cannot be had.
 
-    ``imports`` are the claim's own (its reading), so the file is not read again for its preload.
+    ``outside`` gives the claim's imports from outside its repository (preload.Outside), asked here only.
     """
     request = {"mode": mode, "path": str(path), "extra": list(extra), "env": env, "variant": variant_fd is not None}
     try:
-        server = _acquire(frozenset(preload), preload_for(path, extra, preload, imports), env.get("PYTHONPATH"))
+        server = _acquire(frozenset(preload), preload_for(path, extra, preload, outside() if outside is not None else ()), env.get("PYTHONPATH"))
     except ForkUnavailable:
         return run_fresh(mode, path, extra, env, timeout_s, variant_fd, progress)
     try:

@@ -19,9 +19,10 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from physverify.checks import RUN_DEADLINE_ENV
 from physverify.isolation.child import child_environment
@@ -30,6 +31,9 @@ from physverify.isolation.fresh import run_fresh
 from physverify.isolation.procgroup import Stopped, refuse_if_stopping, stopping
 from physverify.isolation.protocol import ChildOutcome, Progress
 from physverify.isolation.variant_channel import VariantSource, descriptor
+
+if TYPE_CHECKING:
+    from physverify.isolation.preload import Outside  # the fork mode's module: not imported for a fresh run
 
 __all__ = [
     "FORK", "FRESH", "ISOLATION_MODES", "MODES", "ChildOutcome", "Stopped", "VariantSource",
@@ -66,7 +70,7 @@ def run_child(
     isolation: str | None = None,
     preload: Sequence[str] = (),
     variant: VariantSource | None = None,
-    imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None,
+    outside_imports: Callable[[], Outside] | None = None,
     private_home: bool = False,
     progress: Progress | None = None,
 ) -> ChildOutcome:
@@ -75,8 +79,8 @@ def run_child(
     ``sys_path`` entries go after the file's own folder on the child's sys.path. At
     ``timeout_s`` the child and every process in its group are killed. ``isolation`` is
     ``fresh`` or ``fork`` (None: the default, see ``resolve_isolation``); ``preload`` names
-    modules the fork server imports besides the ones it finds in the claim's imports;
-    ``imports`` are the file's own, from its reading (read again when not given).
+    modules the fork server imports besides ``outside_imports()``, the claim's imports from
+    outside its repository (asked in fork mode only; none when not given).
     ``variant``: the child imports CLAIM["file"] from this source instead (issue 17).
     ``private_home``: the child gets a new empty HOME and TMPDIR of its own (inside the sandbox,
     where every claim of a run would otherwise share one writable HOME).
@@ -101,7 +105,7 @@ def run_child(
                 from physverify.isolation import forkclient  # not imported for a fresh run, nor by `physverify --version`
 
                 outcome = forkclient.run_forked(mode, path, extra, child_env, timeout_s=timeout_s, preload=preload,
-                                                imports=imports, variant_fd=variant_fd, progress=progress)
+                                                outside=outside_imports, variant_fd=variant_fd, progress=progress)
     except BaseException:  # re-raised, as the limits' own error when a claim lowered them (an EMFILE, say)
         guard.check(before)
         raise

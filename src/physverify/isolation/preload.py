@@ -50,25 +50,28 @@ _SUFFIXES = tuple(importlib.machinery.all_suffixes())  # what a FileFinder adds 
 _LAZY_NEEDS = {"reference_study": "scipy.integrate"}
 
 
-def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
-                imports: Sequence[tuple[int, str, tuple[str, ...]]] | None = None) -> frozenset[str]:
-    """BASE_PRELOAD, the modules ``path``'s static import closure takes from outside the repository, ``explicit``,
-    and NUMPY_PRELOAD when that closure may use numpy.
+# (module, names) of every import in a claim's static closure that its repository does not
+# provide (gate.affected.outside_imports). The caller finds them: reading claims and their
+# repository is the gate's job, and the child's layer imports nothing above it.
+Outside = Sequence[tuple[str, tuple[str, ...]]]
 
-    ``imports`` are the file's own (its reading), so the claim file is not read again. With
-    them, the answer is remembered for the claim's folder, sys.path and imports: the claims
-    of one folder mostly import alike, and the closure and the module lookups cost each
-    claim 3-5 ms. An answer gone stale (a module installed or removed meanwhile, a helper's
-    imports edited) costs speed, never correctness: a module the server lacks is imported by
-    the claim's own process, and what a folder provides is dropped from every forked child
-    whatever was preloaded (forkserver.drop_shadowed).
+
+def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
+                outside: Outside = ()) -> frozenset[str]:
+    """BASE_PRELOAD, the modules of ``outside`` (the claim's imports from outside its repository), ``explicit``,
+    and NUMPY_PRELOAD when those may use numpy.
+
+    The answer is remembered for the claim's root and imports: the claims of one folder mostly
+    import alike, and the module lookups cost each claim milliseconds. An answer gone stale
+    (a module installed or removed meanwhile) costs speed, never correctness: a module the
+    server lacks is imported by the claim's own process, and what a folder provides is dropped
+    from every forked child whatever was preloaded (forkserver.drop_shadowed).
     """
-    if imports is None:
-        return _preload_for(path, extra, explicit, None)
-    key = (str(path.parent), tuple(extra), tuple(explicit), tuple((i[0], i[1], tuple(i[2])) for i in imports))
+    root = Path(extra[0]) if extra else path.parent
+    key = (str(root), tuple(explicit), tuple((module, tuple(names)) for module, names in outside))
     found = _remembered.get(key)
     if found is None:
-        found = _preload_for(path, extra, explicit, imports)
+        found = _preload_for(root, explicit, outside)
         with _remembered_lock:
             if len(_remembered) >= _REMEMBERED_MAX:
                 _remembered.clear()
@@ -81,15 +84,10 @@ _remembered: dict[tuple[object, ...], frozenset[str]] = {}
 _remembered_lock = threading.Lock()
 
 
-def _preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str],
-                 imports: Sequence[tuple[int, str, tuple[str, ...]]] | None) -> frozenset[str]:
-    from physverify.gate import affected, repo
-
-    root = Path(extra[0]) if extra else path.parent
-    roots = repo.import_roots(path.parent, root)
+def _preload_for(root: Path, explicit: Iterable[str], outside: Outside) -> frozenset[str]:
     found: set[str] = set()
     numpy = False
-    for module, names in affected.outside_imports(path, root, roots, imports):
+    for module, names in outside:
         found.update(_candidates(module, names))
         numpy = numpy or _needs_numpy(module, names)
     # physverify.yaml is repository content too: what it names must also live outside the repository
