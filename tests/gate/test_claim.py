@@ -25,8 +25,8 @@ from physverify.gate.claim import (
     ClaimLoadError,
     binds_claim,
     read_claim,
-    write_template,
 )
+from physverify.commands.templates import write_template
 from physverify.errors import PhysverifyError
 
 GOOD_CLAIM: dict[str, Any] = {

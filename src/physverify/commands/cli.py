@@ -465,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- the commands ---------------------------------------------------------------------
 def _confirm(args: argparse.Namespace) -> int:
-    from physverify.gate import claim, evaluate as confirm
+    from physverify.commands import templates
+    from physverify.gate import evaluate as confirm
     from physverify.report import text
     from physverify.text import dumps
 
@@ -477,8 +478,8 @@ def _confirm(args: argparse.Namespace) -> int:
     if args.claim == "init":
         if args.init_path is None:
             raise PhysverifyError("confirm init: name the claim file to write: physverify confirm init CLAIM.py ...")
-        written = claim.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
-                                       kind=args.kind, defect=args.defect, fix=args.fix)
+        written = templates.write_template(Path(args.init_path), text=args.text, file=args.file, line=args.line,
+                                           kind=args.kind, defect=args.defect, fix=args.fix)
         todo = "control() and checks()" if args.kind is None else "the ADAPTER block"
         run = f"physverify confirm {shlex.quote(str(written))} --trusted"  # the next command, ready to paste
         sys.stdout.write(f"wrote {written}: fill in source, reference and impact, then {todo}; then run '{run}'\n")

@@ -1,4 +1,4 @@
-"""Claim templates by kind, for ``physverify confirm init CLAIM.py --kind KIND``.
+"""Claim templates, for ``physverify confirm init CLAIM.py [--kind KIND]`` (spec section 6).
 
 Each kind is a claim file that runs once two things are filled in: the "FILL IN"s of CLAIM
 (the load check refuses the file until then) and the ADAPTER block, which connects the code
@@ -6,14 +6,22 @@ under test to the study the kind uses. Everything else (the study, the control, 
 is written, and the comments say which control isolates the claimed effect. docs/real-code.md
 has a filled ADAPTER block for every kind, and tests/commands/test_templates.py runs each one.
 
-``render`` takes the CLAIM values already written as Python literals (claim.write_template
-quotes them), so this module only lays out text.
+``render`` takes the CLAIM values already written as Python literals (write_template
+quotes them), so it only lays out text; ``write_template`` checks the flags and writes the file.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import NamedTuple
+
+from physverify.errors import PhysverifyError
+from physverify.gate import variant
+from physverify.gate.claim import FILL_IN
+from physverify.text import short_repr
 
 
 class Kind(NamedTuple):
@@ -305,3 +313,170 @@ def render(kind: str, *, text: str, file: str, line: int, fill: str, source: str
                                   "physverify scan: check it against the reference", adapter, count=1)
     return _HEAD.format(kind=kind, summary=spec.summary, imports=spec.imports, text=text, file=file, line=line,
                         fill=fill, source=source or fill, reference=reference or fill, adapter=adapter) + spec.body
+
+
+# --- confirm init (section 6) ---------------------------------------------------------
+def write_template(path: Path, *, text: str | None, file: str | None, line: str | int | None,
+                   kind: str | None = None, defect: str | None = None, fix: str | None = None,
+                   filled: Mapping[str, str | int] | None = None) -> Path:
+    """Write a claim template to ``path`` (the plain one, or that of ``kind``) and return the path; refuse to
+    overwrite anything. ``defect`` and ``fix`` (both or neither) go into CLAIM as given (issue 17). ``filled``
+    (a kind's template only) gives ``source``, ``reference`` and ``expected_order`` when a tool knows them."""
+    if path.name == "init":
+        raise PhysverifyError(f"{path}: a claim file cannot be called 'init' (it is the subcommand's name)")
+    if path.suffix != ".py":
+        raise PhysverifyError(f"{path}: a claim file must end in .py")
+    values = {"--text": text, "--file": file, "--line": line}
+    missing = [flag for flag, value in values.items() if value is None or str(value).strip() == ""]
+    if missing:
+        raise PhysverifyError(f"confirm init: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    number = _line_number(line)
+    if kind is not None and kind not in KINDS:
+        raise PhysverifyError(f"confirm init: --kind {kind!r} is not one of {', '.join(KINDS)}")
+    fixed = _fix_keys(defect, fix)
+    _make_folder(path)
+    try:
+        with path.open("x", encoding="utf-8") as handle:  # "x": never overwrite, even in a race
+            handle.write(_with_fix_keys(_template(str(text), str(file), number, kind, filled or {}), fixed))
+    except FileExistsError:
+        raise PhysverifyError(f"{path}: already exists; confirm init never overwrites a file") from None
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+    return path
+
+
+def _make_folder(path: Path) -> None:
+    """Create the claim's folder when it is missing: the first claim of a repository starts its claims/ folder."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # mkdir's "File exists" for a folder would read as the claim file existing
+        raise PhysverifyError(f"{path}: its folder {path.parent} cannot be created: a file is in the way") from None
+    except OSError as exc:  # no permission, a read-only file system: say which folder
+        raise PhysverifyError(f"{path}: its folder {path.parent} cannot be created: {exc.strerror or exc}") from None
+
+
+def _line_number(line: str | int | None) -> int:
+    try:
+        number = int(str(line).strip())
+    except ValueError:
+        raise PhysverifyError(f"confirm init: --line must be an integer line number, not {short_repr(line)}") from None
+    if number < 1:
+        raise PhysverifyError(f"confirm init: --line is {number}; line numbers start at 1")
+    return number
+
+
+def _fix_keys(defect: str | None, fix: str | None) -> str:
+    """The CLAIM lines of ``defect`` and ``fix`` for the template ("" without them); PhysverifyError when broken."""
+    if defect is None and fix is None:
+        return ""
+    if defect is None or fix is None:
+        raise PhysverifyError("confirm init: --defect and --fix go together (the claimed mistake and what it should "
+                              "be); give both or neither")
+    problem = variant.key_problem({key: value for key, value in (("defect", defect), ("fix", fix)) if value is not None})
+    if problem is None and any(not str(value).strip() for value in (defect, fix)):
+        problem = "--defect and --fix must each name a line of code"
+    if problem is not None:
+        for key in variant.KEYS:  # the flags' names, not the keys they become
+            problem = problem.replace(f"CLAIM[{key!r}]", f"--{key}").replace(repr(key), f"--{key}")
+        raise PhysverifyError(f"confirm init: {problem}")
+    return _FIX_KEYS.format(defect=_py_string(str(defect)), fix=_py_string(str(fix)))
+
+
+_FIX_KEYS = """\
+    # the claimed mistake and what it should be, each as the whole line(s) of code: the checks
+    # run on the code and on the code with one swapped for the other (docs/confirm.md)
+    "defect": {defect},
+    "fix": {fix},
+"""
+
+
+def _with_fix_keys(template: str, fixed: str) -> str:
+    """``template`` with the two keys' lines as CLAIM's last entries (every template ends CLAIM with impact)."""
+    end = f'    "impact": {_py_string(FILL_IN)},\n}}'
+    return template.replace(end, end[:-1] + fixed + "}", 1) if fixed else template
+
+
+def _template(text: str, file: str, line: int, kind: str | None = None,
+              filled: Mapping[str, str | int] | None = None) -> str:
+    literals = {"text": _py_string(text), "file": _py_string(file), "fill": _py_string(FILL_IN)}
+    if kind is not None:
+        known = filled or {}
+        order = known.get("expected_order")
+        return render(kind, line=line, **literals, expected_order=int(order) if order is not None else None,
+                                **{key: _py_string(str(known[key])) for key in ("source", "reference") if known.get(key)})
+    return _TEMPLATE.format(line=line, **literals)
+
+
+def _py_string(value: str) -> str:
+    """Return a double-quoted Python literal for ``value`` (a JSON string is one)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from undecodable argv bytes: keep it escaped
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+_TEMPLATE = '''"""Claim file for physverify confirm (docs/confirm.md).
+
+THE REFERENCE MUST COME FROM THE PHYSICS: a book and section, a paper and equation
+number, or the project's README. Never take it from the code under test, or the
+check can only agree with the code it is meant to judge.
+
+Fill in every "FILL IN" below (the file will not load until you do), then write
+control() and checks(). Run it with:  physverify confirm THIS_FILE.py --trusted
+For a template with the study already written, give --kind (docs/real-code.md).
+"""
+
+import numpy as np  # noqa: F401  (most references need it)
+
+from physverify import Check  # noqa: F401
+# The checks and studies, with their arguments and an example each: docs/api.md
+# from physverify import ManufacturedODE, mms_order_study, reference_study, invariant_study, refine
+# from physverify import from_step, from_second_order_step, exact_steps, identity_check, operator_study
+# from physverify import convergence_study, self_convergence_study, refinement_path, drift_study
+
+# import solver  # the code under test: this file's folder and the repository root are on sys.path
+
+CLAIM = {{
+    # the claim as it was stated, unedited
+    "text": {text},
+    # who made the claim: a person, a static analysis tool, or an AI model named by its name
+    "source": {fill},
+    # the file the claim is about (relative to the repository root) and the line in it
+    "file": {file},
+    "line": {line},
+    # where the correct equation comes from, e.g. "Taylor, Classical Mechanics, sec. 5.4: ..."
+    "reference": {fill},
+    # used, latent or unknown: do the repository's own scripts or defaults reach this code?
+    "impact": {fill},
+}}
+
+
+# Write the reference again from the physics, e.g. for a damped oscillator
+# (m x'' + b x' + k x = 0, Taylor sec. 5.4):
+#
+# def reference_rhs(t, y):
+#     return np.array([y[1], -OMEGA**2 * y[0] - GAMMA * y[1]])
+
+
+def control():
+    """One Check that must PASS: the same check where the claimed effect is absent."""
+    # Typical controls (docs/confirm.md, section 1, `control()`): the faulty term multiplied by zero, the bad
+    # branch not taken, or the reference run on an independent solver
+    # (scipy.integrate.solve_ivp at tight tolerance). For an order-of-accuracy claim:
+    #
+    # mms = ManufacturedODE(u=lambda t: np.array([np.cos(t), -np.sin(t)]), rhs_ref=reference_rhs)
+    # integrate = from_step(solver.midpoint_step, solver.rhs)  # a step(f, t, y, h) -> y_next of the code
+    # return Check("mms", "midpoint rule is second order with the effect switched off",
+    #              lambda: mms_order_study(integrate, mms, t_end=1.0, ns=refine(20, max_n=640), expected_order=2))
+    raise NotImplementedError("write control(): one Check that must pass")
+
+
+def checks():
+    """A non-empty list of Checks of the correct behaviour where the claimed effect is present."""
+    # If the claim is right, at least one of them FAILs; if the code is right, all PASS.
+    # Each check must test the claim's own property (docs/ai-review.md): a claim about
+    # long-time energy needs drift_study, not an order at one end time.
+    # return [Check("mms", "midpoint rule is second order with the effect on", lambda: ...)]
+    raise NotImplementedError("write checks(): the correct behaviour, where the claimed effect is present")
+'''

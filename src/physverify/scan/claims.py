@@ -38,7 +38,7 @@ def _repository_path(file: str, root: Path) -> str:
 
 def write(findings: Sequence[Finding], folder: Path) -> tuple[list[str], list[Note]]:
     """Write a template per finding into ``folder``; the paths written and a note for each one left alone."""
-    from physverify.gate import claim
+    from physverify.commands import templates
     from physverify.gate.repo import root_for
 
     if not findings:
@@ -53,8 +53,8 @@ def write(findings: Sequence[Finding], folder: Path) -> tuple[list[str], list[No
         if finding.expected_order is not None:
             filled["expected_order"] = finding.expected_order
         try:
-            claim.write_template(path, text=f"{finding.rule}: {finding.message}", file=_repository_path(finding.file, root),
-                                 line=finding.line, kind=_KIND.get(finding.rule, "identity"), filled=filled)
+            templates.write_template(path, text=f"{finding.rule}: {finding.message}", file=_repository_path(finding.file, root),
+                                     line=finding.line, kind=_KIND.get(finding.rule, "identity"), filled=filled)
         except PhysverifyError as exc:  # already there (never overwritten), or not writable: say so, go on
             notes.append(Note(path.as_posix(), str(exc)))
             continue
