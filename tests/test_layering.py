@@ -145,5 +145,30 @@ def test_lint_imports_fails_on_a_cycle_through_a_function_level_import(tmp_path:
     assert "No cycles are allowed in cyc" in ran.stdout
 
 
+# Each breaks the layers contract one way: the child's layer reaching up into the gate, a report
+# importing a command lazily, a numerics module importing the child's layer, and a new top-level
+# module that no layer names (the contract is exhaustive).
+_WRONG_LAYER = {
+    "isolation/probe_upward.py": "from physverify.gate import settings\n",
+    "report/probe_upward.py": "def render():\n    from physverify.commands import cli\n    return cli\n",
+    "refine.py": "from physverify.isolation import protocol\n",
+    "probe_undeclared.py": "VALUE = 1\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_WRONG_LAYER))
+def test_lint_imports_fails_on_a_module_placed_in_the_wrong_layer(tmp_path: Path, name: str) -> None:
+    """pyproject.toml's own contracts, on a copy of the package with one module in the wrong place."""
+    shutil.copytree(SRC / "physverify", tmp_path / "src" / "physverify", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    assert _lint_imports(tmp_path, tmp_path / "src").returncode == 0  # the copy alone keeps them
+    target = tmp_path / "src" / "physverify" / name
+    target.write_text((target.read_text(encoding="utf-8") if target.exists() else "") + _WRONG_LAYER[name])
+    ran = _lint_imports(tmp_path, tmp_path / "src")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "The layers: commands over report over gate over isolation over the numerics BROKEN" in ran.stdout
+    assert Path(name).stem in ran.stdout  # the report names the module out of place
+
+
 if __name__ == "__main__":  # a quick look at what the scan finds
     print("\n".join(private_imports(SRC, "physverify")) or "none", file=sys.stderr)

@@ -26,7 +26,7 @@ from physverify.gate.claim import (
     binds_claim,
     read_claim,
 )
-from physverify.commands.templates import write_template
+from physverify.gate.templates import write_template
 from physverify.errors import PhysverifyError
 
 GOOD_CLAIM: dict[str, Any] = {

@@ -4,7 +4,7 @@ Each kind is a claim file that runs once two things are filled in: the "FILL IN"
 (the load check refuses the file until then) and the ADAPTER block, which connects the code
 under test to the study the kind uses. Everything else (the study, the control, the checks)
 is written, and the comments say which control isolates the claimed effect. docs/real-code.md
-has a filled ADAPTER block for every kind, and tests/commands/test_templates.py runs each one.
+has a filled ADAPTER block for every kind, and tests/gate/test_templates.py runs each one.
 
 ``render`` takes the CLAIM values already written as Python literals (write_template
 quotes them), so it only lays out text; ``write_template`` checks the flags and writes the file.
