@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from physverify import __version__
-from physverify.gate.rules import TRANSITIONS, UNCHANGED
+from physverify.gate.rules import UNCHANGED
 from physverify.report import finding
 from physverify.text import dumps
 from physverify.verdict import CONFIRMED
@@ -24,15 +24,20 @@ if TYPE_CHECKING:
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 
-RULE_TEXT = {
-    "new": "A claim with no earlier line in the ledger",
-    "unchanged": "A claim whose verdict is the same as in the baseline",
-    "fixed": "A confirmed defect whose claim is now rejected",
-    "regressed": "A rejected claim that is now confirmed: the defect is back",
-    "undecidable": "A decided claim that is now not decidable",
-    "decided": "A claim that was not decidable and now has a verdict",
-    "removed": "A claim in the baseline whose file is gone",
-}
+# The rules, one per transition, in a fixed order: a result's ruleIndex is its rule's place
+# here, and code scanning keeps alerts by rule across uploads. A new transition is appended
+# at the end, never inserted, so no published index moves (tests/report/test_sarif.py).
+RULES: tuple[tuple[str, str], ...] = (
+    ("new", "A claim with no earlier line in the ledger"),
+    ("unchanged", "A claim whose verdict is the same as in the baseline"),
+    ("fixed", "A confirmed defect whose claim is now rejected"),
+    ("regressed", "A rejected claim that is now confirmed: the defect is back"),
+    ("undecidable", "A decided claim that is now not decidable"),
+    ("decided", "A claim that was not decidable and now has a verdict"),
+    ("removed", "A claim in the baseline whose file is gone"),
+)
+RULE_TEXT = dict(RULES)
+RULE_INDEX = {rule_id: index for index, (rule_id, _) in enumerate(RULES)}
 
 
 def _rule(transition: str) -> dict[str, Any]:
@@ -73,7 +78,7 @@ def _result(run: ClaimRun) -> dict[str, Any]:
     record = run.record or run.baseline or {}
     return {
         "ruleId": run.transition,
-        "ruleIndex": TRANSITIONS.index(run.transition),
+        "ruleIndex": RULE_INDEX[run.transition],
         "level": _level(run),
         "message": {"text": finding(run)},
         "locations": [_location(run)],
@@ -94,7 +99,7 @@ def to_dict(result: ReplayResult) -> dict[str, Any]:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "physverify", "version": __version__,
-                                "rules": [_rule(t) for t in TRANSITIONS]}},
+                                "rules": [_rule(rule_id) for rule_id, _ in RULES]}},
             "invocations": [{"executionSuccessful": True, "exitCode": result.exit_code}],
             "results": [_result(run) for run in shown],
         }],
