@@ -23,6 +23,7 @@ from physverify import __version__
 from physverify.commands import handler
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate.ledger import DEFAULT_LEDGER
+from physverify.isolation.modes import ISOLATION_MODES
 from physverify.text import visible
 from physverify.verdict import EXIT_ERROR, EXIT_OK
 
@@ -50,7 +51,7 @@ def _add_trusted_option(parser: argparse.ArgumentParser) -> None:
 
 def _add_isolation_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--isolation", choices=["fresh", "fork"],
+        "--isolation", choices=list(ISOLATION_MODES),
         help="fork: each child is forked from a warm server that imported numpy and the claims' libraries once; "
         "fresh: a new interpreter per child (default: physverify.yaml's isolation, else fork on Linux; docs/replay.md)",
     )

@@ -26,13 +26,13 @@ from physverify.text import short_repr
 
 # The transitions and the default fail_on live with the gate's rules; users write their names here, in fail_on.
 from physverify.gate.rules import DEFAULT_FAIL_ON, TRANSITIONS
+from physverify.isolation.modes import ISOLATION_MODES
 from physverify.verdict import VERDICTS
 
 CONFIG_NAME = "physverify.yaml"
 PYPROJECT_NAME = "pyproject.toml"
 TOOL_TABLE = "[tool.physverify]"
 
-ISOLATION_MODES = ("fresh", "fork")  # isolate.py's two ways to start a claim's child
 
 
 class IgnoreEntry(NamedTuple):

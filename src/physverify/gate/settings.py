@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from physverify.errors import RefusedError, UsageError
+from physverify.isolation.modes import ISOLATION_MODES
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_LEDGER = "confirm_ledger.jsonl"  # spec section 3: confirm's --ledger default; replay's file name
@@ -100,8 +101,8 @@ def parse_jobs(value: object) -> int:
 
 def parse_isolation(value: object) -> str:
     """fresh or fork (isolate.py's two ways to start a claim's child); UsageError otherwise."""
-    if value not in ("fresh", "fork"):
-        raise UsageError(f"--isolation must be fresh or fork, not {_shown(value)}")
+    if value not in ISOLATION_MODES:
+        raise UsageError(f"--isolation must be {' or '.join(ISOLATION_MODES)}, not {_shown(value)}")
     return str(value)
 
 

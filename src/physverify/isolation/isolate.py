@@ -28,6 +28,7 @@ from physverify.checks import RUN_DEADLINE_ENV
 from physverify.isolation.child import child_environment
 from physverify.isolation import guard
 from physverify.isolation.fresh import run_fresh
+from physverify.isolation.modes import FORK, FRESH, ISOLATION_MODES
 from physverify.isolation.procgroup import Stopped, refuse_if_stopping, stopping
 from physverify.isolation.protocol import ChildOutcome, Progress
 from physverify.isolation.variant_channel import VariantSource, descriptor
@@ -41,9 +42,6 @@ __all__ = [
 ]
 
 MODES = ("claim", "spec", "list")  # list: a spec file's checks named, none run (the pytest plugin's collection)
-FRESH = "fresh"
-FORK = "fork"
-ISOLATION_MODES = (FRESH, FORK)
 
 
 def fork_supported() -> bool:
