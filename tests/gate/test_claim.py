@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.nesting import UNBRACKETED
 
+from physverify import files
 from physverify.gate import affected, claim as claim_module
 from physverify.gate.claim import (
     FILL_IN,
@@ -508,7 +509,7 @@ def test_contents_reads_what_a_file_object_reads_at_every_size(tmp_path: Path, s
     path = tmp_path / "claim_x.py"
     path.write_bytes(data)
     found = claim_module.contents(path)
-    with claim_module.open_regular(path) as handle:
+    with files.open_regular(path) as handle:
         head = handle.read(MAX_CLAIM_BYTES + 1)
     if size <= MAX_CLAIM_BYTES:
         assert isinstance(found, claim_module.Contents) and found.data == head == data
@@ -524,6 +525,6 @@ def test_contents_of_a_file_that_grows_past_its_stat_is_read_to_its_end(tmp_path
     path = tmp_path / "claim_x.py"
     data = claim_source().encode() * 30
     path.write_bytes(data)
-    monkeypatch.setattr(claim_module, "_regular_size", lambda fd: 10)
+    monkeypatch.setattr(files, "regular_size", lambda fd: 10)
     found = claim_module.contents(path)
     assert isinstance(found, claim_module.Contents) and found.data == data

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
 from physverify import __version__
+from physverify import files
 from physverify.gate import claim, parsepool, repo, settings
 from physverify.gate.claim import ClaimReading, StaticReading
 
@@ -330,14 +331,14 @@ class Cache:
         if self._refused:
             return None
         try:
-            fd = os.open(path, os.O_RDONLY | _NO_FOLLOW | claim.NO_WAIT)
+            fd = os.open(path, os.O_RDONLY | _NO_FOLLOW | files.NO_WAIT)
         except FileNotFoundError:
             return None
         except OSError as exc:  # ELOOP: a symbolic link in the file's place
             self._warn(f"cannot be read ({path.name}: {exc.strerror or exc})")
             return None
         try:
-            kind = claim.not_regular(fd)
+            kind = files.not_regular(fd)
             if kind is not None:
                 self._warn(f"holds {kind} where a file should be ({path.name}); it is ignored")
                 return None

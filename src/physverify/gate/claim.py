@@ -17,13 +17,11 @@ and 6.2 GB).
 from __future__ import annotations
 
 import ast
-import errno
 import hashlib
 import io
 import mmap
 import os
 import re
-import stat
 import threading
 import tokenize
 from collections import OrderedDict
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from physverify.gate import specscan, variant
+from physverify import files
 from physverify.errors import PhysverifyError
 from physverify.text import clip
 
@@ -222,9 +221,9 @@ def contents(path: Path) -> ClaimReading | Contents:
     try:
         # open_regular's checks on a plain descriptor: a file object per claim cost a third of
         # reading it (issue 19, 10,000 claims); one is made only for a file too large to hold
-        fd = os.open(path, os.O_RDONLY | NO_WAIT)
+        fd = os.open(path, os.O_RDONLY | files.NO_WAIT)
         try:
-            size = _regular_size(fd)
+            size = files.regular_size(fd)
             data = _read_at_most(fd, MAX_CLAIM_BYTES + 1, size)
             if len(data) > MAX_CLAIM_BYTES:  # hash the whole file for the ledger, a block at a time
                 handle, fd = os.fdopen(fd, "rb"), -1
@@ -233,20 +232,11 @@ def contents(path: Path) -> ClaimReading | Contents:
         finally:
             if fd != -1:
                 os.close(fd)
-    except _NotRegularFile as exc:  # a FIFO or a device named *.py is no claim file; discovery skips it
+    except files.NotRegularFile as exc:  # a FIFO or a device named *.py is no claim file; discovery skips it
         return ClaimReading(path, None, False, None, f"{path}: cannot be read: {exc.strerror or exc}")
     except OSError as exc:  # unreadable: a claim to report, not a helper to skip
         return ClaimReading(path, None, True, None, f"{path}: cannot be read: {exc.strerror or exc}")
     return Contents(data, hashlib.sha256(data).hexdigest(), git_blob_id(data))
-
-
-def _regular_size(fd: int) -> int:
-    """The size of the open file ``fd``; _NotRegularFile when it is no regular file (``open_regular``'s rule)."""
-    st = os.fstat(fd)
-    what = _kind(st.st_mode)
-    if what is not None:
-        raise _NotRegularFile(errno.EINVAL, f"it is {what}, not a regular file")
-    return st.st_size
 
 
 def _read_at_most(fd: int, limit: int, size: int) -> bytes:
@@ -335,7 +325,7 @@ def reference_notes(path: Path, values: Mapping[str, Any]) -> list[str]:
 
 def _tree_or_none(path: Path) -> ast.Module | None:
     try:
-        with open_regular(path) as handle:
+        with files.open_regular(path) as handle:
             data = handle.read(MAX_CLAIM_BYTES + 1)
         if len(data) > MAX_CLAIM_BYTES:  # read_claim refuses it, naming the size
             return None
@@ -351,7 +341,7 @@ def _copy(claim: dict[str, Any] | None) -> dict[str, Any] | None:
 def sha256_or_none(path: Path) -> str | None:
     """The SHA-256 of a regular file, read a block at a time; None for anything that is not one."""
     try:
-        with open_regular(path) as handle:
+        with files.open_regular(path) as handle:
             return _sha256_of(handle)
     except (OSError, ValueError):  # missing, a FIFO or device, a NUL byte or an unencodable name
         return None
@@ -365,47 +355,12 @@ def _sha256_of(handle: BinaryIO) -> str:
     return digest.hexdigest()
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """Open ``path`` for reading when it is a regular file; raise OSError for anything else.
-
-    A repository can hold a FIFO named like a claim (opening it waits for a writer forever)
-    or a symlink to /dev/zero (reading it never ends), so the file is opened without
-    waiting (O_NONBLOCK) and refused unless it is a regular file (issue 13).
-    """
-    fd = os.open(path, os.O_RDONLY | NO_WAIT)
-    try:
-        _regular_size(fd)
-        return os.fdopen(fd, "rb")
-    except BaseException:  # close the descriptor, then re-raise
-        os.close(fd)
-        raise
-
-
-# Open flags for a file the repository names: never wait on a FIFO for a writer.
-NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def not_regular(fd: int) -> str | None:
-    """What the open file ``fd`` is ("a folder", "a FIFO", "a device or socket"), or None for a regular file."""
-    return _kind(os.fstat(fd).st_mode)
-
-
-def _kind(mode: int) -> str | None:
-    if stat.S_ISREG(mode):
-        return None
-    return "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-
-
-class _NotRegularFile(OSError):
-    """A folder, FIFO, device or socket where a file was expected."""
-
-
 def _has_claim_line(path: Path) -> bool:
     """Return whether a line of the file starts with a CLAIM binding, without loading it whole."""
     try:
-        with open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        with files.open_regular(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
             return _CLAIM_LINE.search(view) is not None
-    except _NotRegularFile:  # a FIFO or a device named *.py is no claim file; discovery skips it
+    except files.NotRegularFile:  # a FIFO or a device named *.py is no claim file; discovery skips it
         return False
     except (OSError, ValueError):  # unreadable, or empty (mmap refuses 0 bytes): a claim to report
         return True

@@ -212,7 +212,7 @@ MAX_CONFIG_BYTES = 1 << 20
 
 def _read_text(path: Path) -> str:
     """The file's text; OSError for a file that is not regular, ConfigError for one that is too large."""
-    from physverify.gate.claim import open_regular
+    from physverify.files import open_regular
 
     with open_regular(path) as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)

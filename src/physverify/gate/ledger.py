@@ -27,7 +27,7 @@ from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 from physverify.gate import settings
-from physverify.gate.claim import NO_WAIT, not_regular
+from physverify.files import NO_WAIT, not_regular
 from physverify.gate.claim import REQUIRED_KEYS as CLAIM_FIELDS
 from physverify.text import json_safe, visible
 from physverify.errors import PhysverifyError, UsageError
@@ -329,7 +329,7 @@ def _read_open(path: Path, fd: int, purpose: str) -> bytes:
 def _require_regular(path: Path, fd: int, doing: str) -> None:
     # A ledger named by a repository may be a FIFO (opening it would wait for a writer for
     # ever) or a symlink to /dev/zero (reading it never ends): it is opened without waiting
-    # (claim.NO_WAIT), then anything but a regular file is refused (issue 13).
+    # (files.NO_WAIT), then anything but a regular file is refused (issue 13).
     what = not_regular(fd)
     if what is not None:
         raise PhysverifyError(f"{path}: cannot {doing} the ledger: it is {what}, not a regular file")

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from physverify import files
 from physverify.gate import claim, variant
 from physverify.isolation.variant_channel import VariantSource
 
@@ -56,7 +57,7 @@ def prepare(values: Mapping[str, Any], target: Path | None, claim_path: Path) ->
 def _read_source(target: Path, claim_path: Path) -> str:
     """The target's text, decoded as Python decodes it (a PEP 263 line, else UTF-8)."""
     try:
-        with claim.open_regular(target) as handle:
+        with files.open_regular(target) as handle:
             data = handle.read(variant.MAX_SOURCE_BYTES + 1)
     except OSError as exc:
         raise claim.ClaimLoadError(f"{claim_path}: {target} cannot be read: {exc.strerror or exc}") from None
