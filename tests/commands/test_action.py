@@ -90,7 +90,7 @@ def test_other_events_have_no_baseline() -> None:
 
 
 def test_an_unknown_fail_on_transition_is_refused() -> None:
-    with pytest.raises(action.UsageError, match="fail-on: unknown transition fixd"):
+    with pytest.raises(action.UsageError, match="fail-on: unknown transition 'fixd'"):
         action.read_inputs({"INPUT_FAIL_ON": "regressed, fixd"})
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from physverify.commands import handler
 from physverify.gate import results
 from physverify.errors import PhysverifyError, UsageError
-from physverify.gate.rules import TRANSITIONS
+from physverify.gate.rules import TRANSITIONS, fail_on_problem
 from physverify.gate.replay import DEFAULT_CLAIMS_DIR
 from physverify.report import github
 from physverify.verdict import VERDICTS
@@ -114,9 +114,9 @@ def _fail_on(text: str | None) -> frozenset[str] | None:
     if text is None:
         return None
     names = frozenset(name.strip() for name in text.replace(",", " ").split())
-    unknown = sorted(names - set(TRANSITIONS))
-    if unknown:
-        raise UsageError(f"fail-on: unknown transition {', '.join(unknown)} (known: {', '.join(TRANSITIONS)})")
+    problem = fail_on_problem(sorted(names))
+    if problem is not None:
+        raise UsageError(f"fail-on: {problem}")
     return names
 
 

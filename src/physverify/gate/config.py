@@ -25,7 +25,7 @@ from physverify.errors import ConfigError
 from physverify.text import short_repr
 
 # The transitions and the default fail_on live with the gate's rules; users write their names here, in fail_on.
-from physverify.gate.rules import DEFAULT_FAIL_ON, TRANSITIONS
+from physverify.gate.rules import DEFAULT_FAIL_ON, fail_on_problem
 from physverify.isolation.modes import ISOLATION_MODES
 from physverify.verdict import VERDICTS
 
@@ -296,9 +296,9 @@ def _fail_on(path: Path, value: object) -> frozenset[str]:
     if value is None:
         return DEFAULT_FAIL_ON
     names = _string_list(path, "fail_on", value)
-    for name in names:
-        if name not in TRANSITIONS:
-            raise ConfigError(f"{path}: fail_on: unknown transition {short_repr(name)} (known: {', '.join(TRANSITIONS)})")
+    problem = fail_on_problem(names)
+    if problem is not None:
+        raise ConfigError(f"{path}: fail_on: {problem}")
     return frozenset(names)
 
 

@@ -12,9 +12,10 @@ run wrote) can never clear a regression. tests/gate/test_rules.py walks every co
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
+from physverify.text import short_repr
 from physverify.verdict import CONFIRMED, NOT_DECIDABLE, REJECTED, VERDICTS
 
 NEW = "new"  # no earlier line for the claim
@@ -28,6 +29,18 @@ TRANSITIONS = (NEW, UNCHANGED, FIXED, REGRESSED, UNDECIDABLE, DECIDED, REMOVED)
 # fixed and decided are good news and pass; "undecidable" also stands for a new claim
 # that is not decidable, which the gate must not take in silently either.
 DEFAULT_FAIL_ON = frozenset({REGRESSED, UNDECIDABLE})
+
+
+def fail_on_problem(names: Iterable[str]) -> str | None:
+    """What is wrong with a fail_on list (its names that are no transition), None when nothing is.
+
+    physverify.yaml's ``fail_on`` and the Action's ``fail-on`` input both ask it; each caller
+    raises its own error with the place the list came from.
+    """
+    unknown = [name for name in names if name not in TRANSITIONS]
+    if not unknown:
+        return None
+    return f"unknown transition {', '.join(short_repr(name) for name in unknown)} (known: {', '.join(TRANSITIONS)})"
 
 
 class Judgement(NamedTuple):
