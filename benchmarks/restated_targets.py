@@ -11,7 +11,7 @@ peers measured beside them on the same claims:
    >= 300 ms claims -- targets <= 1.5x and <= 1.15x;
 3. against the peers, on a generated pytest file whose tests run the same claims' control() and
    checks(): the cold replay over `pytest -n J --forked` and over `pytest -n J` (pytest-xdist,
-   pytest-forked), at both sizes -- targets <= 0.7x and <= 0.9x;
+   pytest-forked; no other plugin loaded), at both sizes -- targets <= 0.7x and <= 0.9x;
 4. the pre-commit hook with one unrelated staged file on M claims (ledger committed): the warm
    hook itself, and run through pre-commit warm and cold, each over pre-commit running a
    do-nothing hook (`entry: "true"`) -- targets <= 1.0x, <= 2.0x, <= 10x (at 10,000 claims);
@@ -159,6 +159,9 @@ def sized_rows(rows: Rows, label: str, root: Path, n: int, jobs: int, env: dict[
     """The steps of one claim size: cold replay, warm floor, the two pytest peers (and replay --jobs 1)."""
     cache = base / f"cache-{label}"
     found: dict[str, float] = {}
+    # pytest with the two plugins the peers need and no other: the plugins installed beside it
+    # (a browser driver, a benchmark plugin) would cost every worker their imports
+    peer_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
     def replay_cold() -> None:
         found["cold"] = rows.time(f"{label}: cold replay --jobs {jobs}", cold(root, jobs, env, cache))
@@ -169,10 +172,10 @@ def sized_rows(rows: Rows, label: str, root: Path, n: int, jobs: int, env: dict[
 
     def pytest_peer(forked: bool) -> Callable[[], None]:
         def step() -> None:
-            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(jobs),
-                       *(["--forked"] if forked else []), "test_claims.py"]
+            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin", "-p", "pytest_forked",
+                       "-n", str(jobs), *(["--forked"] if forked else []), "test_claims.py"]
             found["forked" if forked else "xdist"] = rows.time(
-                f"{label}: pytest -n {jobs}{' --forked' if forked else ''}", run_wall(command, root, env))
+                f"{label}: pytest -n {jobs}{' --forked' if forked else ''}", run_wall(command, root, peer_env))
         return step
 
     def jobs_one() -> None:
