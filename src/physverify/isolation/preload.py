@@ -9,11 +9,11 @@ context at import are left out unless named: a fork does not carry those over.
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import os
 import pkgutil  # here, so the fork server has it: no claim's process imports it (provided_top_levels)
 import sys
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,23 +68,12 @@ def preload_for(path: Path, extra: Sequence[str], explicit: Iterable[str] = (),
     from every forked child whatever was preloaded (forkserver.drop_shadowed).
     """
     root = Path(extra[0]) if extra else path.parent
-    key = (str(root), tuple(explicit), tuple((module, tuple(names)) for module, names in outside))
-    found = _remembered.get(key)
-    if found is None:
-        found = _preload_for(root, explicit, outside)
-        with _remembered_lock:
-            if len(_remembered) >= _REMEMBERED_MAX:
-                _remembered.clear()
-            _remembered[key] = found
-    return found
+    return _preload_for(root, tuple(explicit), tuple((module, tuple(names)) for module, names in outside))
 
 
-_REMEMBERED_MAX = 4096
-_remembered: dict[tuple[object, ...], frozenset[str]] = {}
-_remembered_lock = threading.Lock()
-
-
-def _preload_for(root: Path, explicit: Iterable[str], outside: Outside) -> frozenset[str]:
+@functools.lru_cache(maxsize=4096)
+def _preload_for(root: Path, explicit: tuple[str, ...], outside: tuple[tuple[str, tuple[str, ...]], ...]
+                 ) -> frozenset[str]:
     found: set[str] = set()
     numpy = False
     for module, names in outside:
