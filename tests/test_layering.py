@@ -3,7 +3,7 @@
 A leading underscore marks what a module keeps to itself; what two modules share is public in
 the module that owns it. The scan is static (ast), over every file of the package: ``from
 physverify.x import _y``, and ``x._y`` where ``x`` is a physverify module bound by an import.
-A package-private *module* (``_cgroup.py``, ``report/_interval.py``) may be imported within the
+A package-private *module* (``report/_interval.py``) may be imported within the
 package: the rule is about names a module defines.
 """
 

@@ -1,4 +1,4 @@
-"""gate.py: transitions, the gate and the write rule for every combination (issue 10; DESIGN.md "Replay: the gate")."""
+"""gate/rules.py: transitions, the gate and the write rule for every combination (issue 10; DESIGN.md "Replay: the gate")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """``physverify replay``: the claims gate (DESIGN.md, "Replay: the gate").
 
-replay = discovery + baseline + ``confirm.evaluate`` for each claim (in parallel) +
-the rules of gate.py + ledger writes. Each claim goes through the same isolated child
+replay = discovery + baseline + ``evaluate`` for each claim (in parallel) +
+the rules of rules.py + ledger writes. Each claim goes through the same isolated child
 and the same verdict rules as ``confirm``; nothing here runs a claim or decides a
-verdict itself, and the transitions and the gate live in gate.py.
+verdict itself, and the transitions and the gate live in rules.py.
 
 The baseline is the ledger as committed at --baseline REF (default HEAD); only outside
 git, or before the ledger was ever committed, is it the working ledger as the run found

@@ -3,8 +3,8 @@
 Pure functions of text: ``key_problem`` is the load rule for the two optional CLAIM keys,
 ``locate`` finds which of the two texts the file holds and where, and ``build`` returns the
 file's source with that text swapped for the other. Nothing here reads or writes a file
-(confirm.py reads the target once; the child is served the result through the import
-system, _variant_import.py), so the whole table of cases is tested with plain strings.
+(evaluate.py reads the target once; the child is served the result through the import
+system, isolation/variant_import.py), so the whole table of cases is tested with plain strings.
 
 Matching compares whole lines with their leading and trailing whitespace stripped, so a
 re-indented block still matches; a fragment of a line never does, because "0*5" may occur

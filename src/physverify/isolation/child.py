@@ -75,7 +75,7 @@ def child_main(mode: str, path: Path, extra: Sequence[str], result_fd: int, key:
     """The child's work, the same in both modes: sys.path, load, run, send the result on ``result_fd``.
 
     ``key`` tags the result (protocol.py); it came from the parent, never from the environment.
-    With ``variant`` (issue 17), CLAIM["file"] is imported from its source (_variant_import.py),
+    With ``variant`` (issue 17), CLAIM["file"] is imported from its source (variant_import.py),
     and the result says whether it was imported at all (``variant_served``).
     """
     sys.path[:] = [str(path.parent)] + list(extra) + [p for p in sys.path if p not in ("", str(path.parent))]

@@ -2,7 +2,7 @@
 
 Every command builds the whole parser (cli.py), the no-op pre-commit hook too; importing
 sandbox.py for these few values cost each command 5-7 ms of module set-up (its plan's
-dataclasses, its backends). sandbox.py and _sandbox_plan.py take them from here.
+dataclasses, its backends). run.py and plan.py take them from here.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ repository read-only at ``/repo`` (PHYSVERIFY_REPO, so it needs no --trusted), o
 and output files writable, a private /tmp, no view of the host's home, and memory and
 process-count limits. Three backends build one command line each (the table BACKENDS):
 docker and podman run the image of sandbox/Dockerfile; bwrap (bubblewrap) runs the host's
-own Python. What runs inside and which host files are writable is decided in _sandbox_plan.py.
+own Python. What runs inside and which host files are writable is decided in plan.py.
 What each protects against is in sandbox/README.md.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
-# The plan (what runs inside, what is writable, the outer limit) is _sandbox_plan.py's; these
+# The plan (what runs inside, what is writable, the outer limit) is plan.py's; these
 # are its names that belong to the sandbox's interface.
 from physverify.commands.sandbox.plan import (
     CLAIM_GRACE_S,
