@@ -281,3 +281,12 @@ def test_the_baseline_ledger_is_where_the_committed_tool_physverify_keeps_it(tmp
     ran = cli("replay", "claims", "--trusted", cwd=root)
     assert ran.returncode == 1 and "confirmed      regressed    claims/claim_decay.py" in ran.stdout
     assert f"the baseline is the ledger as committed at HEAD in {root / 'claims' / 'gate.jsonl'}, where" in ran.stdout
+
+
+def test_reading_the_settings_imports_no_gitpython(tmp_path: Path) -> None:
+    """The replay starts its fork server after reading them, so the server's start overlaps GitPython's import."""
+    root = _project(tmp_path / "p", pyproject="[tool.physverify]\ntimeout = 7\n")
+    code = "import sys; from pathlib import Path; from physverify.config import load_config; " \
+           f"c = load_config(Path({str(root / 'claims')!r})); print(c.timeout, 'git' in sys.modules)"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.stdout == "7.0 False\n", ran.stderr
