@@ -297,3 +297,12 @@ def test_the_scan_s_ignore_list_names_each_bad_entry(tmp_path: Path, text: str, 
 def test_the_scan_s_ignore_entries_are_read_with_their_reasons(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "ignore:\n  - {rule: rk-order, file: 'src/*.py', reason: the paper's, line: 4}\n"))
     assert [tuple(entry) for entry in config.ignore] == [("rk-order", "src/*.py", "the paper's", 4)]
+
+
+def test_reading_the_settings_imports_no_gitpython(tmp_path: Path) -> None:
+    """The replay starts its fork server after reading them, so the server's start overlaps GitPython's import."""
+    root = _project(tmp_path / "p", pyproject="[tool.physverify]\ntimeout = 7\n")
+    code = "import sys; from pathlib import Path; from physverify.gate.config import load_config; " \
+           f"c = load_config(Path({str(root / 'claims')!r})); print(c.timeout, 'git' in sys.modules)"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert ran.stdout == "7.0 False\n", ran.stderr

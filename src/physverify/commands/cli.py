@@ -208,8 +208,9 @@ def _demo() -> int:
         sys.stdout.flush()  # each step as it ends: the whole demo takes several seconds
 
     done = demo.demo(on_step=show)
-    _emit(f"the HTML report: {done.report}\n(the demo's files stay in {done.folder}, under the system's temporary "
-          "folder; delete it when done)")
+    _emit("demo done: one claim of each verdict, and the gate passed after the fix and failed when the defect came "
+          f"back, as it should\nthe HTML report: {done.report}\n(the demo's files stay in {done.folder}, under the "
+          "system's temporary folder; delete it when done)")
     return done.exit_code
 
 
