@@ -117,7 +117,7 @@ def _repository_root(folder: Path) -> Path:
     """$PHYSVERIFY_REPO, else the nearest folder at or above ``folder`` holding .git, else ``folder`` (repo.root_for's
     answer, found without GitPython: replay reads the settings before it starts the fork server, whose start
     overlaps the run's own import of GitPython)."""
-    from physverify.settings import sandbox_repo
+    from physverify.gate.settings import sandbox_repo
 
     inside = sandbox_repo()
     if inside is not None:
