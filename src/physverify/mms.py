@@ -580,7 +580,8 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
         if result.status == INCONCLUSIVE and _at_round_off(errors, noise):
             reason = f"the error reached the noise floor {noise:g} at n = {n}, where finer levels only add round-off"
             break
-        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h):
+        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h,
+                                                                  max(1.0, abs(float(judging.get("scale", 1.0))))):
             reason = (f"the error grows from n = {done[-3]} to n = {n} after falling at coarser levels, and finer "
                       "levels only add to that growth")
             break
@@ -601,12 +602,19 @@ def _adds_evidence(sweep: Sweep, result: OrderResult, check_order_kwargs: dict[s
     return sweep.errors[-1] > floor and ROUNDOFF_NOT_USED not in result.message
 
 
-def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float]) -> bool:
-    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell."""
-    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0:
+def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float], size: float) -> bool:
+    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell, all within the
+    solution's size: round-off growing (or an inconsistent term), which finer levels only add to. Errors larger
+    than the solution, or growing ten-fold a level, are an unstable range that finer levels leave behind."""
+    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0 or max(errors[-3:]) > size:
+        return False
+    if any(b > _GROWTH_BLOW_UP * a for a, b in zip(errors[-3:], errors[-2:])):
         return False
     orders = pairwise_orders([float(h(n)) for n in done], errors)
     return max(orders[-2:]) < -STALL_ORDER and max(orders[:-2]) > STALL_ORDER
+
+
+_GROWTH_BLOW_UP = 10.0  # as check_order's unstable blow-up: a ten-fold growth from one level to the next
 
 
 def _at_round_off(errors: list[float], floor: float) -> bool:
