@@ -82,7 +82,7 @@ def test_each_section_has_one_example_and_it_runs(heading: str, example: str) ->
 
 def test_the_confirm_init_template_points_at_this_page_and_names_only_public_functions(tmp_path: Path) -> None:
     """Issue 9: the template pointed at a spec section the user cannot see."""
-    from physverify.gate.rules.templates import write_template
+    from physverify.gate.templates import write_template
 
     text = write_template(tmp_path / "claim.py", text="x", file="a.py", line=1).read_text(encoding="utf-8")
     assert "docs/api.md" in text

@@ -141,3 +141,17 @@ def test_every_result_shows_its_status_and_escaped_message_in_a_notebook() -> No
     sampled = mean_study(lambda n, rng: rng.normal(1.0, 1.0, n), 1.0, tol=0.1, n=4000)
     shown = sampled._repr_html_()
     assert f"<strong class=\"physverify-status\">{sampled.status}</strong>" in shown and "seed 0" in shown
+def test_the_run_s_deadline_is_read_from_the_environment_the_parent_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: a refinement plan stops before the run's --timeout; the child learns the deadline from its parent."""
+    import time
+
+    from physverify.checks import RUN_DEADLINE_ENV, run_time_left
+
+    monkeypatch.delenv(RUN_DEADLINE_ENV, raising=False)
+    assert run_time_left() is None
+    monkeypatch.setenv(RUN_DEADLINE_ENV, repr(time.time() + 100.0))
+    left = run_time_left()
+    assert left is not None and 90.0 < left <= 100.0
+    for garbage in ("soon", "nan", "inf"):
+        monkeypatch.setenv(RUN_DEADLINE_ENV, garbage)
+        assert run_time_left() is None

@@ -574,13 +574,33 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
         floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         noise = max(floor, float(judging["roundoff"][-1])) if "roundoff" in judging else floor
         if not adds and result.status != INCONCLUSIVE:
+            # A low precision leaves few levels between the pre-asymptotic range and round-off: one level
+            # between the two finest, where the error is still above round-off, may confirm the verdict.
+            middle = _between(done)
+            if middle is not None and _over_budget(plan, started, budget, costs.seconds(middle)) is None \
+                    and costs.why_not(middle, run_time_left()) is None:
+                start = time.monotonic()
+                error, state, precision, own = _split(measure(middle))
+                costs.record(middle, time.monotonic() - start)
+                done.append(middle)
+                errors.append(error)
+                states.append(state)
+                measured.append(own)
+                between = Sweep(tuple(done), tuple(errors), None, _states(states), max(eps, precision),
+                                _roundoff(measured))
+                confirming = judge_sweep(between, h, expected_order, **check_order_kwargs)
+                if confirming.status == result.status and _adds_evidence(between, confirming, check_order_kwargs):
+                    return replace(confirming, message=f"{confirming.message} (refined n = {_levels(sorted(done))}; "
+                                   f"the verdict held with one more level, n = {middle}, between the two finest)")
+                result = confirming
             reason = (f"the error reached the round-off at n = {n}, so that level cannot confirm the verdict of the "
                       "levels before it, and finer levels only add round-off")
             break
         if result.status == INCONCLUSIVE and _at_round_off(errors, noise):
             reason = f"the error reached the noise floor {noise:g} at n = {n}, where finer levels only add round-off"
             break
-        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h):
+        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h,
+                                                                  max(1.0, abs(float(judging.get("scale", 1.0))))):
             reason = (f"the error grows from n = {done[-3]} to n = {n} after falling at coarser levels, and finer "
                       "levels only add to that growth")
             break
@@ -601,12 +621,26 @@ def _adds_evidence(sweep: Sweep, result: OrderResult, check_order_kwargs: dict[s
     return sweep.errors[-1] > floor and ROUNDOFF_NOT_USED not in result.message
 
 
-def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float]) -> bool:
-    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell."""
-    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0:
+def _between(done: list[int]) -> int | None:
+    """The level halfway (geometrically) between the two finest levels tried, when it is a new integer."""
+    finest, before = sorted(done)[-1], sorted(done)[-2]
+    middle = int(round(math.sqrt(finest * before)))
+    return middle if before < middle < finest and middle not in done else None
+
+
+def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float], size: float) -> bool:
+    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell, all within the
+    solution's size: round-off growing (or an inconsistent term), which finer levels only add to. Errors larger
+    than the solution, or growing ten-fold a level, are an unstable range that finer levels leave behind."""
+    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0 or max(errors[-3:]) > size:
+        return False
+    if any(b > _GROWTH_BLOW_UP * a for a, b in zip(errors[-3:], errors[-2:])):
         return False
     orders = pairwise_orders([float(h(n)) for n in done], errors)
     return max(orders[-2:]) < -STALL_ORDER and max(orders[:-2]) > STALL_ORDER
+
+
+_GROWTH_BLOW_UP = 10.0  # as check_order's unstable blow-up: a ten-fold growth from one level to the next
 
 
 def _at_round_off(errors: list[float], floor: float) -> bool:
@@ -622,7 +656,8 @@ def _at_round_off(errors: list[float], floor: float) -> bool:
     return last <= ROUNDOFF_FACTOR * floor and before > 0 and last / before > 2.0 ** -STALL_ORDER
 
 
-def _levels(done: Sequence[int]) -> str:
+def _levels(tried: Sequence[int]) -> str:
+    done = sorted(tried)  # a level between the two finest may have been tried last
     return ", ".join(str(n) for n in done) if len(done) <= 6 else \
         f"{done[0]}, {done[1]}, {done[2]}, ..., {done[-2]}, {done[-1]}"
 

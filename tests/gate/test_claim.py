@@ -27,7 +27,7 @@ from physverify.gate.claim import (
     binds_claim,
     read_claim,
 )
-from physverify.gate.rules.templates import write_template
+from physverify.gate.templates import write_template
 from physverify.errors import PhysverifyError
 
 GOOD_CLAIM: dict[str, Any] = {

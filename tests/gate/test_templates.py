@@ -15,7 +15,7 @@ import pytest
 from support.fixtures import Ran, run_process
 from test_adapters import verdict
 
-from physverify.gate.rules.templates import ADAPTER_END, ADAPTER_START, KINDS
+from physverify.gate.templates import ADAPTER_END, ADAPTER_START, KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "real-code.md"

@@ -117,7 +117,7 @@ def _confirm_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     confirm.add_argument("--line", help="confirm init: the line number in that file")
     confirm.add_argument("--defect", help="confirm init: the claimed mistake, as the whole line(s) of code (with --fix)")
     confirm.add_argument("--fix", help="confirm init: what those line(s) should be (with --defect)")
-    from physverify.gate.rules.templates import KINDS  # text only: no numpy at start-up
+    from physverify.gate.templates import KINDS  # text only: no numpy at start-up
 
     confirm.add_argument("--kind", choices=list(KINDS),
                          help="confirm init: a template with the study for this kind of claim (docs/real-code.md)")
@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- the commands ---------------------------------------------------------------------
 def _confirm(args: argparse.Namespace) -> int:
-    from physverify.gate.rules import templates
+    from physverify.gate import templates
     from physverify.gate import evaluate as confirm
     from physverify.report import text
     from physverify.text import dumps

@@ -38,7 +38,7 @@ def _repository_path(file: str, root: Path) -> str:
 
 def write(findings: Sequence[Finding], folder: Path) -> tuple[list[str], list[Note]]:
     """Write a template per finding into ``folder``; the paths written and a note for each one left alone."""
-    from physverify.gate.rules import templates
+    from physverify.gate import templates
     from physverify.gate.repo import root_for
 
     if not findings:
