@@ -127,6 +127,9 @@ def test_a_stage_at_the_wrong_time_is_found_at_its_line() -> None:
     "def heun(f, t, y, h):\n    k1 = f(t, y)\n    k2 = f(t + h, y + h*k1)\n    return y + h*(k1 + k2)/2, t + h\n",
     "def midpoint(f, t, y, h):\n    return y + h*f(t + h/2, y + h/2*f(t, y))\n",
     "def euler(f, t, y, h):\n    return y + h*f(t, y)\n",
+    # an argument passed through unchanged, a string among them
+    "def rk2(f, t, y, h, p):\n    k1 = f(t, y, p, 'mode')\n    k2 = f(t + h, y + h*k1, p, 'mode')\n"
+    "    return y + h/2*(k1 + k2)\n",
 ])
 def test_correct_steppers_in_their_usual_spellings_are_silent(source: str) -> None:
     function = ast.parse(source).body[0]

@@ -104,7 +104,10 @@ class Evaluator:
         if depth > MAX_DEPTH:
             raise Unknown("nested too deeply")
         if isinstance(node, ast.Constant):
-            return Poly({(): self.numbers.value(node)})
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                return Poly({(): self.numbers.value(node)})
+            # a string or None is no coefficient: a symbol of its own, the same wherever it is written
+            return Poly.symbol(f"\x00={node.value!r}", self.one)
         if isinstance(node, ast.Name):
             return self.env.get(node.id) or Poly.symbol(node.id, self.one)
         if isinstance(node, ast.Attribute) and (name := dotted(node)) is not None:
