@@ -20,10 +20,10 @@ from fractions import Fraction
 from typing import Any
 
 from physverify.scan import stages as stage_code
-from physverify.scan.exact import Inexact
+from physverify.scan.exact import Inexact, one_root
 from physverify.scan.findings import BUTCHER, HAIRER, Finding
 from physverify.scan.trees import MAX_ORDER, Method, condition_text, first_failing
-from physverify.scan.values import Reader, Unknown, Value
+from physverify.scan.values import UNREADABLE, Reader, Value
 
 # Names that state an order, most specific first, matched on the name in lower case with its words
 # joined by "_" (camelCase split), each at the start of a word.
@@ -145,9 +145,14 @@ def _table(parts: dict[str, tuple[ast.expr, int]], scalars: list[tuple[str, ast.
             read = {role: Reader(env, exact).value(node) for role, (node, _) in parts.items()}
         except Inexact:
             continue
-        except (Unknown, ZeroDivisionError, OverflowError, TypeError, ValueError):
+        except UNREADABLE:
             return None
         a, b = _square(read["a"], read["b"]), read["b"]
+        if exact:
+            try:
+                one_root(_flat(list(read.values())))
+            except Inexact:
+                continue  # sqrt(2) and sqrt(3) in one table: its conditions are judged in floats
         if a is None or not isinstance(b, list) or any(isinstance(x, list) for x in b):
             return None
         c, e = read.get("c"), read.get("e")
@@ -159,12 +164,16 @@ def _table(parts: dict[str, tuple[ast.expr, int]], scalars: list[tuple[str, ast.
     return None
 
 
+def _flat(value: Value) -> list[Value]:
+    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
+
+
 def _scalars(scalars: list[tuple[str, ast.expr]], exact: bool) -> dict[str, Value]:
     env: dict[str, Value] = {}
     for name, node in scalars:
         try:
             value = Reader(env, exact).value(node)
-        except (Unknown, ZeroDivisionError, OverflowError, TypeError, ValueError):
+        except UNREADABLE:
             continue
         if not isinstance(value, list):
             env[name] = value

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from physverify.scan.exact import Inexact
+from physverify.scan.exact import Inexact, one_root
 from physverify.specscan import nodes  # the fast walk: ast.walk's generators cost more than the parse
-from physverify.scan.values import MAX_DEPTH, Reader, Unknown, dotted
+from physverify.scan.values import UNREADABLE, MAX_DEPTH, Reader, Unknown, dotted
 
 Monomial = tuple[str, ...]  # sorted symbol names, with repeats for powers
 _STAGE = "\x00K"  # stage symbols: no Python name starts with NUL
@@ -146,7 +146,7 @@ class Evaluator:
             return Poly.symbol(f"{_STAGE}{len(self.calls):03d}", self.one)
         try:  # a number written as a call: Fraction(1, 6), np.sqrt(3)
             return Poly({(): self.numbers.value(node)})
-        except Unknown:
+        except UNREADABLE:
             return self._opaque()
 
     def statement(self, node: ast.stmt) -> Poly | None:
@@ -215,7 +215,7 @@ def read(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Stages | None:
                 found = _read(function, rhs, exact)
             except Inexact:
                 continue  # long decimals or two square roots: read again in floats
-            except (Unknown, ZeroDivisionError, OverflowError, TypeError):
+            except UNREADABLE:
                 found = None
             if found is not None:
                 return found
@@ -282,6 +282,8 @@ def _table(calls: Sequence[tuple[list[Poly], dict[str, Poly], int]], update: Pol
     c = [_node(p, h) for p in time_at] if time_at is not None else [sum(row, 0 * one) for row in a]  # type: ignore[arg-type]
     if any(ci is None for ci in c):
         return None
+    if exact:  # Inexact: read again in floats
+        one_root([x for row in a for x in row or ()] + list(b) + list(c))
     return Stages(a=a, b=b, c=c, lines=[line for _, _, line in calls], exact=exact)  # type: ignore[arg-type]
 
 
