@@ -60,10 +60,22 @@ def test_a_node_that_is_not_the_row_sum_is_an_order_finding_when_the_order_drops
     assert "stage 3 is evaluated at t + h, but its increments sum to 1/2*h" in finding.message
 
 
-def test_a_nameless_inconsistent_table_is_a_consistency_finding() -> None:
-    assert scan("A = [[0, 0], [1, 0]]\nb = [0.5, 0.6]\n") == [(1, "rk-consistency")]
-    assert scan("A = [[0, 0], [1, 0]]\nb = [0.5, 0.5]\nc = [0, 0.5]\n") == [(1, "rk-consistency")]
-    assert scan("A = [[0, 0], [1, 0]]\nb = [0.5, 0.5]\nc = [0, 1]\n") == []  # Heun, unnamed: right
+def test_an_inconsistent_runge_kutta_table_without_an_order_is_a_consistency_finding() -> None:
+    assert scan("RK_A = [[0, 0], [1, 0]]\nRK_b = [0.5, 0.6]\n") == [(1, "rk-consistency")]
+    assert scan("class Tableau:\n    A = [[0, 0], [1, 0]]\n    b = [0.5, 0.5]\n    c = [0, 0.5]\n") == [
+        (2, "rk-consistency")]
+    assert scan('"""Butcher tables."""\nA = [[0, 0], [1, 0]]\nb = [0.5, 0.5]\nc = [0, 0.5]\n') == [
+        (2, "rk-consistency")]
+    assert scan("RK_A = [[0, 0], [1, 0]]\nRK_b = [0.5, 0.5]\nRK_c = [0, 1]\n") == []  # Heun, unnamed: right
+
+
+@pytest.mark.parametrize("source", [
+    "def test_solve():\n    A = [[4, 1], [1, 3]]\n    b = [1, 2]\n    return solve(A, b)\n",  # A x = b
+    "A = [[1, 1], [-1, 2]]\nb = [4, 1]\nc = [-1, -2]\nres = linprog(c, A_ub=A, b_ub=b)\n",  # linprog's cost
+    "class Work:\n    A = [[0, 0], [1, 0]]\n    b = [0.5, 0.6]\n",  # "work" holds "rk", not as a word
+])
+def test_linear_algebra_named_a_b_c_is_no_runge_kutta_table(source: str) -> None:
+    assert scan(source) == []
 
 
 def test_an_embedded_pair_s_lower_row_is_not_a_defect_but_a_pair_missing_its_high_order_is() -> None:

@@ -64,7 +64,7 @@ def findings_in(tree: ast.Module, file: str) -> list[Finding]:
     for scope, owner in _scopes(tree):
         body = scope.body
         name = "" if isinstance(scope, ast.Module) else scope.name
-        tables = rk.tables_in(body, name or "module", None if isinstance(scope, ast.Module) else scope)
+        tables = rk.tables_in(body, name or _stem(file), scope)
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and not tables:
             written = rk.from_stages(scope, owner)
             tables = [written] if written is not None else []
@@ -75,6 +75,11 @@ def findings_in(tree: ast.Module, file: str) -> list[Finding]:
             found += pairs.check(body, file, name)
     found.sort(key=lambda f: (f.line, f.rule))
     return found
+
+
+def _stem(file: str) -> str:
+    """A module's name for its module-level tables: the file's name without its folder and ".py"."""
+    return file.rsplit("/", 1)[-1].removesuffix(".py")
 
 
 def read(data: bytes, file: str) -> tuple[list[Finding], list[Note]]:

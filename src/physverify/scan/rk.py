@@ -131,14 +131,16 @@ def tables_in(body: Sequence[ast.stmt], owner: str, scope: ast.AST | None = None
     for prefix, parts in groups.items():
         if "a" in parts and "b" in parts:
             doc = ast.get_docstring(scope) if isinstance(scope, _DOCUMENTED) else None  # only where a table is
-            table = _table(parts, scalars, prefix.rstrip("_") or owner, doc, order_attr)
+            context = ast.get_docstring(scope) if isinstance(scope, ast.Module) else doc
+            table = _table(parts, scalars, prefix.rstrip("_") or owner, doc, order_attr, context)
             if table is not None:
                 found.append(table)
     return found
 
 
 def _table(parts: dict[str, tuple[ast.expr, int]], scalars: list[tuple[str, ast.expr]], name: str,
-           doc: str | None, order_attr: int | None) -> Table | None:
+           doc: str | None, order_attr: int | None, context: str | None = None) -> Table | None:
+    """The table the parts spell; None unless it states an order or its names or docstring say Runge-Kutta."""
     for exact in (True, False):
         try:
             env = _scalars(scalars, exact)
@@ -159,6 +161,8 @@ def _table(parts: dict[str, tuple[ast.expr, int]], scalars: list[tuple[str, ast.
         if (c is not None and not _vector(c, len(b))) or (e is not None and not _vector(e, len(b))):
             return None
         stated = (order_attr,) if order_attr else stated_by_name(name, len(b)) or stated_by_docstring(doc)
+        if stated is None and not _says_runge_kutta(name, context):
+            return None  # A, b and c are also a linear system and a cost vector (A x = b, linprog's c)
         return Table(a=a, b=b, c=c, embedded=e, line=parts["a"][1], name=name,  # type: ignore[arg-type]
                      stated=stated, exact=exact)
     return None
@@ -166,6 +170,16 @@ def _table(parts: dict[str, tuple[ast.expr, int]], scalars: list[tuple[str, ast.
 
 def _flat(value: Value) -> list[Value]:
     return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
+
+
+_RUNGE_KUTTA = re.compile(r"(?<![a-z])(?:rk|runge|kutta|butcher|tableau|tableaux|dirk|sdirk|erk|irk)(?![a-z])|"
+                          r"runge-kutta|butcher", re.IGNORECASE)
+
+
+def _says_runge_kutta(name: str, doc: str | None) -> bool:
+    """Whether the table's name (its prefix, class, function or file) or docstring says it is a Runge-Kutta method."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("_", " ")
+    return bool(_RUNGE_KUTTA.search(re.sub(r"\d+", " ", words)) or (doc and _RUNGE_KUTTA.search(doc)))
 
 
 def _scalars(scalars: list[tuple[str, ast.expr]], exact: bool) -> dict[str, Value]:
