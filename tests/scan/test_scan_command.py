@@ -185,3 +185,16 @@ def test_worker_processes_give_the_same_result_as_one_process(tmp_path: Path) ->
     (tmp_path / "bad.py").write_text("def (:\n")
     one, two = run.scan([str(tmp_path)], jobs=1), run.scan([str(tmp_path)], jobs=2)
     assert one == two and len(one.findings) == 10 and len(one.notes) == 1
+
+
+def test_claims_for_other_rules_are_identity_templates_and_suggestions_or_silenced_findings_get_none(
+        tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "units.py").write_text("G = 6.764e-11\ng = 9.18  # physverify: ignore[constant] the exercise's value\n"
+                                       "def to_si(x): ...\ndef from_si(x): ...\n")
+    ran = cli("scan", ".", "--claims", "claims", cwd=tmp_path)
+    assert ran.returncode == 1 and ran.stdout.count("wrote ") == 1, ran.stdout
+    (template,) = (tmp_path / "claims").iterdir()
+    text = template.read_text(encoding="utf-8")
+    assert template.name == "scan_units_G_1.py" and "kind identity" in text
+    assert '"source": "physverify scan",' in text and '"reference": "CODATA 2022 via scipy.constants",' in text
+    assert '"file": "units.py",' in text and '"line": 1,' in text and '"impact": "FILL IN"' in text
