@@ -151,10 +151,17 @@ def test_correct_steppers_in_their_usual_spellings_are_silent(source: str) -> No
 
 @pytest.mark.parametrize("source", [
     "def heun(f, t, y, h):\n    k1 = f(t, y)\n    k2 = f(t + h, y + h*k1)\n    return y + h*(k1 + k2)\n",
+    "def heun(f, t, y, h):\n    k1 = f(t, y)\n    k2 = f(t, y + h*k1)\n    return y + h*(k1 + k2)/2\n",  # every stage at t
     "def midpoint(f, t, y, h):\n    return y + h*f(t + h, y + h/2*f(t, y))\n",
 ])
 def test_broken_steppers_are_found(source: str) -> None:
     assert [rule for _, rule in scan(source)] == ["rk-order"]
+
+
+def test_a_partitioned_stepper_is_not_read_as_one_table() -> None:
+    source = ("def rk2_xv(acc, t, x, v, h):\n    k1 = acc(t, x, v)\n"
+              "    k2 = acc(t + h, x + h*v, v + h*k1)\n    return v + h*(k1 + k2)/2\n")
+    assert rk.from_stages(ast.parse(source).body[0], None) is None  # type: ignore[arg-type]
 
 
 def test_steppers_the_reader_cannot_follow_are_left_alone() -> None:
