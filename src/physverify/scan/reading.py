@@ -9,6 +9,7 @@ with ``ast.walk``, which keeps no stack.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 from typing import Union
 
@@ -22,11 +23,13 @@ Scope = Union[ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef]
 def parse(data: bytes, file: str) -> ast.Module | Note:
     """The module's tree, or a note saying why there is none."""
     if len(data) > MAX_BYTES:
-        return Note(file, f"skipped: larger than {MAX_BYTES >> 20} MiB ({len(data):,} bytes)")
+        return Note(file, f"skipped: larger than {MAX_BYTES >> 20} MiB (generated code or data, not a stepper)")
     if b"\x00" in data[:8192]:
         return Note(file, "skipped: a binary file (it holds NUL bytes)")
     try:
-        return ast.parse(data, filename=file)
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like: the file's business, not ours
+            warnings.simplefilter("ignore")
+            return ast.parse(data, filename=file)
     except SyntaxError as exc:  # includes the parser's "too many nested parentheses"
         where = f" (line {exc.lineno})" if exc.lineno else ""
         return Note(file, f"skipped: not valid Python{where}: {exc.msg}")
