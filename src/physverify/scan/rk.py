@@ -246,6 +246,11 @@ def orders(table: Table, up_to: int = MAX_ORDER) -> tuple[int, ...]:
     return tuple(_row_order(_frozen(table.a), tuple(row), _frozen_row(table.c), table.exact, up_to) for row in rows)
 
 
+def _autonomous_order(table: Table, up_to: int) -> int:
+    """The order of row b when f does not depend on t (the nodes c play no part)."""
+    return _row_order(_frozen(table.a), tuple(table.b), _frozen_row(table.c), table.exact, up_to, False)
+
+
 def _frozen(a: list[list[Value]]) -> tuple[tuple[Value, ...], ...]:
     return tuple(tuple(row) for row in a)
 
@@ -256,11 +261,11 @@ def _frozen_row(c: list[Value] | None) -> tuple[Value, ...] | None:
 
 @lru_cache(maxsize=1024)
 def _row_order(a: tuple[tuple[Value, ...], ...], b: tuple[Value, ...], c: tuple[Value, ...] | None, exact: bool,
-               up_to: int) -> int:
+               up_to: int, nonautonomous: bool = True) -> int:
     """One row's order, remembered by the coefficients: a repository's copies of one table cost one computation."""
     table = Table(a=[list(row) for row in a], b=list(b), c=None if c is None else list(c), embedded=None, line=0,
                   name="", stated=None, exact=exact)
-    return _method(table, table.b).order(up_to, nonautonomous=True)
+    return _method(table, table.b).order(up_to, nonautonomous=nonautonomous)
 
 
 def judge(table: Table, file: str) -> Finding | None:
@@ -271,7 +276,7 @@ def judge(table: Table, file: str) -> Finding | None:
         rows = orders(table, max(table.stated))
         missed = _missed(sorted(rows, reverse=True), sorted(table.stated, reverse=True))
         if missed is not None:
-            autonomous = main.order(max(table.stated)) if stale is not None else rows[0]
+            autonomous = _autonomous_order(table, max(table.stated)) if stale is not None else rows[0]
             return _order_finding(table, file, main, rows[0], autonomous, stale, missed)
     if stale is not None or not main.equal(sum(table.b, 0 * main.one), main.one):
         return _consistency_finding(table, file, main, stale)
