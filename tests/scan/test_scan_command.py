@@ -198,3 +198,14 @@ def test_claims_for_other_rules_are_identity_templates_and_suggestions_or_silenc
     assert template.name == "scan_units_G_1.py" and "kind identity" in text
     assert '"source": "physverify scan",' in text and '"reference": "CODATA 2022 via scipy.constants",' in text
     assert '"file": "units.py",' in text and '"line": 1,' in text and '"impact": "FILL IN"' in text
+
+
+def test_the_sarif_log_is_valid_sarif_2_1_0(project: Path, cli: Cli) -> None:
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0-excerpt.json").read_text(encoding="utf-8"))
+    (project / "solver" / "units.py").write_text("G = 6.764e-11\ndef to_si(x): ...\ndef from_si(x): ...\n")
+    log = json.loads(cli("scan", ".", "--format", "sarif", cwd=project).stdout)
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
+    levels = {result["ruleId"]: result["level"] for result in log["runs"][0]["results"]}
+    assert levels == {"rk-order": "warning", "constant": "warning", "inverse-pair": "note"}
