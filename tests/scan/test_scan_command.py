@@ -209,3 +209,19 @@ def test_the_sarif_log_is_valid_sarif_2_1_0(project: Path, cli: Cli) -> None:
     jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
     levels = {result["ruleId"]: result["level"] for result in log["runs"][0]["results"]}
     assert levels == {"rk-order": "warning", "constant": "warning", "inverse-pair": "note"}
+
+
+def test_the_page_s_examples_are_what_the_scan_prints_and_its_ignore_list_loads(tmp_path: Path, cli: Cli) -> None:
+    from physverify.config import load_config
+
+    page = (ROOT / "docs" / "scan.md").read_text(encoding="utf-8")
+    shutil.copy(RK4, tmp_path / "rk4_step.py")
+    (tmp_path / "units.py").write_text("import numpy\n\nG = 6.764e-11\n")
+    printed = cli("scan", ".", cwd=tmp_path).stdout.splitlines()
+    assert "src/integrators/" + printed[0] in page
+    assert "src/" + printed[1] in page
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL) if "ignore:" in b]
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "physverify.yaml").write_text(block)
+    (entry,) = load_config(tmp_path / "claims").ignore
+    assert entry.rule == "constant" and entry.line == 12 and entry.reason.startswith("values of the 1986")
