@@ -103,6 +103,11 @@ def _run_step() -> dict[str, Any]:
     return next(step for step in _action()["runs"]["steps"] if step.get("id") == "replay")
 
 
+def _replay_outputs() -> list[str]:
+    """The action's outputs the replay step gives (scan-exit-code is the scan step's)."""
+    return [name for name, spec in _action()["outputs"].items() if "steps.replay." in str(spec["value"])]
+
+
 def _step_env(overrides: dict[str, str]) -> dict[str, str]:
     """The run step's env block with each ${{ inputs.x }} replaced by the input's value or default."""
     inputs = {name: str(spec.get("default", "")) for name, spec in _action()["inputs"].items()}
@@ -207,7 +212,7 @@ def test_the_run_step_fails_on_a_regressed_claim_and_says_where(workspace: tuple
     assert re.search(r"^::error file=decay\.py,line=6,title=physverify%3A claim regressed::", ran["stdout"], re.M)
     assert "| confirmed | regressed | `claims/claim_decay.py` | `decay.py:6` | rejected |" in ran["summary"]
     assert ran["summary"].startswith("## physverify replay: gate failed")
-    declared = {name for name in _action()["outputs"]}
+    declared = set(_replay_outputs())
     assert declared <= set(ran["outputs"]), declared - set(ran["outputs"])
     assert ran["outputs"]["gate"] == "fail" and ran["outputs"]["regressed"] == "1"
     assert ran["outputs"]["confirmed"] == "1" and ran["outputs"]["rejected"] == "0"
@@ -442,7 +447,7 @@ def test_three_shards_and_the_merge_job_give_the_verdicts_and_ledger_of_one_unsh
     merged = _run_locally(_checkout(root, tmp_path / "job-merge"), tmp_path, event,
                           {"merge-shards": str(downloads), "sarif": "out.sarif"})
     assert merged["code"] == whole["code"], merged["stdout"] + merged["stderr"]
-    same = [name for name in _action()["outputs"] if name not in ("ledger", "report", "shard-folder")]
+    same = [name for name in _replay_outputs() if name not in ("ledger", "report", "shard-folder")]
     assert {n: merged["outputs"][n] for n in same} == {n: whole["outputs"][n] for n in same}
     assert _lines(merged["stdout"], "::") == _lines(whole["stdout"], "::")
     assert len(_lines(whole["stdout"], "::")) == 7  # 6 regressed, 1 removed

@@ -209,7 +209,7 @@ def test_a_second_unrelated_commit_is_answered_from_the_memo_and_a_fix_still_sto
 def test_the_configurations_in_the_docs_are_valid_for_pre_commit(tmp_path: Path) -> None:
     doc = (ROOT / "docs" / "pre-commit.md").read_text()
     blocks = [block.split("```", 1)[0] for block in doc.split("```yaml\n")[1:]]
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for number, block in enumerate(blocks):
         (tmp_path / f"config{number}.yaml").write_text(block)
         done = _pre_commit("validate-config", f"config{number}.yaml", cwd=tmp_path)

@@ -185,3 +185,43 @@ def test_worker_processes_give_the_same_result_as_one_process(tmp_path: Path) ->
     (tmp_path / "bad.py").write_text("def (:\n")
     one, two = run.scan([str(tmp_path)], jobs=1), run.scan([str(tmp_path)], jobs=2)
     assert one == two and len(one.findings) == 10 and len(one.notes) == 1
+
+
+def test_claims_for_other_rules_are_identity_templates_and_suggestions_or_silenced_findings_get_none(
+        tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "units.py").write_text("G = 6.764e-11\ng = 9.18  # physverify: ignore[constant] the exercise's value\n"
+                                       "def to_si(x): ...\ndef from_si(x): ...\n")
+    ran = cli("scan", ".", "--claims", "claims", cwd=tmp_path)
+    assert ran.returncode == 1 and ran.stdout.count("wrote ") == 1, ran.stdout
+    (template,) = (tmp_path / "claims").iterdir()
+    text = template.read_text(encoding="utf-8")
+    assert template.name == "scan_units_G_1.py" and "kind identity" in text
+    assert '"source": "physverify scan",' in text and '"reference": "CODATA 2022 via scipy.constants",' in text
+    assert '"file": "units.py",' in text and '"line": 1,' in text and '"impact": "FILL IN"' in text
+
+
+def test_the_sarif_log_is_valid_sarif_2_1_0(project: Path, cli: Cli) -> None:
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0-excerpt.json").read_text(encoding="utf-8"))
+    (project / "solver" / "units.py").write_text("G = 6.764e-11\ndef to_si(x): ...\ndef from_si(x): ...\n")
+    log = json.loads(cli("scan", ".", "--format", "sarif", cwd=project).stdout)
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
+    levels = {result["ruleId"]: result["level"] for result in log["runs"][0]["results"]}
+    assert levels == {"rk-order": "warning", "constant": "warning", "inverse-pair": "note"}
+
+
+def test_the_page_s_examples_are_what_the_scan_prints_and_its_ignore_list_loads(tmp_path: Path, cli: Cli) -> None:
+    from physverify.config import load_config
+
+    page = (ROOT / "docs" / "scan.md").read_text(encoding="utf-8")
+    shutil.copy(RK4, tmp_path / "rk4_step.py")
+    (tmp_path / "units.py").write_text("import numpy\n\nG = 6.764e-11\n")
+    printed = cli("scan", ".", cwd=tmp_path).stdout.splitlines()
+    assert "src/integrators/" + printed[0] in page
+    assert "src/" + printed[1] in page
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL) if "ignore:" in b]
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "physverify.yaml").write_text(block)
+    (entry,) = load_config(tmp_path / "claims").ignore
+    assert entry.rule == "constant" and entry.line == 12 and entry.reason.startswith("values of the 1986")

@@ -60,10 +60,22 @@ def test_a_node_that_is_not_the_row_sum_is_an_order_finding_when_the_order_drops
     assert "stage 3 is evaluated at t + h, but its increments sum to 1/2*h" in finding.message
 
 
-def test_a_nameless_inconsistent_table_is_a_consistency_finding() -> None:
-    assert scan("A = [[0, 0], [1, 0]]\nb = [0.5, 0.6]\n") == [(1, "rk-consistency")]
-    assert scan("A = [[0, 0], [1, 0]]\nb = [0.5, 0.5]\nc = [0, 0.5]\n") == [(1, "rk-consistency")]
-    assert scan("A = [[0, 0], [1, 0]]\nb = [0.5, 0.5]\nc = [0, 1]\n") == []  # Heun, unnamed: right
+def test_an_inconsistent_runge_kutta_table_without_an_order_is_a_consistency_finding() -> None:
+    assert scan("RK_A = [[0, 0], [1, 0]]\nRK_b = [0.5, 0.6]\n") == [(1, "rk-consistency")]
+    assert scan("class Tableau:\n    A = [[0, 0], [1, 0]]\n    b = [0.5, 0.5]\n    c = [0, 0.5]\n") == [
+        (2, "rk-consistency")]
+    assert scan('"""Butcher tables."""\nA = [[0, 0], [1, 0]]\nb = [0.5, 0.5]\nc = [0, 0.5]\n') == [
+        (2, "rk-consistency")]
+    assert scan("RK_A = [[0, 0], [1, 0]]\nRK_b = [0.5, 0.5]\nRK_c = [0, 1]\n") == []  # Heun, unnamed: right
+
+
+@pytest.mark.parametrize("source", [
+    "def test_solve():\n    A = [[4, 1], [1, 3]]\n    b = [1, 2]\n    return solve(A, b)\n",  # A x = b
+    "A = [[1, 1], [-1, 2]]\nb = [4, 1]\nc = [-1, -2]\nres = linprog(c, A_ub=A, b_ub=b)\n",  # linprog's cost
+    "class Work:\n    A = [[0, 0], [1, 0]]\n    b = [0.5, 0.6]\n",  # "work" holds "rk", not as a word
+])
+def test_linear_algebra_named_a_b_c_is_no_runge_kutta_table(source: str) -> None:
+    assert scan(source) == []
 
 
 def test_an_embedded_pair_s_lower_row_is_not_a_defect_but_a_pair_missing_its_high_order_is() -> None:
@@ -127,6 +139,9 @@ def test_a_stage_at_the_wrong_time_is_found_at_its_line() -> None:
     "def heun(f, t, y, h):\n    k1 = f(t, y)\n    k2 = f(t + h, y + h*k1)\n    return y + h*(k1 + k2)/2, t + h\n",
     "def midpoint(f, t, y, h):\n    return y + h*f(t + h/2, y + h/2*f(t, y))\n",
     "def euler(f, t, y, h):\n    return y + h*f(t, y)\n",
+    # an argument passed through unchanged, a string among them
+    "def rk2(f, t, y, h, p):\n    k1 = f(t, y, p, 'mode')\n    k2 = f(t + h, y + h*k1, p, 'mode')\n"
+    "    return y + h/2*(k1 + k2)\n",
 ])
 def test_correct_steppers_in_their_usual_spellings_are_silent(source: str) -> None:
     function = ast.parse(source).body[0]
@@ -136,10 +151,17 @@ def test_correct_steppers_in_their_usual_spellings_are_silent(source: str) -> No
 
 @pytest.mark.parametrize("source", [
     "def heun(f, t, y, h):\n    k1 = f(t, y)\n    k2 = f(t + h, y + h*k1)\n    return y + h*(k1 + k2)\n",
+    "def heun(f, t, y, h):\n    k1 = f(t, y)\n    k2 = f(t, y + h*k1)\n    return y + h*(k1 + k2)/2\n",  # every stage at t
     "def midpoint(f, t, y, h):\n    return y + h*f(t + h, y + h/2*f(t, y))\n",
 ])
 def test_broken_steppers_are_found(source: str) -> None:
     assert [rule for _, rule in scan(source)] == ["rk-order"]
+
+
+def test_a_partitioned_stepper_is_not_read_as_one_table() -> None:
+    source = ("def rk2_xv(acc, t, x, v, h):\n    k1 = acc(t, x, v)\n"
+              "    k2 = acc(t + h, x + h*v, v + h*k1)\n    return v + h*(k1 + k2)/2\n")
+    assert rk.from_stages(ast.parse(source).body[0], None) is None  # type: ignore[arg-type]
 
 
 def test_steppers_the_reader_cannot_follow_are_left_alone() -> None:

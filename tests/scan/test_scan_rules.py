@@ -114,3 +114,8 @@ def test_functions_that_look_like_inverses_are_a_suggestion(source: str) -> None
 ])
 def test_single_functions_and_near_names_are_silent(source: str) -> None:
     assert scan(source) == []
+
+
+def test_a_grid_with_a_long_decimal_is_read_in_floats() -> None:
+    source = "x = np.linspace(0, 6.43369157032015e-09, N)\ndx = 6.43369157032015e-09 / N\n"
+    assert [rule for _, rule in scan(source)] == ["grid-spacing"]

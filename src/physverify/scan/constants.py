@@ -129,12 +129,15 @@ def judge(name: str, value: float, digits: str) -> str | None:
     shown_true = f"{true:.{n - 1}e}".split("e")[0].replace(".", "")
     if _swapped(digits, shown_true):
         return f"two neighbouring digits of {key} are swapped ({digits} where it is {shown_true})"
-    power = round(math.log10(value / true))
+    ratio = value / true
+    if not math.isfinite(ratio) or ratio == 0:
+        return None  # 1e308 is no near miss of anything
+    power = round(math.log10(ratio))
     if abs(power) == 1 and _near(value / 10.0 ** power, true, n, tol):
         return f"it is {key} times 10**{power}: the exponent is off by one"
-    ratio = abs(value - true) / true
-    if tol < ratio <= HIGH and n >= 3:
-        return f"it differs from {key} by {ratio:.2%}, more than the rounding of the {n} digits it shows"
+    off = abs(value - true) / true
+    if tol < off <= HIGH and n >= 3:
+        return f"it differs from {key} by {off:.2%}, more than the rounding of the {n} digits it shows"
     return None
 
 

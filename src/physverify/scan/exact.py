@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from collections.abc import Iterable
 from typing import Union
 
 
@@ -130,3 +131,10 @@ def decimal(text: str) -> Fraction:
     if digits > 8:
         raise Inexact(text)
     return Fraction(text.replace("_", ""))
+
+
+def one_root(values: Iterable[object]) -> None:
+    """Inexact unless every surd among ``values`` is a multiple of one and the same square root."""
+    roots = {v.d for v in values if isinstance(v, Surd) and v.d != 1}
+    if len(roots) > 1:
+        raise Inexact("two different square roots")

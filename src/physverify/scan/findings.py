@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from physverify.verdict import ExitCode
+
 RULES = {
     "rk-order": "A Runge-Kutta method whose coefficients do not have the order it states",
     "rk-consistency": "A Runge-Kutta table whose nodes differ from the row sums of A, or whose weights do not sum to 1",
@@ -56,6 +58,4 @@ class ScanResult:
 
     @property
     def exit_code(self) -> int:
-        from physverify.verdict import ExitCode
-
         return ExitCode.FINDING if any(not f.informational for f in self.findings) else ExitCode.OK

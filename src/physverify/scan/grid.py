@@ -14,9 +14,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from physverify.scan.exact import Inexact
 from physverify.scan.findings import Finding
 from physverify.scan.stages import Poly, Evaluator
-from physverify.scan.values import Reader, Unknown, last_name
+from physverify.scan.values import UNREADABLE, Reader, last_name
 
 REFERENCE = "NumPy reference, numpy.linspace and numpy.arange (the end point and the step)"
 
@@ -32,15 +33,16 @@ class _Grid:
     line: int
 
 
-def _evaluator() -> Evaluator:
-    return Evaluator("\x00none", Reader({}, exact=True))
-
-
 def _poly(node: ast.AST) -> Poly | None:
-    try:
-        return _evaluator().expr(node)
-    except (Unknown, ZeroDivisionError, OverflowError, TypeError, ValueError, ArithmeticError):
-        return None
+    """The expression as a polynomial in its names: exactly, or in floats when it holds a long decimal."""
+    for exact in (True, False):
+        try:
+            return Evaluator("\x00none", Reader({}, exact=exact)).expr(node)
+        except Inexact:
+            continue
+        except UNREADABLE:
+            return None
+    return None
 
 
 def _opaque(p: Poly) -> bool:

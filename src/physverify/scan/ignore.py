@@ -20,14 +20,11 @@ from physverify.scan.findings import Finding, Note
 _COMMENT = re.compile(rb"#\s*physverify:\s*ignore\[(?P<rules>[^\]]*)\](?P<reason>[^\r\n]*)")
 
 
-def _line(data: bytes, number: int) -> bytes:
-    lines = data.splitlines()
-    return lines[number - 1] if 0 < number <= len(lines) else b""
-
-
-def by_comment(finding: Finding, data: bytes) -> tuple[Finding, Note | None]:
-    """The finding, silenced when its line says so with a reason; a note for a comment without a reason."""
-    match = _COMMENT.search(_line(data, finding.line))
+def by_comment(finding: Finding, lines: Sequence[bytes]) -> tuple[Finding, Note | None]:
+    """The finding, silenced when its line (of the file's ``lines``) says so with a reason; a note for a comment
+    without a reason."""
+    line = lines[finding.line - 1] if 0 < finding.line <= len(lines) else b""
+    match = _COMMENT.search(line)
     if match is None:
         return finding, None
     rules = {r.strip() for r in match.group("rules").decode("utf-8", "replace").split(",")}

@@ -9,6 +9,7 @@ with ``ast.walk``, which keeps no stack.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 from typing import Union
 
@@ -22,11 +23,13 @@ Scope = Union[ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef]
 def parse(data: bytes, file: str) -> ast.Module | Note:
     """The module's tree, or a note saying why there is none."""
     if len(data) > MAX_BYTES:
-        return Note(file, f"skipped: larger than {MAX_BYTES >> 20} MiB ({len(data):,} bytes)")
+        return Note(file, f"skipped: larger than {MAX_BYTES >> 20} MiB (generated code or data, not a stepper)")
     if b"\x00" in data[:8192]:
         return Note(file, "skipped: a binary file (it holds NUL bytes)")
     try:
-        return ast.parse(data, filename=file)
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like: the file's business, not ours
+            warnings.simplefilter("ignore")
+            return ast.parse(data, filename=file)
     except SyntaxError as exc:  # includes the parser's "too many nested parentheses"
         where = f" (line {exc.lineno})" if exc.lineno else ""
         return Note(file, f"skipped: not valid Python{where}: {exc.msg}")
@@ -64,7 +67,7 @@ def findings_in(tree: ast.Module, file: str) -> list[Finding]:
     for scope, owner in _scopes(tree):
         body = scope.body
         name = "" if isinstance(scope, ast.Module) else scope.name
-        tables = rk.tables_in(body, name or "module", None if isinstance(scope, ast.Module) else scope)
+        tables = rk.tables_in(body, name or _stem(file), scope)
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and not tables:
             written = rk.from_stages(scope, owner)
             tables = [written] if written is not None else []
@@ -75,6 +78,11 @@ def findings_in(tree: ast.Module, file: str) -> list[Finding]:
             found += pairs.check(body, file, name)
     found.sort(key=lambda f: (f.line, f.rule))
     return found
+
+
+def _stem(file: str) -> str:
+    """A module's name for its module-level tables: the file's name without its folder and ".py"."""
+    return file.rsplit("/", 1)[-1].removesuffix(".py")
 
 
 def read(data: bytes, file: str) -> tuple[list[Finding], list[Note]]:

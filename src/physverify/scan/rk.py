@@ -20,10 +20,10 @@ from fractions import Fraction
 from typing import Any
 
 from physverify.scan import stages as stage_code
-from physverify.scan.exact import Inexact
+from physverify.scan.exact import Inexact, one_root
 from physverify.scan.findings import BUTCHER, HAIRER, Finding
 from physverify.scan.trees import MAX_ORDER, Method, condition_text, first_failing
-from physverify.scan.values import Reader, Unknown, Value
+from physverify.scan.values import UNREADABLE, Reader, Value
 
 # Names that state an order, most specific first, matched on the name in lower case with its words
 # joined by "_" (camelCase split), each at the start of a word.
@@ -131,32 +131,55 @@ def tables_in(body: Sequence[ast.stmt], owner: str, scope: ast.AST | None = None
     for prefix, parts in groups.items():
         if "a" in parts and "b" in parts:
             doc = ast.get_docstring(scope) if isinstance(scope, _DOCUMENTED) else None  # only where a table is
-            table = _table(parts, scalars, prefix.rstrip("_") or owner, doc, order_attr)
+            context = ast.get_docstring(scope) if isinstance(scope, ast.Module) else doc
+            table = _table(parts, scalars, prefix.rstrip("_") or owner, doc, order_attr, context)
             if table is not None:
                 found.append(table)
     return found
 
 
 def _table(parts: dict[str, tuple[ast.expr, int]], scalars: list[tuple[str, ast.expr]], name: str,
-           doc: str | None, order_attr: int | None) -> Table | None:
+           doc: str | None, order_attr: int | None, context: str | None = None) -> Table | None:
+    """The table the parts spell; None unless it states an order or its names or docstring say Runge-Kutta."""
     for exact in (True, False):
         try:
             env = _scalars(scalars, exact)
             read = {role: Reader(env, exact).value(node) for role, (node, _) in parts.items()}
         except Inexact:
             continue
-        except (Unknown, ZeroDivisionError, OverflowError, TypeError, ValueError):
+        except UNREADABLE:
             return None
         a, b = _square(read["a"], read["b"]), read["b"]
+        if exact:
+            try:
+                one_root(_flat(list(read.values())))
+            except Inexact:
+                continue  # sqrt(2) and sqrt(3) in one table: its conditions are judged in floats
         if a is None or not isinstance(b, list) or any(isinstance(x, list) for x in b):
             return None
         c, e = read.get("c"), read.get("e")
         if (c is not None and not _vector(c, len(b))) or (e is not None and not _vector(e, len(b))):
             return None
         stated = (order_attr,) if order_attr else stated_by_name(name, len(b)) or stated_by_docstring(doc)
+        if stated is None and not _says_runge_kutta(name, context):
+            return None  # A, b and c are also a linear system and a cost vector (A x = b, linprog's c)
         return Table(a=a, b=b, c=c, embedded=e, line=parts["a"][1], name=name,  # type: ignore[arg-type]
                      stated=stated, exact=exact)
     return None
+
+
+def _flat(value: Value) -> list[Value]:
+    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
+
+
+_RUNGE_KUTTA = re.compile(r"(?<![a-z])(?:rk|runge|kutta|butcher|tableau|tableaux|dirk|sdirk|erk|irk)(?![a-z])|"
+                          r"runge-kutta|butcher", re.IGNORECASE)
+
+
+def _says_runge_kutta(name: str, doc: str | None) -> bool:
+    """Whether the table's name (its prefix, class, function or file) or docstring says it is a Runge-Kutta method."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("_", " ")
+    return bool(_RUNGE_KUTTA.search(re.sub(r"\d+", " ", words)) or (doc and _RUNGE_KUTTA.search(doc)))
 
 
 def _scalars(scalars: list[tuple[str, ast.expr]], exact: bool) -> dict[str, Value]:
@@ -164,7 +187,7 @@ def _scalars(scalars: list[tuple[str, ast.expr]], exact: bool) -> dict[str, Valu
     for name, node in scalars:
         try:
             value = Reader(env, exact).value(node)
-        except (Unknown, ZeroDivisionError, OverflowError, TypeError, ValueError):
+        except UNREADABLE:
             continue
         if not isinstance(value, list):
             env[name] = value
@@ -223,6 +246,11 @@ def orders(table: Table, up_to: int = MAX_ORDER) -> tuple[int, ...]:
     return tuple(_row_order(_frozen(table.a), tuple(row), _frozen_row(table.c), table.exact, up_to) for row in rows)
 
 
+def _autonomous_order(table: Table, up_to: int) -> int:
+    """The order of row b when f does not depend on t (the nodes c play no part)."""
+    return _row_order(_frozen(table.a), tuple(table.b), _frozen_row(table.c), table.exact, up_to, False)
+
+
 def _frozen(a: list[list[Value]]) -> tuple[tuple[Value, ...], ...]:
     return tuple(tuple(row) for row in a)
 
@@ -233,11 +261,11 @@ def _frozen_row(c: list[Value] | None) -> tuple[Value, ...] | None:
 
 @lru_cache(maxsize=1024)
 def _row_order(a: tuple[tuple[Value, ...], ...], b: tuple[Value, ...], c: tuple[Value, ...] | None, exact: bool,
-               up_to: int) -> int:
+               up_to: int, nonautonomous: bool = True) -> int:
     """One row's order, remembered by the coefficients: a repository's copies of one table cost one computation."""
     table = Table(a=[list(row) for row in a], b=list(b), c=None if c is None else list(c), embedded=None, line=0,
                   name="", stated=None, exact=exact)
-    return _method(table, table.b).order(up_to, nonautonomous=True)
+    return _method(table, table.b).order(up_to, nonautonomous=nonautonomous)
 
 
 def judge(table: Table, file: str) -> Finding | None:
@@ -248,7 +276,7 @@ def judge(table: Table, file: str) -> Finding | None:
         rows = orders(table, max(table.stated))
         missed = _missed(sorted(rows, reverse=True), sorted(table.stated, reverse=True))
         if missed is not None:
-            autonomous = main.order(max(table.stated)) if stale is not None else rows[0]
+            autonomous = _autonomous_order(table, max(table.stated)) if stale is not None else rows[0]
             return _order_finding(table, file, main, rows[0], autonomous, stale, missed)
     if stale is not None or not main.equal(sum(table.b, 0 * main.one), main.one):
         return _consistency_finding(table, file, main, stale)

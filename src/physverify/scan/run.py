@@ -109,9 +109,10 @@ def _one(file: str, config: Config | None, root: Path | None) -> tuple[list[Find
     if isinstance(data, str):
         return [], [Note(file, data)]
     found, notes = reading.read(data, file)
+    lines = data.splitlines() if found else []  # split once, and only for a file with findings
     result = []
     for finding in found:
-        finding, note = ignore.by_comment(finding, data)
+        finding, note = ignore.by_comment(finding, lines)
         if note is not None:
             notes.append(note)
         if finding.silenced is None and config is not None and config.ignore:

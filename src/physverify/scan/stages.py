@@ -15,15 +15,16 @@ function unread, never guessed at.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from physverify.scan.exact import Inexact
+from physverify.scan.exact import Inexact, one_root
 from physverify.gate.specscan import nodes  # the fast walk: ast.walk's generators cost more than the parse
-from physverify.scan.values import MAX_DEPTH, Reader, Unknown, dotted
+from physverify.scan.values import UNREADABLE, MAX_DEPTH, Reader, Unknown, dotted
 
 Monomial = tuple[str, ...]  # sorted symbol names, with repeats for powers
 _STAGE = "\x00K"  # stage symbols: no Python name starts with NUL
@@ -104,7 +105,10 @@ class Evaluator:
         if depth > MAX_DEPTH:
             raise Unknown("nested too deeply")
         if isinstance(node, ast.Constant):
-            return Poly({(): self.numbers.value(node)})
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                return Poly({(): self.numbers.value(node)})
+            # a string or None is no coefficient: a symbol of its own, the same wherever it is written
+            return Poly.symbol(f"\x00={node.value!r}", self.one)
         if isinstance(node, ast.Name):
             return self.env.get(node.id) or Poly.symbol(node.id, self.one)
         if isinstance(node, ast.Attribute) and (name := dotted(node)) is not None:
@@ -143,7 +147,7 @@ class Evaluator:
             return Poly.symbol(f"{_STAGE}{len(self.calls):03d}", self.one)
         try:  # a number written as a call: Fraction(1, 6), np.sqrt(3)
             return Poly({(): self.numbers.value(node)})
-        except Unknown:
+        except UNREADABLE:
             return self._opaque()
 
     def statement(self, node: ast.stmt) -> Poly | None:
@@ -212,7 +216,7 @@ def read(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Stages | None:
                 found = _read(function, rhs, exact)
             except Inexact:
                 continue  # long decimals or two square roots: read again in floats
-            except (Unknown, ZeroDivisionError, OverflowError, TypeError):
+            except UNREADABLE:
                 found = None
             if found is not None:
                 return found
@@ -240,7 +244,8 @@ def _calls(node: ast.AST, rhs: str) -> bool:
 
 
 def _arguments(calls: Sequence[tuple[list[Poly], dict[str, Poly], int]]) -> Iterator[list[Poly]]:
-    """Each argument (by position, then by keyword) across the stage calls; None-free only when all calls agree."""
+    """Each argument's values across the stage calls, by position, then by keyword when every call names the same
+    keywords; nothing when the calls differ in their number of positional arguments."""
     n = len(calls[0][0])
     if any(len(args) != n for args, _, _ in calls):
         return
@@ -257,15 +262,19 @@ def _table(calls: Sequence[tuple[list[Poly], dict[str, Poly], int]], update: Pol
     s = len(calls)
     state_at = time_at = None
     for column in _arguments(calls):
+        if s > 1 and all(p.terms == column[0].terms for p in column) and not _is_time(column[0]):
+            continue  # the same argument in every call (a parameter passed through)
         if _single_symbol(column[0]) is None:
-            if s > 1 and all(p.terms == column[0].terms for p in column):
-                continue  # the same argument in every call (a parameter passed through)
             return None
         if any(any(x.startswith(_STAGE) for x in p.symbols()) for p in column) or \
                 (s == 1 and _single_symbol(column[0]) in update.symbols()):
-            state_at = state_at or column
+            if state_at is not None:
+                return None  # two states advanced by the stages: a partitioned method, not one table
+            state_at = column
         else:
-            time_at = time_at or column
+            if time_at is not None and s > 1:
+                return None  # two arguments that move without the stages: which one is the time is a guess
+            time_at = time_at or column  # one stage: every argument is its first stage's, at c_1 = 0
     if state_at is None:
         return None
     y = _single_symbol(state_at[0])
@@ -279,7 +288,19 @@ def _table(calls: Sequence[tuple[list[Poly], dict[str, Poly], int]], update: Pol
     c = [_node(p, h) for p in time_at] if time_at is not None else [sum(row, 0 * one) for row in a]  # type: ignore[arg-type]
     if any(ci is None for ci in c):
         return None
+    if exact:  # Inexact: read again in floats
+        one_root([x for row in a for x in row or ()] + list(b) + list(c))
     return Stages(a=a, b=b, c=c, lines=[line for _, _, line in calls], exact=exact)  # type: ignore[arg-type]
+
+
+# Names of the time argument: a time that is the same in every stage call is every stage at t_n, a defect, while
+# any other argument the same in every call is a parameter passed through.
+_TIME = re.compile(r"(?:self\.)?(?:t|time|tn|t_n|t0|t_0|tk|t_k|ti|t_i|t_old|t_now|t_cur|t_current|current_time)")
+
+
+def _is_time(p: Poly) -> bool:
+    name = _single_symbol(p)
+    return name is not None and _TIME.fullmatch(name) is not None
 
 
 def _single_symbol(p: Poly) -> str | None:

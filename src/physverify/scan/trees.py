@@ -141,7 +141,7 @@ def condition_text(tree: Tree) -> str:
     if all(child == () for child in tree):
         k = len(tree)
         power = "" if k == 0 else " c_i" if k == 1 else f" c_i^{k}"
-        return f"sum b_i{power} = 1/{gamma(tree)}"
+        return f"sum b_i{power} = {'1' if gamma(tree) == 1 else f'1/{gamma(tree)}'}"
     return f"the order-{n} condition of the tree {_spell(tree)} (gamma = {gamma(tree)})"
 
 

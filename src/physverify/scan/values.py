@@ -23,6 +23,11 @@ class Unknown(Exception):
     """An expression whose value cannot be read statically."""
 
 
+# What reading a hostile expression may raise besides Unknown: 1/0, 1e308**2, sqrt(-1), a list times a list.
+# Every reader catches this one tuple, and the expression is then unread, never a traceback.
+UNREADABLE = (Unknown, ArithmeticError, TypeError, ValueError)
+
+
 Value = Union[Num, float, list["Value"]]
 
 _ARRAY_MAKERS = frozenset({"array", "asarray", "asanyarray", "tuple", "list"})
@@ -113,6 +118,8 @@ class Reader:
 
     def _sqrt(self, x: Value) -> Value:
         if not self.exact:
+            if float(x) < 0:  # type: ignore[arg-type]
+                raise Unknown("sqrt of a negative number")
             return math.sqrt(float(x))  # type: ignore[arg-type]
         s = as_surd(x)  # type: ignore[arg-type]
         if not s.is_rational() or s.a < 0:
