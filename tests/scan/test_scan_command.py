@@ -212,7 +212,7 @@ def test_the_sarif_log_is_valid_sarif_2_1_0(project: Path, cli: Cli) -> None:
 
 
 def test_the_page_s_examples_are_what_the_scan_prints_and_its_ignore_list_loads(tmp_path: Path, cli: Cli) -> None:
-    from physverify.config import load_config
+    from physverify.gate.config import load_config
 
     page = (ROOT / "docs" / "scan.md").read_text(encoding="utf-8")
     shutil.copy(RK4, tmp_path / "rk4_step.py")
