@@ -21,7 +21,7 @@ from pathlib import Path
 
 import git
 import pytest
-from support.fixtures import Ran, init_repo, run_process
+from support.fixtures import Ran, init_repo, run_process, verdict_line
 
 from physverify import sandbox
 from physverify.errors import PhysverifyError, UsageError
@@ -175,7 +175,7 @@ def test_a_fork_bomb_ends_as_not_decidable_with_its_ledger_line_and_the_host_sta
     assert time.monotonic() - start < 10
     stdout, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2
-    assert stdout.startswith("not decidable (impact: unknown): timed out after 6 s")
+    assert verdict_line(stdout).startswith("not decidable (impact: unknown): timed out after 6 s")
     line = json.loads((repo / "confirm_ledger.jsonl").read_text().splitlines()[-1])
     assert (line["verdict"], line["claim_file"]) == ("not decidable", claim.name)
     assert not _processes_mentioning(claim.name)
@@ -189,7 +189,7 @@ def test_a_50_gb_allocation_ends_as_not_decidable_with_the_reason_and_its_ledger
         """, imports="import numpy")
     completed = in_sandbox(repo, "confirm", claim.name, "--timeout", "60")
     assert completed.returncode == 2
-    assert completed.stdout.startswith("not decidable"), completed.stdout
+    assert verdict_line(completed.stdout).startswith("not decidable"), completed.stdout
     assert "check ERROR hog.py: MemoryError" in completed.stdout
     line = json.loads((repo / "confirm_ledger.jsonl").read_text().splitlines()[-1])
     assert line["verdict"] == "not decidable" and "MemoryError" in line["checks"][0]["message"]
