@@ -317,6 +317,19 @@ def test_paths_are_translated_to_the_mount_and_only_the_ledger_and_outputs_are_w
     assert plan.cwd == "/repo" and plan.commit == git.Repo(repo).head.commit.hexsha
 
 
+def test_each_report_file_of_a_replay_is_bound_writable_and_only_its_path_is_translated(repo: Path) -> None:
+    """Issue 38: --report FORMAT=PATH writes a file, as --output does; the format stays as given."""
+    (repo / "claims").mkdir()
+    outside = repo.parent / "replay.xml"
+    plan = sandbox.make_plan(_inner("replay", "claims", "--report", f"junit={outside}", "--report=sarif=r.sarif",
+                                    folders=("claims",)), repo=repo, cwd=repo)
+    assert plan.args[:5] == ("replay", "claims", "--report", "junit=/out/0/replay.xml", "--report")
+    assert plan.args[5] == "sarif=r.sarif"
+    assert {f.host for f in plan.writable} >= {outside.resolve(), repo.resolve() / "r.sarif"}
+    with pytest.raises(UsageError, match="give FORMAT=PATH"):
+        sandbox.make_plan(_inner("replay", "claims", "--report", "junit", folders=("claims",)), repo=repo, cwd=repo)
+
+
 def test_the_default_ledgers_are_made_explicit_and_writable(repo: Path) -> None:
     (repo / "claims").mkdir()
     confirm = sandbox.make_plan(_inner("confirm", "x.py"), repo=repo, cwd=repo / "claims")
