@@ -47,7 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     folders: list[str] = config.getoption("claims")
     if folders or config.getoption("verify_specs"):
-        config.pluginmanager.register(Collector(config, folders), "physverify-claims")
+        config.pluginmanager.register(ClaimsPlugin(config, folders), "physverify-claims")
 
 
 class ClaimFailed(Exception):
@@ -58,7 +58,7 @@ class ClaimFailed(Exception):
         self.run = run
 
 
-class Collector:
+class ClaimsPlugin:
     """The plugin's work once ``--claims`` or ``--verify-specs`` is given: which files are claims or specs."""
 
     def __init__(self, config: pytest.Config, folders: Sequence[str]) -> None:
