@@ -495,12 +495,12 @@ def test_the_junit_time_of_a_claim_is_its_whole_run_not_only_its_checks(
     assert case is not None and float(case.get("time") or 0) >= 1.5, done.stdout
 
 
-@pytest.mark.parametrize("value", ["junit", "junit=", "yaml=r.yaml", "junit=-"])
-def test_a_report_without_a_known_format_and_a_file_is_a_usage_error(
+@pytest.mark.parametrize("value", ["junit", "junit=", "yaml=r.yaml", "junit=-", "sarif=r.xml"])
+def test_a_report_without_a_known_format_and_a_file_of_its_own_is_a_usage_error(
     project: git.Repo, physverify: Callable[..., Ran], value: str
 ) -> None:
     root = Path(project.working_tree_dir or "")
-    done = physverify("replay", "claims", "--trusted", "--report", value, cwd=root)
+    done = physverify("replay", "claims", "--trusted", "--report", "junit=r.xml", "--report", value, cwd=root)
     assert done.returncode == ExitCode.ERROR and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert "--report" in done.stderr and not (root / "claims" / "confirm_ledger.jsonl").exists()
 
