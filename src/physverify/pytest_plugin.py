@@ -67,6 +67,7 @@ class ClaimsPlugin:
         for folder in self.folders:
             if not folder.is_dir():
                 raise pytest.UsageError(f"--claims {folder}: not a claims folder")
+        self.excludes = [_exclude(folder) for folder in self.folders]  # a bad physverify.yaml stops the run here
         self.baseline: str | None = config.getoption("claims_baseline")
         self._claims: dict[Path, Path] | None = None  # each claim file (resolved) -> its claims folder
         self._add_to_collection(config)
@@ -83,12 +84,11 @@ class ClaimsPlugin:
         """The claim files of the folders, found by replay's own discovery (its rules and physverify.yaml's
         ``exclude``), read once per pytest process."""
         if self._claims is None:
-            from physverify.config import load_config
             from physverify.replay import discover
 
             self._claims = {}
-            for folder in self.folders:
-                for path in discover(folder, load_config(folder).exclude):
+            for folder, exclude in zip(self.folders, self.excludes):
+                for path in discover(folder, exclude):
                     self._claims.setdefault(path.resolve(), folder)
         return self._claims
 
@@ -106,6 +106,17 @@ class ClaimsPlugin:
             kept = [node for node in collected if not isinstance(node, pytest.Module)]
             return [*kept, SpecFile.from_parent(parent, path=file_path)]
         return collected
+
+
+def _exclude(folder: Path) -> tuple[str, ...]:
+    """physverify.yaml's ``exclude`` globs of ``folder``; a bad file is a usage error in one line, as replay's."""
+    from physverify.config import load_config
+    from physverify.errors import PhysverifyError
+
+    try:
+        return tuple(load_config(folder).exclude)
+    except PhysverifyError as exc:
+        raise pytest.UsageError(f"--claims {folder}: {exc}") from None
 
 
 # --- claims -------------------------------------------------------------------------------
