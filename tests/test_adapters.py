@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.fixtures import Ran
+from support.fixtures import Ran, verdict_line
 
 from physverify import ManufacturedODE, from_second_order_step, from_step, mms_order_study, zero_source
 from physverify.adapters import exact_steps
@@ -191,8 +191,8 @@ def confirm(cli: Callable[..., Ran], tmp_path: Path, module: str, code: str, bod
 
 
 def verdict(ran: Ran) -> str:
-    """The verdict word(s) of the first line of confirm's output."""
-    match = re.match(r"(confirmed|rejected|not decidable)", ran.stdout)
+    """The verdict word(s) of confirm's verdict line (after the control and check lines)."""
+    match = re.match(r"(confirmed|rejected|not decidable)", verdict_line(ran.stdout))
     assert match, ran.stdout + ran.stderr
     return match.group(1)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.fixtures import verdict_line
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -372,7 +373,7 @@ def test_a_claim_on_the_reproduction_is_not_decidable_end_to_end(tmp_path: Path,
     # in this process (the cli fixture): the claim still runs in its own child
     run = cli("confirm", str(claim), "--trusted", "--ledger", str(tmp_path / "ledger.jsonl"), cwd=tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
-    assert run.stdout.startswith("not decidable (impact: used)")
+    assert verdict_line(run.stdout).startswith("not decidable (impact: used)")
     assert "check INCONCLUSIVE RK4 is fourth order on a fast drive" in run.stdout
     assert "add resolutions finer than h = 0.05" in run.stdout
 

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from support.fixtures import Ran
+from support.fixtures import Ran, verdict_line
 
 from physverify import FAIL, PASS, OrderResult, convergence_study, refinement_path
 
@@ -61,13 +61,13 @@ def test_the_seeded_defect_is_confirmed_and_the_fixed_solver_rejected(examples: 
                                                                      cli: Callable[..., Ran]) -> None:
     solver, defect, fix = FIXES[claim]
     run = confirm(cli, examples / claim, examples / "ledger.jsonl")
-    assert (run.returncode, run.stdout.split(" (")[0]) == (1, "confirmed"), run.stdout + run.stderr
+    assert (run.returncode, verdict_line(run.stdout).split(" (")[0]) == (1, "confirmed"), run.stdout + run.stderr
     assert "control PASS" in run.stdout and "check FAIL" in run.stdout
     code = (examples / solver).read_text(encoding="utf-8")
     assert code.count(defect) == 1
     (examples / solver).write_text(code.replace(defect, fix), encoding="utf-8")
     run = confirm(cli, examples / claim, examples / "ledger.jsonl")
-    assert (run.returncode, run.stdout.split(" (")[0]) == (0, "rejected"), run.stdout + run.stderr
+    assert (run.returncode, verdict_line(run.stdout).split(" (")[0]) == (0, "rejected"), run.stdout + run.stderr
 
 
 def load(folder: Path, name: str) -> ModuleType:

@@ -161,3 +161,10 @@ def test_a_claims_folder_that_is_not_there_is_a_usage_error(project: git.Repo) -
     root = Path(project.working_tree_dir or "")
     done = pytest_run(root, "--claims", "nope")
     assert done.returncode == 4 and "--claims" in done.stderr and "nope: not a claims folder" in done.stderr
+
+
+def test_a_bad_physverify_yaml_is_one_usage_error_naming_it(project: git.Repo) -> None:
+    root = Path(project.working_tree_dir or "")
+    (root / "claims" / "physverify.yaml").write_text("timeout: soon\n")
+    done = pytest_run(root, "--claims", "claims")
+    assert done.returncode == 4 and "physverify.yaml" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.fixtures import verdict_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
@@ -253,7 +254,7 @@ def test_the_seeded_defect_is_confirmed_and_the_fixed_code_rejected(examples: Pa
     # in this process (the claim still runs in its own child): what is checked is the printed verdict and lines
     code, defect, fix = FIXES[claim]
     ran = cli("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
-    assert (ran.returncode, ran.stdout.split(" (")[0]) == (1, "confirmed"), ran.stdout + ran.stderr
+    assert (ran.returncode, verdict_line(ran.stdout).split(" (")[0]) == (1, "confirmed"), ran.stdout + ran.stderr
     assert "control PASS" in ran.stdout and "check FAIL" in ran.stdout
     page = PAGE.read_text(encoding="utf-8")
     missing = [line for line in ran.stdout.splitlines() if line not in page.splitlines()]
@@ -262,7 +263,7 @@ def test_the_seeded_defect_is_confirmed_and_the_fixed_code_rejected(examples: Pa
     assert text.count(defect) == 1
     (examples / code).write_text(text.replace(defect, fix), encoding="utf-8")
     ran = cli("confirm", claim, "--trusted", "--ledger", "ledger.jsonl", cwd=examples)
-    assert (ran.returncode, ran.stdout.split(" (")[0]) == (0, "rejected"), ran.stdout + ran.stderr
+    assert (ran.returncode, verdict_line(ran.stdout).split(" (")[0]) == (0, "rejected"), ran.stdout + ran.stderr
 
 
 def checks_without_time(ledger: Path) -> list[bytes]:

@@ -47,7 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     folders: list[str] = config.getoption("claims")
     if folders or config.getoption("verify_specs"):
-        config.pluginmanager.register(Collector(config, folders), "physverify-claims")
+        config.pluginmanager.register(ClaimsPlugin(config, folders), "physverify-claims")
 
 
 class ClaimFailed(Exception):
@@ -58,7 +58,7 @@ class ClaimFailed(Exception):
         self.run = run
 
 
-class Collector:
+class ClaimsPlugin:
     """The plugin's work once ``--claims`` or ``--verify-specs`` is given: which files are claims or specs."""
 
     def __init__(self, config: pytest.Config, folders: Sequence[str]) -> None:
@@ -67,6 +67,7 @@ class Collector:
         for folder in self.folders:
             if not folder.is_dir():
                 raise pytest.UsageError(f"--claims {folder}: not a claims folder")
+        self.excludes = [_exclude(folder) for folder in self.folders]  # a bad physverify.yaml stops the run here
         self.baseline: str | None = config.getoption("claims_baseline")
         self._claims: dict[Path, Path] | None = None  # each claim file (resolved) -> its claims folder
         self._add_to_collection(config)
@@ -87,8 +88,8 @@ class Collector:
             from physverify.gate.replay import discover
 
             self._claims = {}
-            for folder in self.folders:
-                for path in discover(folder, load_config(folder).exclude):
+            for folder, exclude in zip(self.folders, self.excludes):
+                for path in discover(folder, exclude):
                     self._claims.setdefault(path.resolve(), folder)
         return self._claims
 
@@ -106,6 +107,17 @@ class Collector:
             kept = [node for node in collected if not isinstance(node, pytest.Module)]
             return [*kept, SpecFile.from_parent(parent, path=file_path)]
         return collected
+
+
+def _exclude(folder: Path) -> tuple[str, ...]:
+    """physverify.yaml's ``exclude`` globs of ``folder``; a bad file is a usage error in one line, as replay's."""
+    from physverify.config import load_config
+    from physverify.errors import PhysverifyError
+
+    try:
+        return tuple(load_config(folder).exclude)
+    except PhysverifyError as exc:
+        raise pytest.UsageError(f"--claims {folder}: {exc}") from None
 
 
 # --- claims -------------------------------------------------------------------------------

@@ -473,9 +473,13 @@ def test_one_replay_writes_junit_sarif_and_html_reports_that_validate_and_prints
     xmlschema.XMLSchema(DATA / "junit.xsd").validate(str(root / "out" / "r.xml"))
     junit = (root / "out" / "r.xml").read_text(encoding="utf-8")
     assert junit.count("<testcase ") == 2 and "\x1b" not in junit and "<script>" not in junit
-    schema = json.loads((DATA / "sarif-schema-2.1.0-excerpt.json").read_text(encoding="utf-8"))
+    schema = json.loads((DATA / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))  # the whole schema
+    jsonschema.Draft4Validator.check_schema(schema)
     sarif = json.loads((root / "out" / "r.sarif").read_text(encoding="utf-8"))
-    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(sarif)
+    jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(sarif)
+    assert sarif["runs"][0]["results"], "the hostile claim is a result: the schema saw one"
+    sarif["runs"][0]["results"][0]["level"] = "fatal"  # the validation has teeth
+    assert not jsonschema.Draft4Validator(schema).is_valid(sarif)
     assert any("alert(1)" in result["message"]["text"] for result in sarif["runs"][0]["results"])
     assert "\x1b" not in (root / "out" / "r.sarif").read_text(encoding="utf-8")
     page = (root / "out" / "r.html").read_text(encoding="utf-8")
@@ -495,12 +499,12 @@ def test_the_junit_time_of_a_claim_is_its_whole_run_not_only_its_checks(
     assert case is not None and float(case.get("time") or 0) >= 1.5, done.stdout
 
 
-@pytest.mark.parametrize("value", ["junit", "junit=", "yaml=r.yaml", "junit=-"])
-def test_a_report_without_a_known_format_and_a_file_is_a_usage_error(
+@pytest.mark.parametrize("value", ["junit", "junit=", "yaml=r.yaml", "junit=-", "sarif=r.xml"])
+def test_a_report_without_a_known_format_and_a_file_of_its_own_is_a_usage_error(
     project: git.Repo, physverify: Callable[..., Ran], value: str
 ) -> None:
     root = Path(project.working_tree_dir or "")
-    done = physverify("replay", "claims", "--trusted", "--report", value, cwd=root)
+    done = physverify("replay", "claims", "--trusted", "--report", "junit=r.xml", "--report", value, cwd=root)
     assert done.returncode == ExitCode.ERROR and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert "--report" in done.stderr and not (root / "claims" / "confirm_ledger.jsonl").exists()
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import git
 import pytest
-from support.fixtures import Ran, init_repo, run_process
+from support.fixtures import Ran, init_repo, run_process, verdict_line
 
 from physverify.commands.sandbox import run as sandbox
 from physverify.errors import PhysverifyError, UsageError
@@ -175,7 +175,7 @@ def test_a_fork_bomb_ends_as_not_decidable_with_its_ledger_line_and_the_host_sta
     assert time.monotonic() - start < 10
     stdout, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2
-    assert stdout.startswith("not decidable (impact: unknown): timed out after 6 s")
+    assert verdict_line(stdout).startswith("not decidable (impact: unknown): timed out after 6 s")
     line = json.loads((repo / "confirm_ledger.jsonl").read_text().splitlines()[-1])
     assert (line["verdict"], line["claim_file"]) == ("not decidable", claim.name)
     assert not _processes_mentioning(claim.name)
@@ -189,7 +189,7 @@ def test_a_50_gb_allocation_ends_as_not_decidable_with_the_reason_and_its_ledger
         """, imports="import numpy")
     completed = in_sandbox(repo, "confirm", claim.name, "--timeout", "60")
     assert completed.returncode == 2
-    assert completed.stdout.startswith("not decidable"), completed.stdout
+    assert verdict_line(completed.stdout).startswith("not decidable"), completed.stdout
     assert "check ERROR hog.py: MemoryError" in completed.stdout
     line = json.loads((repo / "confirm_ledger.jsonl").read_text().splitlines()[-1])
     assert line["verdict"] == "not decidable" and "MemoryError" in line["checks"][0]["message"]
@@ -315,6 +315,19 @@ def test_paths_are_translated_to_the_mount_and_only_the_ledger_and_outputs_are_w
     assert plan.writable == (sandbox.WritableFile(repo.resolve() / "out.json", "/repo/out.json"),
                              sandbox.WritableFile(outside_ledger.resolve(), "/out/1/ledger.jsonl"))
     assert plan.cwd == "/repo" and plan.commit == git.Repo(repo).head.commit.hexsha
+
+
+def test_each_report_file_of_a_replay_is_bound_writable_and_only_its_path_is_translated(repo: Path) -> None:
+    """Issue 38: --report FORMAT=PATH writes a file, as --output does; the format stays as given."""
+    (repo / "claims").mkdir()
+    outside = repo.parent / "replay.xml"
+    plan = sandbox.make_plan(_inner("replay", "claims", "--report", f"junit={outside}", "--report=sarif=r.sarif",
+                                    folders=("claims",)), repo=repo, cwd=repo)
+    assert plan.args[:5] == ("replay", "claims", "--report", "junit=/out/0/replay.xml", "--report")
+    assert plan.args[5] == "sarif=r.sarif"
+    assert {f.host for f in plan.writable} >= {outside.resolve(), repo.resolve() / "r.sarif"}
+    with pytest.raises(UsageError, match="give FORMAT=PATH"):
+        sandbox.make_plan(_inner("replay", "claims", "--report", "junit", folders=("claims",)), repo=repo, cwd=repo)
 
 
 def test_the_default_ledgers_are_made_explicit_and_writable(repo: Path) -> None:

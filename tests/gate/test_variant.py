@@ -34,7 +34,7 @@ from support.fix_claims import (
     LEAPFROG_DEFECT,
     burgers_claim,
 )
-from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, clean_env, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, clean_env, init_repo, verdict_line
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -171,7 +171,7 @@ def test_an_identity_check_confirms_the_slip_behind_a_first_order_scheme(tmp_pat
     before = _sha(root / "burgers.py")
     code, output = _text(cli, root)
     assert code == 1, output
-    assert output.startswith("confirmed (impact: used): the checks fail, and the claimed fix makes them pass"), output
+    assert verdict_line(output).startswith("confirmed (impact: used): the checks fail, and the claimed fix makes them pass"), output
     assert "  check FAIL the copies agree for a sine wave: u(0) and u(1) differ by" in output
     assert "  the file holds the defect at line 16; the second run is with the fix" in output
     assert "  with the fix: check EXACT the copies agree for a sine wave" in output

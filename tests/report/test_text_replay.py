@@ -45,3 +45,21 @@ def test_a_newline_or_escape_in_a_claim_cannot_forge_a_line_or_reach_the_termina
     assert lines[1] == "  why: bad\\r\\n::error::x\\x9b"
     assert "warning: w\\rgate passed" in lines and "n\\n::notice::y" in lines
     assert not any(line.startswith("::") or line == "gate passed" for line in lines)
+
+
+def test_counted_progress_writes_at_most_once_per_interval_and_always_the_last_count() -> None:
+    """Issue 38: a CI log gets ``[k/N] claims done`` while claims run, never a line per claim of a large folder."""
+    import time
+
+    from physverify.report.text import CountedProgress
+
+    quiet: list[str] = []
+    counted = CountedProgress(quiet.append, time.monotonic(), every_s=3600.0)
+    for done in range(1, 6):
+        counted(None, done, 5)
+    assert quiet == ["[5/5] claims done (0 s)\n"]
+    every: list[str] = []
+    counted = CountedProgress(every.append, time.monotonic(), every_s=0.0)
+    for done in range(1, 4):
+        counted(None, done, 3)
+    assert [line.split(" ")[0] for line in every] == ["[1/3]", "[2/3]", "[3/3]"]

@@ -19,7 +19,7 @@ import git
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared fixtures module
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, init_repo, run_process
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, Ran, init_repo, run_process, verdict_line
 
 from physverify.gate.claim import MAX_CLAIM_BYTES
 from physverify.verdict import EXIT_ERROR, EXIT_FINDING, EXIT_OK
@@ -183,7 +183,7 @@ def test_a_trusted_claim_can_forge_its_verdict_and_the_docs_say_so(project: git.
     assert honest.returncode == EXIT_FINDING, honest.stdout + honest.stderr
     (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM + FORGER)
     forged = cli("confirm", "claims/claim_decay.py", "--ledger", "forged.jsonl", "--trusted", cwd=root)
-    assert forged.returncode == EXIT_OK and forged.stdout.startswith("rejected"), forged.stdout + forged.stderr
+    assert forged.returncode == EXIT_OK and verdict_line(forged.stdout).startswith("rejected"), forged.stdout + forged.stderr
     docs = Path(__file__).resolve().parents[2]
     for page in ("docs/confirm.md", "README.md"):
         text = " ".join((docs / page).read_text(encoding="utf-8").split())

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, DECAY_SOLVER, init_repo, verdict_line
 from test_action import parse_github_output
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,13 +61,17 @@ def _lines(output: str) -> list[str]:
     return output.splitlines()  # every separator Python knows, more than a terminal or the runner
 
 
+# the Action's log groups (issue 38), each line exactly as the step writes it
+GROUPS = ("::group::physverify replay: running the claims", "::group::physverify replay: each claim", "::endgroup::")
+
+
 def _assert_no_forged_lines(output: str, fmt: str) -> None:
     output.encode("utf-8")  # strict: a lone surrogate raises here
     # The runner's legacy command form counts anywhere in a line (actions/runner, ActionCommand.TryParse).
     assert "##[" not in output, fmt
     for line in _lines(output):
         if line.startswith("::"):
-            assert fmt == "github" and COMMAND_LINE.match(line), (fmt, line)
+            assert fmt == "github" and (COMMAND_LINE.match(line) or line in GROUPS), (fmt, line)
         assert line != "gate passed" or fmt == "text", (fmt, line)  # replay's text: counted by the caller
 
 
@@ -97,7 +101,7 @@ def test_confirm_exits_with_the_verdicts_code_whatever_the_labels_hold(
     assert done.returncode == code, done.stderr.decode(errors="replace")
     assert done.stderr == b""
     out = done.stdout.decode("utf-8")  # strict
-    assert out.startswith(f"{verdict} (impact: used)")
+    assert verdict_line(out).startswith(f"{verdict} (impact: used)")
     assert RAW_CONTROL.search(out) is None
     _assert_no_forged_lines(out, "confirm")
     assert "\\ud800 \\x1b[2J\\x1b]52;c;cHduZWQ=\\x07 \\u202e \\x00" in out  # shown, not dropped
@@ -168,8 +172,14 @@ def test_the_action_step_fills_its_outputs_and_summary_for_hostile_claims(tmp_pa
                           stdin=subprocess.DEVNULL, timeout=300, check=False)
     assert done.returncode == EXIT_OK, done.stderr.decode(errors="replace")  # a new confirmed claim passes the gate
     log = done.stdout.decode("utf-8")
-    _assert_no_forged_lines(log, "github")
-    assert RAW_CONTROL.search(log) is None and log.startswith("::warning file=decay.py,line=6")
+    # the log's group of each claim is replay's text report, whose own last line is "gate passed"
+    head, _, rest = log.partition("::group::physverify replay: each claim\n")
+    text, _, tail = rest.partition("::endgroup::\n")
+    assert text.rstrip("\n").endswith("gate passed") and text.count("\ngate passed") == 1, text
+    _assert_no_forged_lines(text, "text")
+    _assert_no_forged_lines(head + tail, "github")
+    annotations = [line for line in log.splitlines() if line.startswith("::") and line not in GROUPS]
+    assert RAW_CONTROL.search(log) is None and annotations[0].startswith("::warning file=decay.py,line=6")
     outputs = parse_github_output(files["GITHUB_OUTPUT"].read_text("utf-8"))
     assert outputs["gate"] == "pass" and outputs["confirmed"] == "1"
     summary = files["GITHUB_STEP_SUMMARY"].read_text("utf-8")

@@ -94,3 +94,9 @@ def run_process(*args: str, cwd: Path, env: Mapping[str, str] | None = None, tim
     done = subprocess.run([sys.executable, "-m", "physverify", *args], cwd=cwd, capture_output=True, text=True,
                           env=clean_env(env), timeout=timeout)
     return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def verdict_line(stdout: str) -> str:
+    """The verdict line of ``physverify confirm``'s text: the first line not indented (the control and check lines,
+    printed as the child finishes each, come before it)."""
+    return next((line for line in stdout.splitlines() if not line.startswith(" ")), "")

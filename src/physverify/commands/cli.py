@@ -229,7 +229,7 @@ def _reports(values: Sequence[str]) -> list[tuple[str, str]]:
     """Each --report FORMAT=PATH as (format, path); a UsageError for an unknown format or a missing path."""
     from physverify.report import FORMATS
 
-    reports = []
+    reports: list[tuple[str, str]] = []
     for value in values:
         fmt, eq, path = value.partition("=")
         if not eq or not path or fmt not in FORMATS:
@@ -237,6 +237,8 @@ def _reports(values: Sequence[str]) -> list[tuple[str, str]]:
                              "e.g. --report junit=replay.xml")
         if path == "-":
             raise UsageError(f"--report {value!r}: a report goes to a file; the output (--format) is stdout's")
+        if any(os.path.abspath(path) == os.path.abspath(seen) for _, seen in reports):
+            raise UsageError(f"--report {value!r}: {path} is named by another --report already")
         reports.append((fmt, path))
     return reports
 
@@ -594,8 +596,6 @@ def _claim_progress(run: Any, done: int, total: int) -> None:
 
     sys.stderr.write(f"[{done}/{total}] {text.replay_line(run)}\n")
     sys.stderr.flush()
-
-
 
 
 def _emit_json_or_text(obj: object, json_target: str | None, render_text: Callable[[], str]) -> None:
