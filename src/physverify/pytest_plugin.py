@@ -84,7 +84,6 @@ class ClaimsPlugin:
         """The claim files of the folders, found by replay's own discovery (its rules and physverify.yaml's
         ``exclude``), read once per pytest process."""
         if self._claims is None:
-            from physverify.gate.config import load_config
             from physverify.gate.replay import discover
 
             self._claims = {}
@@ -111,7 +110,7 @@ class ClaimsPlugin:
 
 def _exclude(folder: Path) -> tuple[str, ...]:
     """physverify.yaml's ``exclude`` globs of ``folder``; a bad file is a usage error in one line, as replay's."""
-    from physverify.config import load_config
+    from physverify.gate.config import load_config
     from physverify.errors import PhysverifyError
 
     try:
