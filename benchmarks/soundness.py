@@ -29,7 +29,11 @@ same rates for the studies' stopping rule (a verdict must hold with one more lev
 for the rule without confirmation, with the median right-hand-side evaluations against
 the cheapest fixed 4-level window of the same levels that decides rightly.
 
-    python benchmarks/soundness.py [--mode fixed|sequential|both] [--pv060 /tmp/pv060/bin/python]
+The groups of issue 35 (float32 and float16 integrators, inconsistent operators whose errors grow,
+correct codes with pre-asymptotic humps) are in soundness_growth.py; ``--mode all`` (the default)
+runs them first, then both modes above.
+
+    python benchmarks/soundness.py [--mode fixed|sequential|both|growth|all] [--pv060 /tmp/pv060/bin/python]
                                    [--before OLD_CHECKOUT/src]
 """
 
@@ -408,10 +412,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pv060", help="a Python with physverify==0.6.0 installed, to compare against")
     parser.add_argument("--before", metavar="SRC", help="the src/ folder of an earlier checkout, to compare against")
-    parser.add_argument("--mode", choices=("fixed", "sequential", "both"), default="both",
-                        help="fixed windows of levels, refine() plans judged level by level, or both (the default)")
+    parser.add_argument("--mode", choices=("fixed", "sequential", "both", "growth", "all"), default="all",
+                        help="fixed windows of levels, refine() plans judged level by level, both, the groups of "
+                             "soundness_growth.py (low precision, growing errors, humps), or all of them (the default)")
     args = parser.parse_args(argv)
-    if args.mode in ("sequential", "both"):
+    if args.mode in ("growth", "all"):
+        import soundness_growth  # the groups of issue 35, in their own module
+
+        print(soundness_growth.table(soundness_growth.all_runs()) + "\n")
+        if args.mode == "growth":
+            return 0
+    if args.mode in ("sequential", "both", "all"):
         kept_pairs, kept = pairs(sequential_ns())
         print(sequential_table(sequential_runs(kept_pairs)))
         print(f"\n{len(kept_pairs)} (method, problem) pairs, starts n0 = {STARTS[0]} ... {STARTS[-1]}, "

@@ -440,7 +440,7 @@ def test_growth_never_levels_off_and_a_made_up_scale_only_keeps_it_undecided() -
 
 
 def test_growth_over_too_few_levels_is_undecided() -> None:
-    result = check_order(C_GRID_HS[:4], C_GRID_ERRORS[:4], 2)
+    result = check_order(C_GRID_HS[:3], C_GRID_ERRORS[:3], 2)
     assert result.status == INCONCLUSIVE and "has not settled" in result.message
 
 

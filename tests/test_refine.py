@@ -540,7 +540,7 @@ def rhs(t, y):
 
 def study(u):
     return mms_order_study(lambda s, y0, t, n: rk4f32.integrate(s, y0, t, n, cast=CAST), ManufacturedODE(u, rhs),
-                           2.0, refine(4), 4, **KWARGS)
+                           2.0, refine(4, ratio=1.5), 4, **KWARGS)
 
 
 def control():
@@ -611,3 +611,39 @@ def test_an_unbounded_plan_on_evidence_that_never_settles_ends_before_the_timeou
     message = record["checks"][0]["message"]
     assert record["checks"][0]["status"] == "INCONCLUSIVE", message
     assert message.startswith("no verdict confirmed after n = 4, 8, 16, ") and "half of the run's remaining time" in message
+
+
+PLAN_IN_LIMITED_MEMORY = '''
+import resource, sys
+import numpy as np
+from physverify import convergence_study, refine
+
+with open("/proc/self/status") as status:  # the address space in use now, so the limit leaves 600 MiB to the plan
+    used = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (used + 600 * 2**20, resource.RLIM_INFINITY))
+
+
+def wobbling_grid(n):
+    grid = np.ones((n, n))  # a 2-D level: its memory grows like n**2
+    grid[0, 0] = 2.0
+    return float(grid.sum() - n * n) * (1.0 if (n.bit_length() % 2) else 0.25) / n
+
+
+result = convergence_study(wobbling_grid, refine(256), 2)
+print(result.status)
+print(result.message)
+'''
+
+
+def test_an_unbounded_2d_plan_stops_before_a_level_whose_arrays_would_not_fit_in_memory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "plan.py"
+    script.write_text(PLAN_IN_LIMITED_MEMORY, encoding="utf-8")
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]  # no MemoryError: the plan stopped in time
+    status, message = done.stdout.split("\n", 1)
+    assert status == "INCONCLUSIVE" and "the memory the run allows" in message, message
+    assert message.startswith("no verdict confirmed after n = 256, 512, 1024"), message

@@ -112,3 +112,32 @@ def test_the_table_of_all_step_counts_at_once_is_the_table_of_each_alone(bench: 
         together = bench.errors_of.__wrapped__(tableaux, problem, ns)
         alone = np.stack([bench.errors_of.__wrapped__(tableaux, problem, (n,))[:, 0] for n in ns], axis=1)
         assert together.shape == (len(tableaux), len(ns)) and np.array_equal(together, alone), problem.name
+
+
+# --- issue 35: growing errors, humps, low precision (benchmarks/soundness_growth.py) -------------
+@pytest.fixture(scope="module")
+def growth() -> ModuleType:
+    return benchmarks.load("soundness_growth")
+
+
+def test_inconsistent_operators_fail_and_correct_ones_never_do_even_where_float32_round_off_grows(
+        growth: ModuleType) -> None:
+    runs = growth.operator_runs([8 * 2**k for k in range(10)], (4,))  # n = 8 ... 4096: float32 round-off grows
+    correct = [r for r in runs if r.correct]
+    defective = [r for r in runs if not r.correct]
+    assert not [r for r in correct if r.status == FAIL]
+    assert not [r for r in defective if r.status in (PASS, EXACT)]
+    assert sum(r.status == FAIL for r in defective) >= 0.9 * len(defective)
+
+
+def test_correct_codes_with_pre_asymptotic_humps_are_never_confirmed_defective(growth: ModuleType) -> None:
+    runs = growth.hump_runs([4 * 2**k for k in range(9)], 4096, 1e-6)
+    assert runs and not [r for r in runs if r.status == FAIL]
+
+
+@pytest.mark.slow
+def test_float32_and_float16_integrators_give_no_false_verdict(growth: ModuleType) -> None:
+    bench = benchmarks.load("soundness")
+    runs = growth.precision_runs([4 * 2**k for k in range(9)], [bench.driven_oscillator(0.5)], 4096, 1e-6)
+    assert not [r for r in runs if r.correct and r.status == FAIL]
+    assert not [r for r in runs if not r.correct and r.status in (PASS, EXACT)]

@@ -179,6 +179,7 @@ _EPS64 = float(np.finfo(float).eps)
 # round-off of each level is eps * max(10, n) times the solution's size: n steps can each lose one
 # unit in the last place in the same direction.
 _LOW_PRECISION_FLOOR = 10.0
+ROUNDOFF_NOT_USED = "round-off and were not used"
 
 
 def precision_floor(eps: float, finest: int) -> float:
@@ -310,12 +311,31 @@ def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, 
     if note is None:
         return result
     message = _levels_in_n(result.message, sweep, h, note)
-    if result.status == EXACT:
-        # Within the round-off n steps at this precision can make (n eps |u|) at every level: the code is
-        # exact up to its precision, as a float32 free particle is.
+    if result.status == EXACT and _exact_at_coarsest(result, sweep, check_order_kwargs):
+        # Within the round-off n steps at this precision can make (n eps |u|) at every level, and within two
+        # units in the last place at the coarsest: the code is exact up to its precision, as a float32 free
+        # particle is.
         return replace(result, message=f"{note}; every error is within the round-off of its level ({n_eps(sweep)}): "
                        "exact up to the code's precision; order not measurable")
+    if result.status == EXACT:
+        return replace(result, status=INCONCLUSIVE, message=f"{note}; every error is within that round-off, which "
+                       "hides the truncation error of a correct and of a defective method alike; use coarser steps, "
+                       "where the error is above it")
     return replace(result, message=f"{note}; {message}")
+
+
+# Exactness up to a precision is claimed only where the coarsest level, whose truncation error would
+# be the largest, is within this many units in the last place of the solution, and only for a
+# precision of at least float32's: float16's unit (1e-3) hides a first-order error at 64 steps.
+_EXACT_ULPS = 2.0
+_EXACT_EPS = 1e-6
+
+
+def _exact_at_coarsest(result: OrderResult, sweep: Sweep, kwargs: dict[str, Any]) -> bool:
+    """Whether errors within a low precision's round-off are exactness rather than a truncation error hiding there."""
+    eps = float(kwargs["floor"]) / _LOW_PRECISION_FLOOR
+    size = max(1.0, abs(float(kwargs.get("scale", 1.0))))
+    return eps <= _EXACT_EPS and bool(result.errors) and result.errors[0] <= _EXACT_ULPS * eps * size
 
 
 def n_eps(sweep: Sweep) -> str:
@@ -326,7 +346,7 @@ def n_eps(sweep: Sweep) -> str:
 
 def _levels_in_n(message: str, sweep: Sweep, h: Callable[[int], float], note: str) -> str:
     """check_order's "levels h <= X are at the code's round-off" in the study's own words: levels n >= N, the precision."""
-    marker = "are at the code's round-off and were not used"
+    marker = "are at the code's " + ROUNDOFF_NOT_USED
     if marker not in message or not message.startswith("levels h <= "):
         return message
     bound = float(message[len("levels h <= "):message.index(" ", len("levels h <= "))])
@@ -347,12 +367,33 @@ def _judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float,
         return result
     if flat:
         level = effective_floor(float(check_order_kwargs.get("floor", 1e-12)), float(check_order_kwargs.get("scale", 1.0)))
-        unresolved = still_changing(list(sweep.errors), list(sweep.states), hs, ROUNDOFF_FACTOR * level)
+        unresolved = still_changing(list(sweep.errors), list(sweep.states), hs, ROUNDOFF_FACTOR * level) or \
+            lost(list(sweep.errors), list(sweep.states), hs)
         return result if unresolved is None else replace(result, status=INCONCLUSIVE, message=unresolved)
     if result.status != INCONCLUSIVE:
         return result
     elsewhere = converges_elsewhere(hs, list(sweep.errors), list(sweep.states), expected_order, **check_order_kwargs)
     return result if elsewhere is None else replace(result, status=FAIL, message=elsewhere)
+
+
+# A flat error whose code's solution is this small beside it at every level is the whole solution
+# lost: a dissipative method at steps far too coarse (backward Euler on x'' = -w**2 x with w h >> 1
+# damps by (1 + w**2 h**2)**(-n/2), which at first shrinks further as n grows) gives a solution near
+# zero and an error equal to the exact solution's size at every coarse level, a plateau that ends
+# only when the steps resolve the motion (Hairer and Wanner, Solving ODEs II, sec. IV.3).
+_LOST = 0.1
+
+
+def lost(errors: Sequence[float], states: Sequence[np.ndarray], hs: Sequence[float]) -> str | None:
+    """The INCONCLUSIVE message when the code's solution is negligible beside a flat error at every level, else None."""
+    sizes = [float(np.max(np.abs(np.asarray(s, dtype=float)), initial=0.0)) for s in states]
+    if not errors or any(not size <= _LOST * error for size, error in zip(sizes, errors)):
+        return None
+    finest = min(hs)
+    return (f"the error is about the same at every resolution ({errors[-1]:.3g} at the finest level), but the code's "
+            f"own solution is below a tenth of it at every level (at most {max(sizes):.3g}): the whole solution is "
+            "lost, as a dissipative method at steps far too coarse loses it, so no order can be judged; add "
+            f"resolutions finer than h = {finest:g}, where the steps resolve the motion")
 
 
 # A flat error is a defect only if the code's solution has stopped changing: while two
@@ -524,29 +565,56 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
             continue
         sweep = Sweep(tuple(done), tuple(errors), None, _states(states), eps, _roundoff(measured))
         result = judge_sweep(sweep, h, expected_order, **check_order_kwargs)
-        if result.status != INCONCLUSIVE and previous is not None and previous.status == result.status:
+        adds = _adds_evidence(sweep, result, check_order_kwargs)
+        if result.status != INCONCLUSIVE and previous is not None and previous.status == result.status and adds:
             return replace(result, message=f"{result.message} (refined n = {_levels(done)}; the verdict held with one "
                            "more level)")
         previous = result
         judging, _ = _judging(sweep, check_order_kwargs)
         floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         noise = max(floor, float(judging["roundoff"][-1])) if "roundoff" in judging else floor
+        if not adds and result.status != INCONCLUSIVE:
+            reason = (f"the error reached the round-off at n = {n}, so that level cannot confirm the verdict of the "
+                      "levels before it, and finer levels only add round-off")
+            break
         if result.status == INCONCLUSIVE and _at_round_off(errors, noise):
             reason = f"the error reached the noise floor {noise:g} at n = {n}, where finer levels only add round-off"
             break
-        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h):
+        if result.status == INCONCLUSIVE and _grows_after_falling(done, errors, h,
+                                                                  max(1.0, abs(float(judging.get("scale", 1.0))))):
             reason = (f"the error grows from n = {done[-3]} to n = {n} after falling at coarser levels, and finer "
                       "levels only add to that growth")
             break
     return _undecided(plan, done, errors, result, reason, h, expected_order, **check_order_kwargs)
 
 
-def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float]) -> bool:
-    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell."""
-    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0:
+def _adds_evidence(sweep: Sweep, result: OrderResult, check_order_kwargs: dict[str, Any]) -> bool:
+    """Whether the newest level was used in the judgement, so that it can confirm it.
+
+    A level below the noise floor, or one left out at round-off, repeats the judgement of the
+    levels before it: it would confirm a PASS of a low-precision code on pre-asymptotic levels
+    that its finer levels, hidden in round-off, would contradict. EXACT and float64 keep the old rule.
+    """
+    if result.status == EXACT or sweep.eps <= _EPS64 and "precision" not in check_order_kwargs:
+        return True
+    judging, _ = _judging(sweep, check_order_kwargs)
+    floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
+    return sweep.errors[-1] > floor and ROUNDOFF_NOT_USED not in result.message
+
+
+def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float], size: float) -> bool:
+    """The two finest pairwise orders are growth (below -STALL_ORDER) and a coarser one fell, all within the
+    solution's size: round-off growing (or an inconsistent term), which finer levels only add to. Errors larger
+    than the solution, or growing ten-fold a level, are an unstable range that finer levels leave behind."""
+    if len(errors) < 4 or not all(np.isfinite(errors)) or min(errors) <= 0 or max(errors[-3:]) > size:
+        return False
+    if any(b > _GROWTH_BLOW_UP * a for a, b in zip(errors[-3:], errors[-2:])):
         return False
     orders = pairwise_orders([float(h(n)) for n in done], errors)
     return max(orders[-2:]) < -STALL_ORDER and max(orders[:-2]) > STALL_ORDER
+
+
+_GROWTH_BLOW_UP = 10.0  # as check_order's unstable blow-up: a ten-fold growth from one level to the next
 
 
 def _at_round_off(errors: list[float], floor: float) -> bool:

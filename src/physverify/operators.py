@@ -27,7 +27,7 @@ from physverify.arrays import as_array, epsilon, precision_of
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
 from physverify.errors import PhysverifyError
 from physverify.mms import Measured, max_error, order_sweep
-from physverify.order import ROUNDOFF_FACTOR, effective_floor
+from physverify.order import GROWS, ROUNDOFF_FACTOR, effective_floor
 from physverify.refine import Refinement
 
 # check_order's default noise floor for a quantity of size 1; effective_floor grows it with the scale.
@@ -264,6 +264,7 @@ def _on_fixed_points(got: np.ndarray, points: list[np.ndarray], axes: list[tuple
 # field plus a perturbation of a few units of round-off (fixed random signs), minus the operator of
 # the field. An error within ROUNDOFF_FACTOR of that response is round-off, not truncation.
 _PERTURBATION = 4.0 * float(np.finfo(float).eps)
+_GROWTH_OVER_NOISE = 10.0
 
 
 def _roundoff_response(apply: Callable[..., Any], values: list[np.ndarray], steps: tuple[float, ...],
@@ -288,6 +289,10 @@ def _judge_roundoff(result: OrderResult, roundoff: dict[float, float], span: flo
     finest_h, finest = result.hs[-1], result.errors[-1]
     noise = roundoff[finest_h]
     if not (math.isfinite(finest) and finest <= ROUNDOFF_FACTOR * noise):
+        return result
+    if GROWS in result.message and finest > _GROWTH_OVER_NOISE * noise:
+        # Growth the sweep judged against this measured round-off (a low precision's) and found a decade
+        # above it at every growing level: a round-off response to a four-ulp change cannot reach that.
         return result
     clean = [h for h, e in zip(result.hs, result.errors) if h in roundoff and e > ROUNDOFF_FACTOR * roundoff[h]]
     coarser = (f"the finest grid whose error is far above its round-off is nx = {round(span / clean[-1])}"

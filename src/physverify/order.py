@@ -462,8 +462,8 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 # belongs, a missing 1/h. Its pairwise orders are negative and agree; round-off grows too, like
 # eps |u| (l/h)**k for a k-th difference quotient over a field varying on a length l, or eps n**k
 # (k = 1/2 or 1) over n steps, and so does a pre-asymptotic hump while it rises. So growth is a FAIL
-# only when (1) the finest _GROWTH_PAIRS or more pairwise orders are below -STALL_ORDER and settled,
-# spanning DECISION_SPAN in h, each step below the blow-up factor; (2) the error grew from the first
+# only when (1) the finest _GROWTH_PAIRS or more pairwise orders are below -STALL_ORDER, the finest
+# two agreeing within _SETTLED_SPREAD, spanning DECISION_SPAN in h, each step below the blow-up factor; (2) the error grew from the first
 # usable level on (an error that fell first may be growing round-off, or the far side of a valley);
 # (3) the growth is not slowing towards a turn (the rise of a hump slows before its top); (4)
 # the finest error is larger than the solution (a hump stays below it), and (5)
@@ -471,6 +471,7 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 # error is far above it; where it is not, round-off of size `level` at the coarsest level would
 # need more than _MAX_CELLS cells (or steps) per feature there to grow to the finest error.
 _GROWTH_PAIRS = 3
+GROWS = "the error grows as h shrinks"
 # A pairwise order below this is growth in words ("grows", never "levels off").
 _CLEARLY_GROWING = 0.25
 _MAX_CELLS = 1.0e4
@@ -484,14 +485,16 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
     if len(pairwise) < 2 or not pairwise[-1] < -STALL_ORDER:
         return None
     growing = next((i for i, q in enumerate(reversed(pairwise)) if not q < -STALL_ORDER), len(pairwise))
-    tail = min(growing, _settled_tail(pairwise))
+    settled_pairs = min(growing, _settled_tail(pairwise))
+    tail = growing
     gh, ge, gn = h[-tail - 1:], e[-tail - 1:], noise[-tail - 1:]
     if max(b / a for a, b in itertools.pairwise(ge)) > _BLOW_UP:
         return None  # an unstable blow-up, judged as one
     fell = any(q > STALL_ORDER for q in pairwise[:len(pairwise) - growing])
     rate = -fit_order(gh, ge)
-    near = [step for step, x, r in zip(gh, ge, gn) if x <= ROUNDOFF_FACTOR * r]
-    head = (f"the error grows as h shrinks: pairwise orders {_fmt_orders(pairwise)}, about {e[-1]:.3g} at the "
+    # A round-off measured or stated per level is a near bound already: growth a decade above it is not round-off.
+    near = [step for step, x, r in zip(gh, ge, gn) if x <= (_NEAR_ROUNDOFF if limits.noise else ROUNDOFF_FACTOR) * r]
+    head = (f"{GROWS}: pairwise orders {_fmt_orders(pairwise)}, about {e[-1]:.3g} at the "
             "finest level")
     if fell and e[-1] <= ROUNDOFF_FACTOR * max(gn):
         return None  # growing from round-off after a fall: the round-off judgement (_stalled) says so
@@ -505,7 +508,7 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
         return None  # a short or slight rise at the finest levels: judged as an error that stopped falling
     roundoff = bool(near) or (not limits.noise and _roundoff_could_grow(ge[-1], limits.level, rate, h[0], gh[-1]))
     climb = max(0.0, pairwise[-1] - pairwise[-2])
-    settled = (tail >= _GROWTH_PAIRS and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
+    settled = (tail >= _GROWTH_PAIRS and settled_pairs >= 2 and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
                and pairwise[-1] + _PASS_PROJECTION * climb < -STALL_ORDER)
     if roundoff:
         return INCONCLUSIVE, (f"{head}, small enough to be round-off at the code's precision (near "
@@ -524,8 +527,9 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
     if not settled:
         return INCONCLUSIVE, (f"{head}; the growth has not settled over enough levels to tell an inconsistent "
                               "discretisation from the rising side of a pre-asymptotic hump: a decision needs "
-                              f"{_GROWTH_PAIRS} pairwise orders below {-STALL_ORDER:g} that agree within "
-                              f"{_SETTLED_SPREAD:g} over a factor {DECISION_SPAN:g} in h, growing steadily")
+                              f"{_GROWTH_PAIRS} pairwise orders below {-STALL_ORDER:g} over a factor "
+                              f"{DECISION_SPAN:g} in h, the finest two agreeing within {_SETTLED_SPREAD:g}, growing "
+                              "steadily")
     return FAIL, f"{head}; {_INCONSISTENT}"
 
 
