@@ -91,7 +91,7 @@ def integrate_in(tableaux: list[base.Tableau], problem: base.Problem, ns: list[i
 def precision_runs(levels: list[int], problems: list[base.Problem], table_max: int, t_eval: float) -> list[Run]:
     tableaux = list(base.CORRECT) + [m for t in base.CORRECT for m in base.mutants(t)]
     runs: list[Run] = []
-    plan_ns = sorted({n0 * 2**k for n0 in STARTS for k in range(20) if n0 * 2**k <= table_max})
+    plan_ns = _plan_levels(table_max)
     for problem in problems:
         truth = base.errors_of(tableaux, problem, base.NS)
         scale = float(max(np.max(np.abs(problem.exact(0.0))), np.max(np.abs(problem.exact(problem.t_end)))))
@@ -142,6 +142,12 @@ def _served(group: str, correct: bool, table: dict[int, tuple[float, Any]], orde
 
 class _Beyond(Exception):
     pass
+
+
+def _plan_levels(table_max: int) -> list[int]:
+    """Every level a plan refine(n0) may ask for up to table_max, and the level between two of them it may add."""
+    doubling = {n0 * 2**k for n0 in STARTS for k in range(20) if n0 * 2**k <= table_max}
+    return sorted(doubling | {int(round(n * 2**0.5)) for n in doubling if n * 2 <= table_max})
 
 
 def windows(levels: list[int]) -> Iterator[list[int]]:
@@ -235,7 +241,7 @@ def c_grid_runs(levels: list[int]) -> list[Run]:
 # --- humps: correct methods on a fast oscillator, from their amplification matrices ------------
 def hump_runs(levels: list[int], table_max: int, t_eval: float) -> list[Run]:
     runs: list[Run] = []
-    plan_ns = sorted({n0 * 2**k for n0 in STARTS for k in range(20) if n0 * 2**k <= table_max})
+    plan_ns = _plan_levels(table_max)
     for method, order, stages in (("backward Euler", 1, 1), ("implicit midpoint", 2, 1), ("RK4", 4, 4)):
         for w in (4.0, 8.0, 16.0, 32.0):
             for t_end in (1.0, 3.0):

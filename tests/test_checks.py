@@ -129,3 +129,19 @@ def test_numpy_numbers_become_plain_lists_and_other_fields_are_left_out() -> Non
 
     outcome = run_check(Check("drift", "d", lambda: Custom(PASS, "", np.array([1.0, 2.0]), np.float64(3.5), object())))
     assert outcome.to_dict()["data"] == {"ts": [1.0, 2.0], "peak": 3.5}
+
+
+def test_the_run_s_deadline_is_read_from_the_environment_the_parent_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: a refinement plan stops before the run's --timeout; the child learns the deadline from its parent."""
+    import time
+
+    from physverify.checks import RUN_DEADLINE_ENV, run_time_left
+
+    monkeypatch.delenv(RUN_DEADLINE_ENV, raising=False)
+    assert run_time_left() is None
+    monkeypatch.setenv(RUN_DEADLINE_ENV, repr(time.time() + 100.0))
+    left = run_time_left()
+    assert left is not None and 90.0 < left <= 100.0
+    for garbage in ("soon", "nan", "inf"):
+        monkeypatch.setenv(RUN_DEADLINE_ENV, garbage)
+        assert run_time_left() is None

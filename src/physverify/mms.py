@@ -574,6 +574,25 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
         floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         noise = max(floor, float(judging["roundoff"][-1])) if "roundoff" in judging else floor
         if not adds and result.status != INCONCLUSIVE:
+            # A low precision leaves few levels between the pre-asymptotic range and round-off: one level
+            # between the two finest, where the error is still above round-off, may confirm the verdict.
+            middle = _between(done)
+            if middle is not None and _over_budget(plan, started, budget, costs.seconds(middle)) is None \
+                    and costs.why_not(middle, run_time_left()) is None:
+                start = time.monotonic()
+                error, state, precision, own = _split(measure(middle))
+                costs.record(middle, time.monotonic() - start)
+                done.append(middle)
+                errors.append(error)
+                states.append(state)
+                measured.append(own)
+                between = Sweep(tuple(done), tuple(errors), None, _states(states), max(eps, precision),
+                                _roundoff(measured))
+                confirming = judge_sweep(between, h, expected_order, **check_order_kwargs)
+                if confirming.status == result.status and _adds_evidence(between, confirming, check_order_kwargs):
+                    return replace(confirming, message=f"{confirming.message} (refined n = {_levels(sorted(done))}; "
+                                   f"the verdict held with one more level, n = {middle}, between the two finest)")
+                result = confirming
             reason = (f"the error reached the round-off at n = {n}, so that level cannot confirm the verdict of the "
                       "levels before it, and finer levels only add round-off")
             break
@@ -600,6 +619,13 @@ def _adds_evidence(sweep: Sweep, result: OrderResult, check_order_kwargs: dict[s
     judging, _ = _judging(sweep, check_order_kwargs)
     floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
     return sweep.errors[-1] > floor and ROUNDOFF_NOT_USED not in result.message
+
+
+def _between(done: list[int]) -> int | None:
+    """The level halfway (geometrically) between the two finest levels tried, when it is a new integer."""
+    finest, before = sorted(done)[-1], sorted(done)[-2]
+    middle = int(round(math.sqrt(finest * before)))
+    return middle if before < middle < finest and middle not in done else None
 
 
 def _grows_after_falling(done: list[int], errors: list[float], h: Callable[[int], float], size: float) -> bool:
@@ -630,7 +656,8 @@ def _at_round_off(errors: list[float], floor: float) -> bool:
     return last <= ROUNDOFF_FACTOR * floor and before > 0 and last / before > 2.0 ** -STALL_ORDER
 
 
-def _levels(done: Sequence[int]) -> str:
+def _levels(tried: Sequence[int]) -> str:
+    done = sorted(tried)  # a level between the two finest may have been tried last
     return ", ".join(str(n) for n in done) if len(done) <= 6 else \
         f"{done[0]}, {done[1]}, {done[2]}, ..., {done[-2]}, {done[-1]}"
 

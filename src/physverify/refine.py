@@ -87,7 +87,7 @@ _MAX_EXPONENT = 4.0
 # Memory is predicted from the growth of the process's peak resident size over the levels; growth
 # below this many bytes is noise (allocator pools, caches), too small to extrapolate from.
 _MEMORY_NOISE = 16 * 2**20
-# A level is not started when its predicted peak would pass this fraction of the memory the run allows.
+# A level is not started when the memory it is predicted to need passes this fraction of what is left.
 _MEMORY_SHARE = 0.8
 # Without a budget of its own, a plan leaves the other half of the run's remaining time to the rest of it.
 _RUN_SHARE = 0.5
@@ -134,10 +134,10 @@ class LevelCosts:
         if run_left is not None and cost > _RUN_SHARE * run_left:
             return (f"half of the run's remaining time ({run_left:.0f} s of --timeout left; the level would take "
                     f"about {cost:.3g} s)")
-        grown, allowed = self.bytes(n), memory_allowed()
-        if grown is not None and allowed is not None and self._baseline + grown > _MEMORY_SHARE * allowed:
-            return (f"the memory the run allows (it would need about {(self._baseline + grown) / 2**20:.0f} MiB of "
-                    f"{allowed / 2**20:.0f} MiB)")
+        grown, room = self.bytes(n), memory_headroom()
+        if grown is not None and room is not None and grown > _MEMORY_SHARE * room:
+            return (f"the memory the run allows (the level would need about {grown / 2**20:.0f} MiB, and "
+                    f"{room / 2**20:.0f} MiB are left)")
         return None
 
 
@@ -151,28 +151,51 @@ def _peak_bytes() -> int:
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
-def memory_allowed() -> int | None:
-    """The memory this process may use: its address-space limit, its cgroup's limit, or what is available."""
-    limits: list[int] = []
+def memory_headroom() -> int | None:
+    """How many more bytes this process may take now: the least of what its address-space limit, its
+    cgroup's limit and the machine's available memory leave (None where none is known)."""
+    rooms: list[int] = []
     try:
         import resource
 
         soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
-            limits.append(int(soft))
+        size = _status_bytes("VmSize:")
+        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0 and size is not None:
+            rooms.append(max(0, int(soft) - size))  # the limit counts address space, so compare address space
     except (ImportError, ValueError, OSError):  # no such limit on this platform: the others decide
         pass
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = open(path, encoding="ascii").read().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 2**60:
-            limits.append(int(text))
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = _number_in(limit_file), _number_in(usage_file)
+        if limit is not None and usage is not None and limit < 2**60:
+            rooms.append(max(0, limit - usage))
     available = _available_bytes()
     if available is not None:
-        limits.append(available + _peak_bytes())
-    return min(limits) if limits else None
+        rooms.append(available)
+    return min(rooms) if rooms else None
+
+
+def _number_in(path: str) -> int | None:
+    """The integer a cgroup file holds, or None ("max", missing, unreadable)."""
+    try:
+        with open(path, encoding="ascii") as file:
+            text = file.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _status_bytes(key: str) -> int | None:
+    """A size from /proc/self/status (Linux), in bytes, or None."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _available_bytes() -> int | None:
