@@ -170,7 +170,7 @@ def test_a_claim_on_jax_or_numba_code_gets_the_verdict_the_physics_calls_for_in_
 
 
 def _jax_claims(folder: Path, count: int) -> None:
-    """``count`` claims on JAX Laplacians (half with / dx, half with / dx**2), one wavenumber each."""
+    """``count`` claims on JAX Laplacians (half with / dx, half with / dx**2), one phase of sin 2 pi x each."""
     for fixed in (False, True):
         (folder / f"laplacian_{'fixed' if fixed else 'defect'}.py").write_text(code("laplacian", fixed=fixed))
     for i in range(count):
@@ -181,9 +181,9 @@ def _jax_claims(folder: Path, count: int) -> None:
             import {module} as code
             CLAIM = {{"text": "the Laplacian divides by dx", "source": "a test", "file": "{module}.py", "line": 10,
                       "reference": "LeVeque, Finite Difference Methods, sec. 1.5", "impact": "used"}}
-            K = 2 * np.pi * {1 + i % 3}
+            K, PHASE = 2 * np.pi, {0.5 * i}
             def study(apply):
-                return operator_study(apply, lambda x: np.sin(K * x), lambda x: -K * K * np.sin(K * x),
+                return operator_study(apply, lambda x: np.sin(K * x + PHASE), lambda x: -K * K * np.sin(K * x + PHASE),
                                       [8, 16, 32, 64], 2)
             def control():
                 return Check("operator", "book", lambda: study(lambda u, dx: (np.roll(u, -1) - 2 * u + np.roll(u, 1)) / dx**2))

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from physverify.arrays import precision_of
+from physverify.arrays import epsilon, precision_of
 from physverify.checks import Result
 
 __all__ = ["is_jax_jitted", "is_numba_dispatcher", "jax_x64_note", "with_note"]
@@ -38,13 +38,13 @@ def jax_x64_note(value: Any) -> str:
     if not type(value).__module__.startswith(("jax", "jaxlib")) or "jax" not in sys.modules:
         return ""
     dtype = precision_of(value)
-    if dtype is None or dtype.itemsize > 4:
+    if dtype != np.float32:  # float16 or bfloat16 is the code's own choice, which x64 does not change
         return ""
     jax = sys.modules["jax"]
     if bool(getattr(getattr(jax, "config", None), "jax_enable_x64", False)):
         return ""  # float32 asked for on purpose, with x64 on
     return (f"jax_enable_x64 is off: the code computes in {dtype.name}, so its round-off is near "
-            f"{float(np.finfo(dtype).eps):.1e}; call jax.config.update(\"jax_enable_x64\", True) "
+            f"{epsilon(dtype):.1e}; call jax.config.update(\"jax_enable_x64\", True) "
             "before the code runs to judge it in float64")
 
 

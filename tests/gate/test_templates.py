@@ -134,10 +134,12 @@ def test_a_code_compiled_with_numba_that_imports_astropy_for_a_constant_is_judge
 
 
 def test_without_the_stand_ins_the_same_claim_cannot_even_import_the_code(tmp_path: Path, cli: Any) -> None:
-    """Proves the stand-ins carry the two tests above: numba and astropy are not installed here."""
+    """Proves the stand-ins carry the two tests above: astropy is not installed here (numba is, for the
+    framework tests, and its stand-in gives way to it)."""
     import importlib.util
 
-    assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("astropy") is None
+    if importlib.util.find_spec("astropy") is not None:
+        pytest.skip("astropy is installed: the claim imports the real package without its stand-in")
     out = kepler_claim(cli, tmp_path, stand_ins=False)
     assert verdict_line(out).startswith("not decidable") and "No module named 'astropy'" in out, out
 

@@ -499,3 +499,25 @@ def test_a_forked_claim_that_times_out_while_the_server_held_numpys_threads_says
     assert forked.record["reason"].startswith("timed out after 3")
     assert "the fork server held 2 threads when it forked this claim (numpy's BLAS pool)" in forked.record["reason"]
     assert forked.record["isolation_note"] in forked.record["reason"]
+
+
+def test_a_jax_claim_is_forked_from_a_server_that_imported_jax_so_it_does_not_pay_jaxs_import(tmp_path: Path) -> None:
+    """Importing jax starts no thread: the server preloads it, and the claim's process finds it imported."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    pytest.importorskip("jax")
+    spec = write_spec(tmp_path, """
+        import sys
+        PRELOADED = "jax" in sys.modules
+        import jax.numpy as jnp
+        def checks():
+            return [Check("demo", "jax", lambda: Result(PASS, f"{PRELOADED} {float(jnp.arange(3.0).sum())}"))]
+    """)
+    forkclient.shutdown()
+    try:
+        outcome = isolate.run_child("spec", spec, timeout_s=120, isolation="fork")
+        assert "jax.numpy" in forkclient.servers()[frozenset()].preload
+    finally:
+        forkclient.shutdown()
+    assert outcome.payload is not None and outcome.payload["checks"][0]["message"] == "True 3.0"
+    assert outcome.note == ""

@@ -139,9 +139,10 @@ def evaluate(
     code = _read_child(record, child, claim_path)
     record["control"], record["checks"] = code.control, code.checks
     if fixed is not None:
-        return _finish(record, _decide_fixed(record, code, fixed, run, timeout_s, claim_path), target)
-    decided = decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
-                     control=code.control, checks=code.checks)
+        decided = _decide_fixed(record, code, fixed, run, timeout_s, claim_path)
+    else:
+        decided = decide(load_error=code.load_error, timed_out=code.timed_out, timeout_s=timeout_s,
+                         control=code.control, checks=code.checks)
     if code.timed_out and record.get("isolation_note"):  # the fork is a likely cause: the reason names it
         decided = decided._replace(reason=f"{decided.reason}; {record['isolation_note']}")
     return _finish(record, decided, target)
