@@ -68,9 +68,9 @@ def test_rule_4_a_failing_check_with_a_passing_control_confirms(tmp_path: Path, 
                         check('Result(FAIL, "observed order 0.00 (expected 1)")', "damping on"))
     result = cli("confirm", str(claim), "--trusted", "--ledger", "ledger.jsonl", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
-    lines = result.stdout.splitlines()  # each control and check line as the child finished it, then the verdict
-    assert lines[0].split()[:3] == ["control", "PASS", "control"] and lines[1].split()[:2] == ["check", "FAIL"]
-    assert lines[2] == "confirmed (impact: used): the control passed and 1 of 1 check failed: 'damping on' (FAIL)"
+    lines = result.stdout.splitlines()  # spec section 2: the verdict line, then the control and the checks
+    assert lines[0] == "confirmed (impact: used): the control passed and 1 of 1 check failed: 'damping on' (FAIL)"
+    assert lines[1].split()[:3] == ["control", "PASS", "control"] and lines[2].split()[:2] == ["check", "FAIL"]
     assert "check FAIL damping on: observed order 0.00 (expected 1)" in result.stdout
     assert "claim: step() adds +gamma*v instead of -gamma*v (solver.py:3, from a test)" in result.stdout
     assert "reference: Taylor, Classical Mechanics, sec. 5.4" in result.stdout
@@ -234,7 +234,7 @@ def test_json_dash_prints_the_ledger_object_and_json_file_writes_it(tmp_path: Pa
     assert printed["file_sha256"] is not None and printed["repo_commit"] is None  # found, but not in git
     to_file = cli("confirm", str(claim), "--trusted", "--json", "out.json", "--ledger", "l.jsonl", cwd=tmp_path)
     assert json.loads((tmp_path / "out.json").read_text())["verdict"] == "rejected"
-    assert to_file.stdout.splitlines()[2].startswith("rejected (impact: used): ")  # spec section 7: only --json - replaces the text
+    assert to_file.stdout.splitlines()[0].startswith("rejected (impact: used): ")  # spec section 7: only --json - replaces the text
     assert len(ledger_lines(tmp_path / "l.jsonl")) == 2, "a second run appends a second line"
 
 
@@ -319,28 +319,72 @@ def test_a_json_file_in_a_missing_folder_is_refused_before_anything_runs(tmp_pat
 
 
 # --- lines as the child finishes them (issue 38) --------------------------------------------
-@pytest.mark.parametrize("isolation", ["fresh", "fork"])
-def test_the_control_line_reaches_stdout_while_a_slow_check_still_runs(tmp_path: Path, isolation: str) -> None:
-    """Arrival times of the lines of a real process: the control line comes before the 3 s check ends, the
-    verdict after it. An ordering and a gap, not a speed: the gap is the check's own sleep."""
-    import subprocess
+def _slow_claim(tmp_path: Path) -> Path:
+    return write_claim(tmp_path, 'Result(PASS, "quick")', check('(time.sleep(3), Result(PASS, "slept"))[1]', "slow"),
+                       header="import time")
+
+
+def _confirm_command(claim: Path, isolation: str) -> list[str]:
     import sys
+
+    return [sys.executable, "-m", "physverify", "confirm", str(claim), "--trusted", "--isolation", isolation,
+            "--ledger", "l.jsonl"]
+
+
+@pytest.mark.parametrize("isolation", ["fresh", "fork"])
+def test_at_a_terminal_the_control_line_reaches_stdout_while_a_slow_check_still_runs(tmp_path: Path,
+                                                                                      isolation: str) -> None:
+    """Arrival times of the lines a person sees at a terminal (a real pty): the control line comes before the 3 s
+    check ends, then the spec's transcript, verdict first. An ordering and a gap, not a speed: the gap is the
+    check's own sleep."""
+    import os
+    import pty
+    import subprocess
     import time
 
     from support.fixtures import clean_env
 
-    claim = write_claim(tmp_path, 'Result(PASS, "quick")', check('(time.sleep(3), Result(PASS, "slept"))[1]', "slow"),
-                        header="import time")
-    process = subprocess.Popen([sys.executable, "-m", "physverify", "confirm", str(claim), "--trusted", "--isolation",
-                                isolation, "--ledger", "l.jsonl"], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
-                               env=clean_env())
-    assert process.stdout is not None
-    arrived = [(time.monotonic(), line) for line in process.stdout]
+    master, terminal = pty.openpty()
+    process = subprocess.Popen(_confirm_command(_slow_claim(tmp_path), isolation), cwd=tmp_path, stdout=terminal,
+                               stderr=subprocess.DEVNULL, env=clean_env())
+    os.close(terminal)
+    arrived: list[tuple[float, str]] = []
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the process closed its end
+            break
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            arrived.append((time.monotonic(), line.decode().rstrip("\r")))
     ended = time.monotonic() if process.wait() is not None else 0.0
+    os.close(master)
     control = next(at for at, line in arrived if line.startswith("  control PASS control case: quick"))
     verdict = next(at for at, line in arrived if line.startswith("rejected (impact: used): "))
-    assert [line.split()[0] for _, line in arrived][:3] == ["control", "check", "rejected"], arrived
+    assert [line.split()[0] for _, line in arrived][:5] == ["control", "check", "rejected", "control", "check"], arrived
     assert ended - control >= 2.0 and control < verdict, (control, verdict, ended)
+
+
+def test_piped_stdout_holds_the_specs_transcript_and_stderr_shows_each_line_as_it_finishes(tmp_path: Path) -> None:
+    """A CI log or a script: stdout's shape is the spec's (verdict first); the live lines go to stderr, early."""
+    import subprocess
+    import time
+
+    from support.fixtures import clean_env
+
+    process = subprocess.Popen(_confirm_command(_slow_claim(tmp_path), "fresh"), cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=clean_env())
+    assert process.stderr is not None and process.stdout is not None
+    control = next(time.monotonic() for line in process.stderr if line.startswith("  control PASS control case: quick"))
+    out = process.stdout.read()
+    ended = time.monotonic() if process.wait() is not None else 0.0
+    assert out.splitlines()[0].startswith("rejected (impact: used): "), out
+    assert [line.split()[0] for line in out.splitlines()[1:3]] == ["control", "check"], out
+    assert ended - control >= 2.0, (control, ended)
 
 
 def test_with_json_to_stdout_nothing_but_the_json_is_printed(tmp_path: Path, cli: Callable[..., Ran]) -> None:

@@ -491,12 +491,15 @@ def _confirm(args: argparse.Namespace) -> int:
     if args.init_path is not None:
         raise PhysverifyError(f"confirm takes one claim file; {args.init_path!r} is extra")
     _check_output(args.json, "--json")
-    shown: list[confirm.Finished] = []
+    # stdout holds the spec's transcript (section 2: the verdict line first, then the control and the checks),
+    # so scripts, docs and the ledger's readers see one shape. While the child runs, each control and check line
+    # is shown as it finishes, so a long claim is not silent: on stdout at a terminal, where the transcript
+    # follows it, and on stderr otherwise (a CI log, a pipe, --json -), where stdout's shape must not change.
+    live = sys.stdout if args.json != "-" and sys.stdout.isatty() else sys.stderr
 
-    def show(finished: confirm.Finished) -> None:  # each line as the child finishes it: a long claim is not silent
-        shown.append(finished)
-        sys.stdout.write(text.finished_line(*finished) + "\n")
-        sys.stdout.flush()
+    def show(finished: confirm.Finished) -> None:
+        live.write(text.finished_line(*finished) + "\n")
+        live.flush()
 
     evaluation = confirm.confirm(
         Path(args.claim),
@@ -505,12 +508,12 @@ def _confirm(args: argparse.Namespace) -> int:
         trusted=args.trusted,
         allow_dependent_reference=args.allow_dependent_reference,
         isolation=args.isolation,
-        on_finished=show if args.json != "-" else None,  # with --json - stdout holds the JSON alone
+        on_finished=show,
     )
     if args.json is not None:  # spec section 7: only --json - replaces the text verdict
         _emit(dumps(evaluation.record, indent=None if args.json == "-" else 2), args.json)
     if args.json != "-":
-        _emit(text.render_confirm(evaluation.record, outcomes=not shown))
+        _emit(text.render_confirm(evaluation.record))
     return evaluation.verdict.exit_code
 
 
