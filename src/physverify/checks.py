@@ -155,7 +155,7 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("physve
 
 # The run's deadline (spec section 4: --timeout kills the whole child) as a Unix time, set by the
 # parent in the child's environment (isolate.run_child), so a refinement plan can stop before the
-# run is killed and report the levels it tried instead of "timed out" (issue 35).
+# run is killed and report the levels it tried instead of "timed out".
 RUN_DEADLINE_ENV = "PHYSVERIFY_RUN_DEADLINE"
 
 

@@ -457,7 +457,7 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
     return status, message, fitted, window
 
 
-# Growth (issue 35). An error that grows as h shrinks, at a settled rate, is the signature of an
+# Growth. An error that grows as h shrinks, at a settled rate, is the signature of an
 # inconsistent discretisation: a difference divided by h where h**2 belongs, a sum where a difference
 # belongs, a missing 1/h. Its pairwise orders are negative and agree; round-off grows too, like
 # eps |u| (l/h)**k for a k-th difference quotient over a field varying on a length l, or eps n**k

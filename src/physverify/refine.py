@@ -79,7 +79,7 @@ def as_list(ns: Sequence[int] | Refinement) -> list[int]:
     return list(ns.levels()) if isinstance(ns, Refinement) else list(ns)
 
 
-# --- what the next level would cost (issue 35: plans always end) --------------------------------
+# --- what the next level would cost: a plan always ends ------------------------------------------
 # A level's cost grows like n**d: d = 1 for a time integration, 2 or 3 for a grid in 2-D or 3-D, more
 # for a dense solve. d is read from the two latest levels, never below 1 (small levels are dominated
 # by fixed costs, which would make d look smaller than it is) nor above _MAX_EXPONENT.

@@ -6,7 +6,7 @@ worker processes, one per core, and gives each content's reading in the JSON for
 cache keeps (``claim.static_fields``); cache.py checks every answer field by field, as it
 checks an entry read from disk, and parses itself whatever a worker did not answer.
 
-A worker is a fresh interpreter (``python -B -m physverify.gate.parsepool``) started with
+A worker is a fresh interpreter (``python -s -B -m physverify.gate.parsepool``) started with
 subprocess, never a fork of this process (it has threads), in physverify's own folder, so
 nothing of the repository under test is on its path. It only parses, as ``claim.read``
 does: nothing of a claim runs there. It reads requests on stdin and ends at EOF, so it

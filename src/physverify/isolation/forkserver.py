@@ -1,6 +1,6 @@
 """The fork server's side: one warm process per configuration that forks the child of every claim (DESIGN.md, "Warm start").
 
-Started by forkclient.py as ``python -B -m physverify.isolation.forkserver FD MODULE...`` in its own
+Started by forkclient.py as ``python -s -B -m physverify.isolation.forkserver FD MODULE...`` in its own
 session: it imports the modules it is given (numpy, physverify, the third-party modules
 the claims import statically, what physverify.yaml's ``preload:`` names), sends the client
 the files they came from, and then forks one process per request. That process becomes

@@ -1,4 +1,4 @@
-"""The fresh start: ``python -B -m physverify.isolation.fresh MODE FILE`` per claim, as the claim's supervisor.
+"""The fresh start: ``python -s -B -m physverify.isolation.fresh MODE FILE`` per claim, as the claim's supervisor.
 
 The process physverify starts runs in the file's folder, in a new session, and pays the
 interpreter start and its imports. It is the claim's supervisor (procgroup.supervise): a
