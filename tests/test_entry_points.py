@@ -28,10 +28,15 @@ _NOT_FOUND = ("No module named", "Error while finding module specification", "is
 
 
 def _dash_m_modules() -> dict[str, str]:
-    """Each module started as ``[..., "-m", "physverify.x", ...]`` in the source, with the file that starts it."""
+    """Each module started as ``[..., "-m", "physverify.x", ...]`` or ``interpreter("physverify.x")`` in the source,
+    with the file that starts it."""
     found: dict[str, str] = {}
     for file in sorted((SRC / "physverify").rglob("*.py")):
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            # child.interpreter("physverify.x") is ``python -s -B -m physverify.x``
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "interpreter" and node.args \
+                    and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("physverify"):
+                found[str(node.args[0].value)] = str(file.relative_to(SRC))
             if not isinstance(node, (ast.List, ast.Tuple)):
                 continue
             values = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]

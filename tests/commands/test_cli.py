@@ -451,7 +451,7 @@ HOSTILE = "</failure><script>alert(1)</script>]]>&amp;\x1b[31m\n::error::forged"
 HOSTILE_CLAIM = TINY_CLAIM.replace('"text": "t"', f'"text": {HOSTILE!r}').replace(
     '"two is two"', f'"two is two {HOSTILE!r}"').replace('Result(PASS, "2 == 2")', f'Result(FAIL, {HOSTILE!r})').replace(
     "import PASS,", "import FAIL, PASS,")
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_one_replay_writes_junit_sarif_and_html_reports_that_validate_and_prints_its_usual_text(

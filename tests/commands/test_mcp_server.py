@@ -328,7 +328,7 @@ def test_the_published_schemas_say_no_other_argument_is_taken(project: Path) -> 
 
 
 def test_the_scan_tool_finds_a_stepper_s_wrong_stage_writes_its_claim_and_stays_inside_the_root(project: Path) -> None:
-    stepper = Path(__file__).resolve().parents[1] / "docs" / "examples" / "real-code" / "rk4_step.py"
+    stepper = Path(__file__).resolve().parents[2] / "docs" / "examples" / "real-code" / "rk4_step.py"
     (project / "rk4_step.py").write_text(stepper.read_text())
     found, outside, written = _calls(project, [("scan", {}), ("scan", {"paths": [".."]}),
                                                ("scan", {"paths": ["rk4_step.py"], "claims": "claims"})])

@@ -269,7 +269,7 @@ def test_the_docs_show_the_screenshot_the_browser_test_takes() -> None:
     assert "![The report of the worked example in Chromium](report.png)" in doc
     shot = REPO / "docs" / "report.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "PHYSVERIFY_SCREENSHOT" in (REPO / "tests" / "test_report_browser.py").read_text(encoding="utf-8")
+    assert "PHYSVERIFY_SCREENSHOT" in (REPO / "tests" / "report" / "test_report_browser.py").read_text(encoding="utf-8")
 
 
 JSON_VALUES = st.recursive(
