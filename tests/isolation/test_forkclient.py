@@ -515,7 +515,7 @@ def test_a_jax_claim_is_forked_from_a_server_that_imported_jax_so_it_does_not_pa
     """)
     forkclient.shutdown()
     try:
-        outcome = isolate.run_child("spec", spec, timeout_s=120, isolation="fork")
+        outcome = isolate.run_child("spec", spec, timeout_s=120, isolation="fork", outside_imports=outside(spec))
         assert "jax.numpy" in forkclient.servers()[frozenset()].preload
     finally:
         forkclient.shutdown()
