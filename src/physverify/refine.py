@@ -142,7 +142,15 @@ class LevelCosts:
 
 
 def _peak_bytes() -> int:
-    """The process's peak resident size so far, in bytes (0 where the platform does not say)."""
+    """The process's peak resident size so far, in bytes (0 where the platform does not say).
+
+    Linux's VmHWM first: getrusage's ru_maxrss survives exec, so a process started by a large
+    parent (a test runner, a notebook kernel) reports the parent's peak until its own levels pass
+    it, and the growth of each level would read as none; VmHWM belongs to this process's memory.
+    """
+    own = _status_bytes("VmHWM:")
+    if own is not None:
+        return own
     try:
         import resource
     except ImportError:  # Windows: no getrusage; memory is then not predicted
