@@ -45,6 +45,12 @@ def test_matching_spacings_and_look_alikes_are_silent(source: str) -> None:
     assert scan(source) == []
 
 
+def test_a_grid_between_two_different_square_roots_is_silent_not_a_crash() -> None:
+    """sqrt(3) - sqrt(2) has no exact form of one root: the rule says nothing rather than raising."""
+    source = "x = np.linspace(np.sqrt(2), np.sqrt(3), 0)\ndx = (np.sqrt(3) - np.sqrt(2)) / 0\n"
+    assert scan(source) == []
+
+
 def test_the_grid_message_says_what_the_spacing_should_be() -> None:
     (message,) = messages("x = np.linspace(a, b, N)\ndx = (b - a) / N\n")
     assert "includes both end points" in message and "(b - a)/(N - 1)" in message and "numpy.linspace" in message
