@@ -451,3 +451,17 @@ def test_several_fields_need_one_sample_point_set_each() -> None:
         operator_study(lambda u, v, dx: u, (np.sin, np.cos), np.cos, [8, 16], 2, sample=["cells", "nodes", "cells"])
     with pytest.raises(PhysverifyError, match="needs 2 axes"):
         operator_study(lambda u, dx: u, np.sin, np.cos, [8, 16], 2, sample="y-faces")
+
+
+def _missing_inverse_dx(u: np.ndarray, dx: float) -> np.ndarray:
+    return (np.roll(u, -1) - 2.0 * u + np.roll(u, 1)) / dx  # dx where dx**2 belongs: the result is dx u''
+
+
+@pytest.mark.parametrize("levels", [[16, 32, 64, 128], refine(16)], ids=["fixed", "plan"])
+def test_a_laplacian_missing_a_1_over_dx_fails_even_where_its_result_is_small_beside_the_error(levels: object) -> None:
+    """At dx < 0.1 the code's result dx u'' is below a tenth of its flat error at every level; it shrinks like dx at
+    one settled order, so the code has converged (to zero): not a solution lost to coarse steps, which decays
+    faster than any power of h (Hairer and Wanner, Solving ODEs II, sec. IV.3)."""
+    k = 2.0 * np.pi
+    result = operator_study(_missing_inverse_dx, lambda x: np.sin(k * x), lambda x: -k * k * np.sin(k * x), levels, 2)
+    assert result.status == FAIL and "does not decrease" in result.message, result.message

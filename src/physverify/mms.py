@@ -16,6 +16,7 @@ end state (see ``integrate_run`` there).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -389,11 +390,31 @@ def lost(errors: Sequence[float], states: Sequence[np.ndarray], hs: Sequence[flo
     sizes = [float(np.max(np.abs(np.asarray(s, dtype=float)), initial=0.0)) for s in states]
     if not errors or any(not size <= _LOST * error for size, error in zip(sizes, errors)):
         return None
+    if _shrinks_as_a_power(hs, sizes):
+        return None  # the code converges, cleanly, to zero: a wrong limit (a missing 1/h), not a lost solution
     finest = min(hs)
     return (f"the error is about the same at every resolution ({errors[-1]:.3g} at the finest level), but the code's "
             f"own solution is below a tenth of it at every level (at most {max(sizes):.3g}): the whole solution is "
             "lost, as a dissipative method at steps far too coarse loses it, so no order can be judged; add "
             f"resolutions finer than h = {finest:g}, where the steps resolve the motion")
+
+
+# A solution lost to coarse steps decays faster than any power of h while the steps are coarse
+# ((1 + w**2 h**2)**(-t/2h) for backward Euler), so the pairwise orders of its size in h keep
+# changing; a code whose result is h times the right one (a missing 1/h) shrinks at one settled
+# order. That code has converged, to zero: its flat error is a defect's, and check_order's FAIL stands.
+_POWER_PAIRS = 3
+_POWER_SPREAD = 0.2
+
+
+def _shrinks_as_a_power(hs: Sequence[float], sizes: Sequence[float]) -> bool:
+    """Whether the solution's size falls like h**q at one settled q > 0 over the finest _POWER_PAIRS pairs of levels."""
+    pairs = sorted(zip(hs, sizes), key=lambda item: -item[0])
+    if len(pairs) < _POWER_PAIRS + 1 or any(not size > 0 for _, size in pairs):
+        return False
+    orders = [math.log(s0 / s1) / math.log(h0 / h1) for (h0, s0), (h1, s1) in itertools.pairwise(pairs)]
+    finest = orders[-_POWER_PAIRS:]
+    return min(finest) > STALL_ORDER and max(finest) - min(finest) <= _POWER_SPREAD
 
 
 # A flat error is a defect only if the code's solution has stopped changing: while two
