@@ -29,23 +29,19 @@ def finished_line(role: str, outcome: Mapping[str, Any], run: str | None = None)
     return _outcome_line(role, outcome, where=f"{run}: " if run else "")
 
 
-def render_confirm(record: Mapping[str, Any], *, outcomes: bool = True) -> str:
-    """The verdict line, one line for the control and one per check, then the claim and its reference.
-
-    ``outcomes=False``: without the control and check lines, which ``confirm`` printed as they came.
-    """
+def render_confirm(record: Mapping[str, Any]) -> str:
+    """The verdict line, one line for the control and one per check, then the claim and its reference."""
     # ``ledger show`` renders a line read back from a ledger, which a hand edit (or a hostile
     # commit) may have given any shape: every field is looked up, never assumed.
     impact = f" (impact: {visible(record['impact'])})" if record.get("impact") else ""
     lines = [f"{visible(record.get('verdict'))}{impact}: {visible(record.get('reason') or '')}"]
-    if outcomes:
-        control = record.get("control")
-        if isinstance(control, Mapping):
-            lines.append(_outcome_line("control", control))
-        checks = record.get("checks")
-        lines.extend(_outcome_line("check", check) for check in (checks if isinstance(checks, list) else [])
-                     if isinstance(check, Mapping))
-    lines.extend(_variant_lines(record, outcomes))
+    control = record.get("control")
+    if isinstance(control, Mapping):
+        lines.append(_outcome_line("control", control))
+    checks = record.get("checks")
+    lines.extend(_outcome_line("check", check) for check in (checks if isinstance(checks, list) else [])
+                 if isinstance(check, Mapping))
+    lines.extend(_variant_lines(record))
     if record.get("text") is not None:
         place = f"{record.get('file')}:{record.get('line')}"
         lines.append(f"  claim: {visible(record['text'])} ({visible(place)}, from {visible(record.get('source'))})")
@@ -67,7 +63,7 @@ def _unfound_target(record: Mapping[str, Any]) -> list[str]:
             "claim file, so no hash of it is recorded; check the path (relative to the repository root)"]
 
 
-def _variant_lines(record: Mapping[str, Any], outcomes: bool = True) -> list[str]:
+def _variant_lines(record: Mapping[str, Any]) -> list[str]:
     """For a claim that names its fix (issue 17): where the held text is, and the variant run's outcomes."""
     side = record.get("variant")
     if not isinstance(side, Mapping):
@@ -78,8 +74,6 @@ def _variant_lines(record: Mapping[str, Any], outcomes: bool = True) -> list[str
     control, checks = side.get("control"), side.get("checks")
     if not isinstance(control, Mapping):
         return lines + ["  (the second run did not take place: the run on the code decided the verdict)"]
-    if not outcomes:
-        return lines
     lines.append(_outcome_line("control", control, where=f"{name}: "))
     for check in checks if isinstance(checks, list) else []:
         if isinstance(check, Mapping):
