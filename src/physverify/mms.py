@@ -16,7 +16,6 @@ end state (see ``integrate_run`` there).
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -412,9 +411,9 @@ def _shrinks_as_a_power(hs: Sequence[float], sizes: Sequence[float]) -> bool:
     pairs = sorted(zip(hs, sizes), key=lambda item: -item[0])
     if len(pairs) < _POWER_PAIRS + 1 or any(not size > 0 for _, size in pairs):
         return False
-    orders = [math.log(s0 / s1) / math.log(h0 / h1) for (h0, s0), (h1, s1) in itertools.pairwise(pairs)]
-    finest = orders[-_POWER_PAIRS:]
-    return min(finest) > STALL_ORDER and max(finest) - min(finest) <= _POWER_SPREAD
+    finest = pairwise_orders([step for step, _ in pairs], [size for _, size in pairs])[-_POWER_PAIRS:]
+    return (all(math.isfinite(q) for q in finest) and min(finest) > STALL_ORDER
+            and max(finest) - min(finest) <= _POWER_SPREAD)
 
 
 # A flat error is a defect only if the code's solution has stopped changing: while two
