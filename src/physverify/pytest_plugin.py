@@ -84,7 +84,7 @@ class ClaimsPlugin:
         """The claim files of the folders, found by replay's own discovery (its rules and physverify.yaml's
         ``exclude``), read once per pytest process."""
         if self._claims is None:
-            from physverify.gate.replay import discover
+            from physverify.gate.discovery import discover
 
             self._claims = {}
             for folder, exclude in zip(self.folders, self.excludes):

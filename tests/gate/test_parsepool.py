@@ -13,7 +13,8 @@ import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 
 from physverify.gate import cache, claim, parsepool, repo
-from physverify.gate.replay import _candidates, replay
+from physverify.gate.discovery import candidates
+from physverify.gate.replay import replay
 
 # Contents that read in every way claim.py knows: loadable, load errors, unparsable, undecodable,
 # values JSON carries only with care (a lone surrogate, inf), too deep, a helper without CLAIM.
@@ -51,7 +52,7 @@ def every_file_to_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _each(folder: Path, pool: parsepool.Pool, store: cache.Cache | None = None) -> list[claim.ClaimReading]:
     readings = cache.Readings(store, repo.Checkouts(), pool)
-    found = list(readings.read_each(_candidates(folder, ())))
+    found = list(readings.read_each(candidates(folder, ())))
     readings.close()
     return found
 
@@ -61,7 +62,7 @@ def test_files_parsed_in_the_workers_read_as_claim_read_reads_them(folder: Path,
     pool = parsepool.Pool(2)
     found = _each(folder, pool)
     assert pool._all == [] and pool._threads is None  # used, then ended by close()
-    expected = [claim.read(path) for path, _ in _candidates(folder, ())]
+    expected = [claim.read(path) for path, _ in candidates(folder, ())]
     assert found == expected
     assert {r.problem is None for r in found} == {True, False}
     through_cache = _each(folder, parsepool.Pool(2), cache.Cache(tmp_path / "c"))  # and kept as it read
@@ -77,7 +78,7 @@ def test_a_worker_that_dies_costs_a_parse_here_never_a_reading(folder: Path, mon
         os.kill(worker.proc.pid, signal.SIGKILL)
         worker.proc.wait()
     found = _each(folder, pool)
-    assert found == [claim.read(path) for path, _ in _candidates(folder, ())]
+    assert found == [claim.read(path) for path, _ in candidates(folder, ())]
     assert all(worker.dead for worker in pool._all) or pool._all == []
 
 
@@ -89,7 +90,7 @@ def test_a_worker_answer_that_is_not_a_reading_is_parsed_here(folder: Path, monk
         return [bad[i % len(bad)] for i in range(len(items))]
 
     monkeypatch.setattr(parsepool._Worker, "parse", nonsense)
-    assert _each(folder, parsepool.Pool(2)) == [claim.read(path) for path, _ in _candidates(folder, ())]
+    assert _each(folder, parsepool.Pool(2)) == [claim.read(path) for path, _ in candidates(folder, ())]
 
 
 @pytest.mark.usefixtures("every_file_to_the_workers")

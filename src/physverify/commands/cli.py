@@ -356,7 +356,8 @@ def _add_replay_ledger_options(parser: argparse.ArgumentParser) -> None:
 def _ledger_path(ledger: str | None, claims: str | None) -> Path:
     """--ledger, else the ledger replay writes for the claims folder, else confirm's default (as replay resolves it)."""
     from physverify.gate.config import load_config
-    from physverify.gate.replay import DEFAULT_CLAIMS_DIR, default_ledger
+    from physverify.gate.discovery import DEFAULT_CLAIMS_DIR
+    from physverify.gate.settings import default_ledger
 
     if ledger is not None:
         return Path(ledger)
@@ -384,7 +385,7 @@ def _ledger(args: argparse.Namespace) -> int:
         _warn(merged.problems)
         _emit(ledger_text.render_merge(merged))
         return merged.exit_code
-    from physverify.gate.replay import DEFAULT_CLAIMS_DIR  # _ledger_path imports it too
+    from physverify.gate.discovery import DEFAULT_CLAIMS_DIR  # _ledger_path imports it too
 
     path = _ledger_path(args.ledger, args.claims)
     folder = Path(args.claims or DEFAULT_CLAIMS_DIR)  # outside git replay keys claims from it

@@ -224,12 +224,12 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         shard: str | None = None,
         record_all: StrictBool = False,
     ) -> str | list[str | Image]:
-        from physverify.gate import evaluate as confirm, replay
+        from physverify.gate import discovery, evaluate as confirm, replay
         from physverify import report
 
         def call() -> str | list[str | Image]:
             confirm.require_trust(trusted)
-            given = [_as_given(inside_root(root, c)) for c in claims or [replay.DEFAULT_CLAIMS_DIR]]
+            given = [_as_given(inside_root(root, c)) for c in claims or [discovery.DEFAULT_CLAIMS_DIR]]
             result = replay.replay(
                 given,
                 ledger=replay_ledger_inside_root(root, given, ledger),
@@ -326,21 +326,21 @@ def replay_ledger_inside_root(root: Path, folders: Sequence[Path], ledger: str |
     with ``claim_inside_root`` before anything runs. None when a folder is missing, so that
     replay reports it in its own words.
     """
-    from physverify.gate import replay
+    from physverify.gate import discovery, settings
     from physverify.gate.config import load_config
 
     if not all(folder.is_dir() for folder in folders):
         return None if ledger is None else _as_given(inside_root(root, ledger))
     configs = [load_config(folder) for folder in folders]
     for cfg in configs:
-        for path in replay.discover(cfg.folder, cfg.exclude):
+        for path in discovery.discover(cfg.folder, cfg.exclude):
             claim_inside_root(root, path)
     if ledger is not None:
         return _as_given(inside_root(root, ledger))
     first = configs[0]
     named = first.origin("ledger")
     how = f"named by {named.name}" if named is not None else "the default"  # physverify.yaml or pyproject.toml
-    chosen = replay.default_ledger(first)
+    chosen = settings.default_ledger(first)
     return _as_given(inside_root(root, str(chosen), what=f"the ledger of {visible(first.folder)} ({how}): "))
 
 
@@ -349,7 +349,7 @@ def discover_specs(root: Path) -> list[Path]:
 
     ToolError when one is a symlink that leads outside the root (issue 13).
     """
-    from physverify.gate.replay import is_skipped_dir  # one skip rule for claims and specs (STYLE.md, section 4)
+    from physverify.gate.discovery import is_skipped_dir  # one skip rule for claims and specs (STYLE.md, section 4)
 
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):

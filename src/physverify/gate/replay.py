@@ -20,12 +20,10 @@ exclude and expect apply to the folder whose file names them.
 
 from __future__ import annotations
 
-import fnmatch
 import gc
 import hashlib
 import os
 import queue
-import stat
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -34,12 +32,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from physverify.gate import affected, cache, claim, rules as gate, ledger, noop, repo, settings
+from physverify.gate import affected, cache, claim, discovery, rules as gate, ledger, noop, repo, settings
 from physverify.gate.config import (CONFIG_NAME, PYPROJECT_NAME, Config, ledger_setting, load_config,
                                pyproject_ledger_setting)
 from physverify.errors import PhysverifyError, UsageError
 from physverify.gate.rules import REMOVED, TRANSITIONS
 from physverify.isolation import guard
+from physverify.gate.discovery import DEFAULT_CLAIMS_DIR, discover, is_skipped_dir  # their home is discovery.py
+from physverify.gate.settings import default_ledger  # its home is settings.py, with the ledger's option
 from physverify.gate.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
 
 if TYPE_CHECKING:
@@ -47,12 +47,9 @@ if TYPE_CHECKING:
 
     from physverify.gate import evaluate as confirm
 
-DEFAULT_CLAIMS_DIR = "claims"
-# Folders that hold installed or generated code, never claims (one set, used only here).
-SKIP_DIRS = frozenset({"venv", ".venv", "env", "site-packages", "build", "dist", "node_modules", "__pycache__"})
 
 __all__ = [
-    "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
+    "DEFAULT_CLAIMS_DIR", "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
     "is_skipped_dir", "load_baseline", "parse_shard", "replay",
 ]
 
@@ -101,135 +98,6 @@ parse_shard = settings.parse_shard  # its home is settings.py, with the other op
 def in_shard(key: str, k: int, n: int) -> bool:
     """True when claim ``key`` belongs to shard K of N: sha256 of the key, so every machine agrees."""
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % n == k - 1
-
-
-def is_skipped_dir(name: str) -> bool:
-    """True for hidden folders and folders of installed or generated code (venv, build, ...)."""
-    return name.startswith(".") or name in SKIP_DIRS
-
-
-def _excluded(relative: str, globs: Sequence[str]) -> bool:
-    name = relative.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(relative, g) or fnmatch.fnmatchcase(name, g) for g in globs)
-
-
-def _regular(path: Path | str) -> bool:
-    # Only regular files are read: a FIFO (or a device) named x.py would block the read forever.
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def discover(folder: Path, exclude: Sequence[str] = ()) -> list[Path]:
-    """Claim files under ``folder``: regular *.py files binding CLAIM at top level (read statically), sorted."""
-    return [reading.path for reading in read_claims(folder, exclude)]
-
-
-def read_claims(folder: Path, exclude: Sequence[str] = (),
-                read: Callable[[Path], claim.ClaimReading] = claim.read) -> Iterator[claim.ClaimReading]:
-    """The reading of each claim file under ``folder`` (``read`` reads each candidate once), sorted by path.
-
-    A generator, so the first claims can start while later ones are still being read.
-    """
-    for reading, _ in _read_claims(folder, exclude, lambda candidates: (read(path) for path, _ in candidates)):
-        yield reading
-
-
-# (path, its resolved path) of each candidate -> their readings, in order (cache.Readings.read_each)
-Reader = Callable[[Sequence[tuple[Path, Path]]], Iterable[claim.ClaimReading]]
-
-
-def _read_claims(folder: Path, exclude: Sequence[str], read: Reader,
-                 recorder: noop.Recorder | None = None,
-                 only: Collection[Path] | None = None) -> Iterator[tuple[claim.ClaimReading, Path]]:
-    """``read_claims``, each reading with the file's resolved path (found without resolving it part by part);
-    with ``only`` (resolved paths), those claims alone are read."""
-    candidates = _candidates(folder, exclude, recorder)
-    if only is not None:
-        candidates = [(path, real) for path, real in candidates if real in only]
-    for (_, real), reading in zip(candidates, read(candidates)):
-        if reading.binds:  # files without CLAIM are helpers
-            yield reading, real
-
-
-def _candidates(folder: Path, exclude: Sequence[str], recorder: noop.Recorder | None = None) -> list[tuple[Path, Path]]:
-    """Regular *.py files under ``folder`` that may hold a claim (not _private, not excluded), sorted; each resolved.
-
-    Linked folders are not entered (as os.walk does not), so a file that is no link
-    resolves to its folder's real path and its name: one resolve per folder, not per
-    claim. The folder listing gives each entry's type, so a file costs no system call
-    of its own unless it is a link; names are strings until a file is a candidate.
-    ``recorder`` is told each folder listed (resolved) and whether a link was met.
-    """
-    found: list[tuple[str, Path, Path]] = []
-    todo: list[tuple[str, str, Path | None]] = [(os.fspath(folder), "", None)]
-    while todo:
-        where, prefix, real_dir = todo.pop()
-        try:
-            entries = list(os.scandir(where))
-        except OSError:
-            if recorder is not None:
-                recorder.refused = True  # a folder that cannot be listed: nothing a stat could vouch for
-            continue  # a folder that cannot be listed holds no claim we can read
-        if recorder is not None:
-            if real_dir is None:
-                real_dir = Path(where).resolve()
-            recorder.listed.append(str(real_dir))
-        for entry in entries:
-            name = entry.name
-            try:
-                if recorder is not None and entry.is_symlink():
-                    recorder.refused = True  # its target can change without this folder changing
-                if entry.is_dir(follow_symlinks=False):
-                    if not is_skipped_dir(name):  # pruned, so a trap in .venv is never read
-                        # not a link, so its real path is this folder's and its name
-                        todo.append((entry.path, prefix + name + "/", None if real_dir is None else real_dir / name))
-                    continue
-                if not name.endswith(".py") or name.startswith(("_", ".")) or _excluded(prefix + name, exclude):
-                    continue
-                link = entry.is_symlink()
-                if not (stat.S_ISREG(os.stat(entry.path).st_mode) if link else entry.is_file(follow_symlinks=False)):
-                    continue  # a FIFO, a device, a folder behind a link: no claim file
-            except OSError:
-                continue
-            path = Path(entry.path)
-            if link:
-                real = path.resolve()
-            else:
-                if real_dir is None:
-                    real_dir = Path(where).resolve()
-                real = real_dir / name
-            found.append((prefix + name, path, real))
-    found.sort(key=lambda item: item[0])
-    return [(path, real) for _, path, real in found]
-
-
-# --- settings ---------------------------------------------------------------------------
-def _not_a_folder(folder: Path) -> str:
-    """Why ``folder`` cannot be replayed, and for a claim file the command that runs one claim."""
-    if folder.is_file() and folder.suffix == ".py":
-        return (f"{folder}: a file; replay takes claims folders (physverify replay {folder.parent.as_posix()}), "
-                f"and one claim runs with 'physverify confirm {folder.as_posix()}'")
-    return f"{folder}: {'not a folder' if os.path.lexists(folder) else 'no such claims folder'}"
-
-
-def _folders(claims_dirs: Sequence[Path | str]) -> list[Path]:
-    """The claims folders, each once: a folder named twice, or inside another named one, is dropped."""
-    folders = [Path(d) for d in (claims_dirs or [DEFAULT_CLAIMS_DIR])]
-    for folder in folders:
-        if not folder.is_dir():
-            raise UsageError(_not_a_folder(folder))
-    kept: list[Path] = []
-    for folder in sorted(folders, key=lambda f: len(f.resolve().parts)):
-        if not any(folder.resolve().is_relative_to(k.resolve()) for k in kept):
-            kept.append(folder)
-    return sorted(kept, key=folders.index)  # the order given: the first folder's settings count
-
-
-def default_ledger(first: Config) -> Path:
-    """The ledger replay uses without --ledger: physverify.yaml's ``ledger``, else claims/confirm_ledger.jsonl."""
-    return settings.resolve({}, first).ledger
 
 
 # --- baseline ---------------------------------------------------------------------------
@@ -477,7 +345,7 @@ class _Renames:
         if old is None or old not in self._original:
             same = self._hashes().get(item.reading.sha256 or "", [])  # the hash discovery read once
             old = same[0] if len(same) == 1 else None
-        if old is None or old in self._followed.values() or not _gone((item.base or item.root) / old):
+        if old is None or old in self._followed.values() or not discovery.gone((item.base or item.root) / old):
             return None
         if item.base is not None and self._still_there(self._original[old], item.real):
             return None  # outside git a bare-name key is no file; the file its line names is, and it is not this one
@@ -490,7 +358,7 @@ class _Renames:
         if not isinstance(named, str) or not named or "\0" in named:
             return False
         try:
-            return os.path.realpath(named) != os.fspath(real) and not _gone(named)
+            return os.path.realpath(named) != os.fspath(real) and not discovery.gone(named)
         except (OSError, ValueError):
             return False
 
@@ -571,14 +439,14 @@ class _Plan:
             self.waiting.clear()
 
 
-def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: Reader,
+def _plan(configs: Sequence[Config], checkouts: repo.Checkouts, read: discovery.Reader,
           recorder: noop.Recorder | None = None, only: Collection[Path] | None = None) -> Iterator[_Planned]:
     """Each claim to consider, as soon as it is read: discovery, reading, root and key (the shard is
     chosen later, ``_in_shard_only``, once renames are followed over every claim)."""
     planned: set[Path] = set()
     bases = _KeyBases(configs, checkouts)
     for cfg in configs:
-        for reading, real in _read_claims(cfg.folder, cfg.exclude, read, recorder, only):
+        for reading, real in discovery.claim_readings(cfg.folder, cfg.exclude, read, recorder, only):
             path = reading.path
             # the same root confirm gives the claim (CLAIM["repo"], else its checkout); its key from there in git
             checkout = checkouts.for_claim(path, reading.claim, real)
@@ -772,7 +640,7 @@ def _removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[st
         root = bases.for_folder(cfg)
         keys, text = gone.setdefault(root, {}), os.fspath(root)
         keys.update((key, None) for key in _unplanned(cfg, root, baseline, seen, shard) if key not in keys
-                    and _gone(os.path.join(text, key)))  # a string: a Path per key cost more than its stat
+                    and discovery.gone(os.path.join(text, key)))  # a string: a Path per key cost more than its stat
     runs = []
     for root, keys in gone.items():  # one git call per repository, whatever the number of keys
         existed = repo.paths_at(root, baseline.ref, keys) if baseline.ref is not None else frozenset(keys)
@@ -792,10 +660,6 @@ def _unplanned(cfg: Config, root: Path, baseline: Baseline, seen: set[str] | fro
     prefix = repo.relative_key(cfg.folder, root) or ""
     return [key for key in baseline.latest if key not in seen and (prefix in ("", ".") or key.startswith(prefix + "/"))
             and (shard is None or in_shard(key, *shard))]
-
-
-def _gone(path: Path | str) -> bool:
-    return not _regular(path) or not claim.binds_claim(Path(path))
 
 
 # --- running ----------------------------------------------------------------------------
@@ -994,7 +858,7 @@ def replay(
     recorder = noop.Recorder()  # its clock starts before anything is read
     chosen = None if only is None else frozenset(Path(path).resolve() for path in only)
     settings.require_trust(trusted or pre_commit, "replay")  # a repository's own hook runs its own code
-    configs = [load_config(folder) for folder in _folders(claims_dirs)]
+    configs = [load_config(folder) for folder in discovery.claims_folders(claims_dirs)]
     first = configs[0]
     run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,
                             "ledger": ledger}, first)

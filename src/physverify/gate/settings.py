@@ -211,6 +211,11 @@ def resolve(flags: Mapping[str, object], config: FolderConfig | None = None) -> 
     return RunSettings(**values, preload=preload, sources=sources)
 
 
+def default_ledger(config: FolderConfig) -> Path:
+    """The ledger replay uses without --ledger: physverify.yaml's ``ledger``, else claims/confirm_ledger.jsonl."""
+    return resolve({}, config).ledger
+
+
 # Every wait handed to the system is capped here: a socket's or a lock's timeout beyond
 # time_t or threading.TIMEOUT_MAX raises OverflowError (issue 21, item 10: --timeout 1e10 in
 # fork mode). A hundred days is no limit to any claim; the ledger keeps the timeout as given.

@@ -1,6 +1,6 @@
 """The files a scan reads: each PATH, or every *.py under it, skipping what replay's discovery skips.
 
-Folders are pruned by replay's own rule (``replay.is_skipped_dir``: hidden folders and
+Folders are pruned by replay's own rule (``discovery.is_skipped_dir``: hidden folders and
 installed or generated code, venv, build, site-packages ...), so a scan and a replay agree
 on what belongs to the repository. Unlike claim discovery, a file whose name starts with
 "_" is read: ``_integrators.py`` holds code, not a claim helper. Links to folders are not
@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from physverify.gate.replay import is_skipped_dir
+from physverify.gate.discovery import is_skipped_dir
 
 
 def _posix(path: str) -> str:
