@@ -3,7 +3,7 @@
 ``ledger.latest_of_chunks`` skips the JSON parse of a line physverify wrote when a later
 line of the same claim supersedes it. These tests hold it to the line-by-line reader on
 hostile and corrupt ledgers, show the one documented difference, and check the single
-read of the working ledger that ``replay.load_baseline`` makes.
+read of the working ledger that ``baseline.load_baseline`` makes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.fixtures import init_repo
 
-from physverify.gate import ledger, replay
+from physverify.gate import baseline, ledger, replay
 from physverify.gate.ledger import latest_by_claim, latest_of_chunks, parse_ledger
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -176,12 +176,12 @@ HOSTILE_LEDGER = [written("claims/a.py"), b"not json", written("claims/a.py", "c
 
 def test_a_working_ledger_holding_the_committed_bytes_is_the_baseline_read_once(tmp_path: Path) -> None:
     repo, path = committed_repo(tmp_path, HOSTILE_LEDGER)
-    base = replay.load_baseline(path, None)
+    base = baseline.load_baseline(path, None)
     committed = repo.git.show("HEAD:claims/confirm_ledger.jsonl", stdout_as_string=False)
     expected = parse_ledger(committed, f"{path}@HEAD")
     assert base.ref == "HEAD" and base.latest == latest_by_claim(expected.records)
     assert list(base.problems) == expected.problems and len(base.problems) == 3  # named as the committed copy
-    assert base.working is base.latest and replay._recorded(path, base) is base.latest
+    assert base.working is base.latest and baseline.recorded_lines(path, base) is base.latest
 
 
 @pytest.mark.parametrize("change", ["same size", "appended", "removed"])
@@ -194,11 +194,11 @@ def test_a_working_ledger_that_differs_never_stands_in_for_the_committed_one(tmp
         path.write_bytes(committed + written("claims/d.py") + b"\n")
     else:
         path.unlink()
-    base = replay.load_baseline(path, None)
+    base = baseline.load_baseline(path, None)
     assert base.latest == latest_by_claim(parse_ledger(committed, "L").records)
     assert base.latest["claims/a.py"]["verdict"] == "confirmed"
     working = ledger.read_bytes(path) if path.exists() else b""
-    assert replay._recorded(path, base) == latest_by_claim(parse_ledger(working, "L").records)
+    assert baseline.recorded_lines(path, base) == latest_by_claim(parse_ledger(working, "L").records)
 
 
 # --- the dirty flag where a line is written ---------------------------------------------
@@ -284,7 +284,7 @@ def head_copy(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[git.Repo, Pa
     (root / "solver.py").write_text("x = 1\n")
     repo.index.add(["solver.py"])
     repo.index.commit("solver")
-    base = replay.load_baseline(path, None)
+    base = baseline.load_baseline(path, None)
     assert base.head_copy is not None and base.head_copy.head == repo.head.commit.hexsha
     return repo, path, base.head_copy
 
@@ -347,7 +347,7 @@ def test_a_staged_ledger_is_dirt_though_the_file_holds_heads_bytes(tmp_path: Pat
     path.write_bytes(committed + written("claims/b.py") + b"\n")
     repo.git.add("claims/confirm_ledger.jsonl")
     path.write_bytes(committed)  # the working file is HEAD's again, the index is not
-    base = replay.load_baseline(path, None)
+    base = baseline.load_baseline(path, None)
     assert base.head_copy is not None
     assert base.head_copy.relative_if_unchanged(repo, repo.head.commit.hexsha) == "claims/confirm_ledger.jsonl"
     assert commit_with(tmp_path, base.head_copy) == repo.head.commit.hexsha + "-dirty" == repository.commit(tmp_path)

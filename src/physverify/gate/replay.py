@@ -33,11 +33,12 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from physverify.gate import affected, cache, claim, discovery, rules as gate, ledger, noop, repo, settings
-from physverify.gate.config import (CONFIG_NAME, PYPROJECT_NAME, Config, ledger_setting, load_config,
-                               pyproject_ledger_setting)
-from physverify.errors import PhysverifyError, UsageError
+from physverify.gate.config import CONFIG_NAME, PYPROJECT_NAME, Config, load_config
 from physverify.gate.rules import REMOVED, TRANSITIONS
 from physverify.isolation import guard
+from physverify.gate.baseline import (NOT_STAGED, Baseline, baseline_note, change_memory, committed_blob,
+                                       committed_ledger, edited_claims, load_baseline, memory_verdict,
+                                       recorded_lines, staged_ledger, staged_memory)
 from physverify.gate.discovery import DEFAULT_CLAIMS_DIR, discover, is_skipped_dir  # their home is discovery.py
 from physverify.gate.settings import default_ledger  # its home is settings.py, with the ledger's option
 from physverify.gate.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
@@ -73,21 +74,6 @@ class _Planned(NamedTuple):
         return self.key if self.base is None else self.checkout.key(self.real)
 
 
-@dataclass(frozen=True)
-class Baseline:
-    """The latest line per claim key the run is judged against, where it came from, and reader warnings."""
-
-    latest: Mapping[str, Mapping[str, Any]]
-    ref: str | None  # the commit it was read at; None: the working ledger (outside git, never committed)
-    problems: tuple[str, ...] = ()
-    source: repo.Committed | None = None  # the committed ledger it was read from
-    path: Path | None = None  # where that ledger is in the tree (the baseline commit's own setting)
-    followed: Mapping[str, str] = field(default_factory=dict)  # a renamed claim's key -> its key in the baseline
-    working: Mapping[str, Mapping[str, Any]] | None = None  # the working ledger's latest lines, when read already
-    working_id: str | None = None  # git's blob id of the working ledger's bytes ``working`` was read from
-    head_copy: repo.HeadCopy | None = None  # the working ledger, found to hold HEAD's bytes (for the dirty flag)
-
-
 Progress = Callable[[ClaimRun, int, int], None]
 
 
@@ -98,188 +84,6 @@ parse_shard = settings.parse_shard  # its home is settings.py, with the other op
 def in_shard(key: str, k: int, n: int) -> bool:
     """True when claim ``key`` belongs to shard K of N: sha256 of the key, so every machine agrees."""
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % n == k - 1
-
-
-# --- baseline ---------------------------------------------------------------------------
-def committed_blob(at: Path, ref: str | None) -> tuple[repo.Committed | None, str | None]:
-    """The ledger file ``at`` as committed at ``ref`` (default HEAD), and the ref it was read at.
-
-    ``ref`` given: a UsageError when it names no commit; the blob is None when that commit
-    has no file there. No ref: (None, None) outside git, before the first commit, or when
-    HEAD has no ledger there (the baseline is then the working ledger).
-    """
-    if ref is not None:
-        return repo.blob_at(at, ref), ref
-    found = repo.blob_at_head(at)
-    return found, ("HEAD" if found is not None else None)
-
-
-def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | None = None, *,
-                  blob: tuple[repo.Committed | None, str | None] | None = None) -> Baseline:
-    """The ledger the run is judged against, read once before anything runs.
-
-    ``ref`` given: the ledger as committed there (none there: every claim is new). No
-    ref: as committed at HEAD, or the working ledger outside git or before it was ever
-    committed. ``committed_path`` is where the ledger is in the commit (default: where
-    this run writes it); the committed blob is streamed, and only the latest line per
-    claim is kept (issue 21, item 11). When the ledger stays where it was committed, the
-    working file is read first, its blob id computed in the same pass: holding the
-    committed bytes (the usual case), it is the baseline, and git's copy is not read at all
-    (issue 19); otherwise it is what ``_recorded`` needs, and the blob is read as well.
-    ``blob`` is ``committed_blob(at, ref)`` when the caller looked it up already.
-    """
-    at = committed_path or ledger_path
-    found, used = blob if blob is not None else committed_blob(at, ref)
-    if used is None:
-        read = ledger.read_latest(ledger_path)
-        return Baseline(read.latest, None, tuple(read.problems))
-    name = f"{at}@{used}"
-    working = None
-    if found is not None and at == ledger_path:
-        working = ledger.read_latest(ledger_path, name, object_hash=found.object_hash)
-        if working.object_id == found.hexsha:  # the same bytes: the same lines, the same problems, the same names
-            copy = None
-            if ref is None and found.commit is not None and working.file_stat is not None:
-                copy = repo.HeadCopy(ledger_path.absolute(), working.file_stat, working.read_ns, found.commit)
-            return Baseline(working.latest, used, tuple(working.problems), found, at, working=working.latest,
-                            working_id=working.object_id, head_copy=copy)
-    read = ledger.latest_of_chunks(found.chunks if found is not None else tuple, name)  # the one tolerant reader
-    return Baseline(read.latest, used, tuple(read.problems), found, at,
-                    working=working.latest if working is not None else None,
-                    working_id=working.object_id if working is not None else None)
-
-
-def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
-    """Where the baseline commit keeps the ledger: its own settings' ``ledger``, else its default.
-
-    A change that moves the ledger in physverify.yaml (or [tool.physverify]) must not move the
-    gate's memory with it (issue 21, item 9), so the commit's copies decide, in the order of
-    the settings: physverify.yaml, then pyproject.toml. A --ledger the caller gives is the
-    caller's choice, kept. A copy that cannot be read gives a warning and ``target``.
-    """
-    if explicit:
-        return target, []
-    yaml_copy = first.folder / CONFIG_NAME
-    readers = [(yaml_copy, lambda text, name: ledger_setting(first.folder, text, name))]
-    if first.pyproject is not None:
-        root = first.pyproject.parent
-        readers.append((first.pyproject, lambda text, name: pyproject_ledger_setting(root, text, name)))
-    for where, read in readers:
-        try:
-            setting = _committed_setting(where, ref, read)
-        except UsageError:
-            raise  # a ref that names no commit: the same error the ledger's reading gives
-        except (PhysverifyError, UnicodeDecodeError) as exc:
-            return target, [f"{where}: its committed copy cannot give the baseline's ledger ({exc}); reading the "
-                            f"baseline from {target}"]
-        if setting is not None:
-            return setting, []
-    return first.folder / ledger.DEFAULT_LEDGER, []  # no setting in that commit: its default place
-
-
-def _committed_setting(where: Path, ref: str | None, read: Callable[[str, Path], Path | None]) -> Path | None:
-    """What ``read`` finds in the copy of ``where`` that commit ``ref`` (default HEAD) holds; None without one."""
-    found = repo.blob_at(where, ref) if ref is not None else repo.blob_at_head(where)
-    if found is None:
-        return None
-    if found.size > (1 << 20):
-        raise PhysverifyError(f"{where}@{found.ref}: larger than 1 MiB")
-    return read(b"".join(found.chunks()).decode("utf-8"), Path(f"{where}@{found.ref}"))
-
-
-def _change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | None, str | None],
-                   baseline: Baseline) -> Mapping[str, Mapping[str, Any]] | None:
-    """The latest line per claim in the ledger the checked-out commit holds, when --baseline names another
-    commit whose ledger differs (a pull request against its base; empty when that commit deleted it); else None.
-
-    That ledger is the change's own addition to the gate's memory: merged, it is the next
-    change's baseline, so a line in it that this run does not reproduce is judged
-    (``gate.edited_memory``). Read only when its blob differs from the baseline's, and not
-    read again when the working ledger ``load_baseline`` read holds the same bytes (a CI
-    checkout: the usual case).
-    """
-    if ref is None:
-        return None
-    try:
-        head = repo.blob_at_head(target)
-    except PhysverifyError:  # not a file at HEAD: the next run's baseline refuses it, nothing to compare here
-        return None
-    if head is None:  # deleted: every baseline line is dropped
-        return {} if blob[0] is not None else None
-    if blob[0] is not None and head.hexsha == blob[0].hexsha:
-        return None
-    return _latest_lines(head, baseline, f"{target}@HEAD")
-
-
-def _latest_lines(found: repo.Committed, baseline: Baseline, name: str) -> Mapping[str, Mapping[str, Any]]:
-    """The latest line per claim of the ledger blob ``found``: the working ledger's reading when it holds the
-    same bytes (``load_baseline`` read it already; a CI checkout, or the hook under pre-commit, which stashes
-    what is not staged), else ``found`` streamed from git."""
-    if baseline.working is not None and baseline.working_id == found.hexsha:
-        return baseline.working
-    return ledger.latest_of_chunks(found.chunks, name).latest
-
-
-_NOT_STAGED: tuple[bool, repo.Committed | None] = (False, None)
-
-
-def _staged_ledger(target: Path, checkout: repo.Checkout, changes: _Changes,
-                   head: repo.Committed) -> tuple[bool, repo.Committed | None]:
-    """Whether the hook was given the ledger as staged with content other than HEAD's, and that content (None:
-    staged as deleted, or as something that is not a file).
-
-    Its lines are what the commit would record. A hook-stopped `git commit -am` leaves the
-    line it wrote in the working ledger and the code unstaged, so the next commit can hold
-    the line without the code it was written from (``gate.staged_line``).
-    """
-    key = checkout.relative(target)
-    if key is None or key not in changes.of(checkout.root) or checkout.repo is None:
-        return _NOT_STAGED
-    inside = checkout.repo.working_tree_dir and repo.relative_key(target, Path(checkout.repo.working_tree_dir))
-    if not inside:
-        return _NOT_STAGED
-    found = repo.blob_staged(checkout.repo, inside)
-    return _NOT_STAGED if found is not None and found.hexsha == head.hexsha else (True, found)
-
-
-def _staged_memory(staged: repo.Committed | None, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
-    """The latest line per claim in the staged ledger (``_staged_ledger``; none when staged as deleted)."""
-    return {} if staged is None else _latest_lines(staged, baseline, f"{staged.blob.path}@index")
-
-
-def _edited(memory: Mapping[str, Mapping[str, Any]] | None, baseline: Mapping[str, Mapping[str, Any]]) -> set[str]:
-    """The claims whose latest verdict the change's own ledger (``_change_memory``) moved from the baseline's,
-    or whose baseline line it dropped."""
-    if memory is None:
-        return set()
-    moved = {key for key, line in memory.items() if line.get("verdict") != (baseline.get(key) or {}).get("verdict")}
-    return moved | {key for key in baseline if key not in memory}
-
-
-def _memory_verdict(memory: Mapping[str, Mapping[str, Any]] | None, key: str, followed: Mapping[str, str]) -> str | None:
-    """The claim's latest verdict in the change's own ledger (under its key, or the key it was renamed from);
-    ``gate.DROPPED`` when that ledger has no line for it; None when there is no such ledger."""
-    if memory is None:
-        return None
-    line = memory.get(key)
-    if line is None and key in followed:
-        line = memory.get(followed[key])
-    if line is None:
-        return gate.DROPPED
-    verdict = line.get("verdict")
-    return verdict if isinstance(verdict, str) else None
-
-
-def _recorded(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mapping[str, Any]]:
-    """The working ledger's latest line per claim: what a line is compared with before it is written.
-
-    Read once: ``load_baseline`` read it already whenever a committed ledger is where this
-    run writes (and when it holds the committed bytes, it is the baseline itself, issue 21,
-    item 11); only a ledger never committed there is read here.
-    """
-    if baseline.working is not None:
-        return baseline.working
-    return ledger.read_latest(ledger_path).latest
 
 
 class _Renames:
@@ -703,7 +507,7 @@ def _target(record: Mapping[str, Any], item: _Planned, found: Path | None) -> st
 def _judge(item: _Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
            recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
            memory: str | None = None, staged: bool = False) -> ClaimRun:
-    """``memory``: the claim's verdict in the change's own ledger (``_memory_verdict``), the ledger as staged
+    """``memory``: the claim's verdict in the change's own ledger (``memory_verdict``), the ledger as staged
     when ``staged``."""
     record = evaluation.record
     before = base.get("verdict") if base is not None else None
@@ -741,7 +545,7 @@ def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping
         if item.base is not None:  # outside git: the line is written under the key planning gave, not confirm's
             evaluation.record["claim_key"] = item.key
         judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                        record_all, _memory_verdict(memory, item.key, baseline.followed), staged)
+                        record_all, memory_verdict(memory, item.key, baseline.followed), staged)
         judged = replace(judged, seconds=time.monotonic() - start)
         seen.finished(judged)
         return judged
@@ -792,13 +596,6 @@ def _notes(runs: Sequence[ClaimRun], written: int, ledger_path: Path, pre_commit
 
 def _check_ledger(path: Path) -> None:
     ledger.check_writable(path)  # here, because replay()'s ``ledger`` keyword hides the module inside it
-
-
-def _baseline_note(baseline: Baseline, target: Path) -> list[str]:
-    if baseline.ref is None and repo.open_repo(target.parent) is not None:
-        return [f"{target}: not committed yet, so the baseline is the ledger as this run found it; "
-                "commit it: the committed ledger is the gate's memory"]
-    return []
 
 
 def _material(configs: Sequence[Config], folders: Sequence[repo.Checkout], target: Path, committed: Path,
@@ -877,7 +674,7 @@ def replay(
     store = cache.open_cache()
     checkouts = repo.Checkouts()
     changes = None
-    staged, staged_blob = _NOT_STAGED  # the ledger as staged, in the hook, when it differs from HEAD's
+    staged, staged_blob = NOT_STAGED  # the ledger as staged, in the hook, when it differs from HEAD's
     key_material = None
     memo_problem = None
     if changed_since is not None or files is not None or pre_commit:
@@ -886,7 +683,7 @@ def replay(
         for checkout in folders:  # a bad --changed-since is a usage error before anything runs
             changes.of(checkout.root)
         if pre_commit and baseline is None and blob[0] is not None:
-            staged, staged_blob = _staged_ledger(target, folders[0], changes, blob[0])
+            staged, staged_blob = staged_ledger(target, folders[0], changes.of(folders[0].root), blob[0])
         if store is not None and blob[0] is not None and not moved and not staged:
             key_material = _material(configs, folders, target, committed, blob, shard_kn)
             memo, memo_problem = noop.recall(store, key_material)
@@ -905,18 +702,18 @@ def replay(
             closing(_Ahead(_plan(configs, checkouts, readings.read_each, watch, chosen))) as discovered:
         before = loaded = load_baseline(target, baseline, committed, blob=blob)
         warnings = [line for cfg in configs for line in cfg.warnings] + list(before.problems) + moved
-        warnings += _baseline_note(before, target)
+        warnings += baseline_note(before, target)
         if before.path is not None and before.path != target:
             warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
                             f"commit's {CONFIG_NAME} or {PYPROJECT_NAME} keeps it; this run writes {target}")
-        recorded = before.latest if before.ref is None else _recorded(target, before)  # the working ledger, read once
+        recorded = before.latest if before.ref is None else recorded_lines(target, before)  # the working ledger, read once
         if before.head_copy is not None:
             checkouts.know((before.head_copy,))
         renames = _Renames(before)
         before = renames.baseline
         seen = _Plan(progress)
-        memory = _staged_memory(staged_blob, loaded) if staged else _change_memory(target, baseline, blob, loaded)
-        edited = _edited(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
+        memory = staged_memory(staged_blob, loaded) if staged else change_memory(target, baseline, blob, loaded)
+        edited = edited_claims(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
         run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory,
                           staged=staged)
         # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
