@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, clean_env, init_repo
 
-from physverify.gate import noop
+from physverify.gate import noop, pipeline
 from physverify.gate.cache import OWN_FOLDER
 from physverify.errors import PhysverifyError
-from physverify.gate import replay as replay_module
 from physverify.gate.replay import replay
 from physverify.gate.results import ReplayResult
 
@@ -73,7 +72,7 @@ def _no_planning(monkeypatch: pytest.MonkeyPatch) -> None:
     def planned(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the claims were planned again")
 
-    monkeypatch.setattr(replay_module, "_plan", planned)
+    monkeypatch.setattr(pipeline, "plan", planned)
 
 
 @pytest.mark.parametrize("options", [{"files": ("README.md",)}, {"changed_since": "HEAD"}],

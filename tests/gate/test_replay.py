@@ -670,26 +670,6 @@ def test_a_replay_reads_each_claim_file_once(tmp_path: Path, monkeypatch: pytest
     assert sorted(reads) == ["claim_00.py", "claim_01.py", "claim_02.py"]  # discovery's one read, used by every step
 
 
-def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
-    import threading
-
-    started = threading.Event()
-    pulled_after_start: list[bool] = []
-
-    def planned() -> Any:
-        yield "first"
-        pulled_after_start.append(started.wait(timeout=60))  # the first claim runs while this one is read
-        yield "second"
-
-    def run_one(item: Any) -> Any:
-        if item == "first":
-            started.set()
-        return item
-
-    assert replay._run_all(run_one, planned(), jobs=2) == ["first", "second"]
-    assert pulled_after_start == [True]
-
-
 def test_the_fork_server_starts_before_git_is_asked_unless_the_files_given_reach_no_claim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

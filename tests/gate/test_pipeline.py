@@ -1,4 +1,4 @@
-"""replay's planning (issue 19): discovery read ahead in a thread of its own; long-lived objects out of the collector's
+"""gate/pipeline.py, replay's planning (issue 19): discovery read ahead in a thread of its own; long-lived objects out of the collector's
 full passes, and given back."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ import gc
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
 
-from physverify.gate import replay as replay_module
+from physverify.gate import pipeline, replay as replay_module
 from physverify.gate.replay import replay
 
 
@@ -38,7 +39,7 @@ def test_planning_freezes_as_it_goes_and_the_run_unfreezes_at_its_end(tmp_path: 
         frozen.append(len(frozen))
         real_freeze()
 
-    monkeypatch.setattr(replay_module, "FREEZE_EVERY", 1)
+    monkeypatch.setattr(pipeline, "FREEZE_EVERY", 1)
     monkeypatch.setattr(gc, "freeze", freeze)
     assert gc.get_freeze_count() == 0
     result = replay([root / "claims"], trusted=True, dry_run=True, jobs=1)
@@ -82,7 +83,7 @@ def test_discovery_read_ahead_keeps_the_order_and_raises_its_error_in_the_consum
         yield from range(500)
         raise OSError("discovery failed")
 
-    ahead = replay_module._Ahead(items())  # type: ignore[arg-type]
+    ahead = pipeline.Ahead(items())  # type: ignore[arg-type]
     got = []
     try:
         for item in ahead:
@@ -107,7 +108,7 @@ def test_discovery_read_ahead_stops_once_its_consumer_is_closed() -> None:
                 first.set()
                 release.wait(10)
 
-    ahead = replay_module._Ahead(items())  # type: ignore[arg-type]
+    ahead = pipeline.Ahead(items())  # type: ignore[arg-type]
     assert first.wait(10)
     assert next(ahead) == 0
     ahead.close()  # the consumer is done: the thread stops at its next claim
@@ -125,7 +126,7 @@ def test_a_run_that_ends_with_an_error_stops_its_read_ahead(tmp_path: Path, monk
     root = _committed(tmp_path, "a")
     closed: list[bool] = []
 
-    class Watched(replay_module._Ahead):
+    class Watched(pipeline.Ahead):
         def close(self) -> None:
             closed.append(True)
             super().close()
@@ -133,8 +134,26 @@ def test_a_run_that_ends_with_an_error_stops_its_read_ahead(tmp_path: Path, monk
     def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(replay_module, "_Ahead", Watched)
+    monkeypatch.setattr(pipeline, "Ahead", Watched)
     monkeypatch.setattr(replay_module, where, interrupted)
     with pytest.raises(KeyboardInterrupt):
         replay([root / "claims"], trusted=True, jobs=1)
     assert closed == [True]
+
+
+def test_claims_start_running_while_later_ones_are_still_being_read() -> None:
+    started = threading.Event()
+    pulled_after_start: list[bool] = []
+
+    def planned() -> Any:
+        yield "first"
+        pulled_after_start.append(started.wait(timeout=60))  # the first claim runs while this one is read
+        yield "second"
+
+    def run_one(item: Any) -> Any:
+        if item == "first":
+            started.set()
+        return item
+
+    assert pipeline.run_all(run_one, planned(), jobs=2) == ["first", "second"]
+    assert pulled_after_start == [True]
