@@ -23,12 +23,13 @@ from physverify.gate import claim, repo
 from physverify.gate.repo import changed_since, files_as_keys, relative_key  # noqa: F401 - their home is repo.py
 
 
-def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str]) -> frozenset[str]:
+def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str],
+                  checkouts: repo.Checkouts | None = None) -> frozenset[str]:
     """Keys of the changed files in each repository: changed since ``ref`` (when given) and ``files``."""
     changed: set[str] = set()
     for root in roots:
         if ref is not None:
-            changed |= changed_since(root, ref)
+            changed |= changed_since(root, ref, checkouts)
         changed |= files_as_keys(files, root, Path.cwd())
     return frozenset(changed)
 

@@ -35,7 +35,26 @@ class Baseline:
     head_copy: repo.HeadCopy | None = None  # the working ledger, found to hold HEAD's bytes (for the dirty flag)
 
 
-def committed_blob(at: Path, ref: str | None) -> tuple[repo.Committed | None, str | None]:
+Blob = tuple[repo.Committed | None, str | None]  # a committed ledger and the ref it was read at (committed_blob)
+
+
+@dataclass(frozen=True)
+class LedgerSource:
+    """Where the baseline commit keeps the ledger, its blob there, and why that commit's setting was not used."""
+
+    path: Path
+    blob: Blob
+    warnings: tuple[str, ...] = ()
+
+
+def locate_ledger(first: Config, target: Path, explicit: bool, ref: str | None,
+                  checkouts: repo.Checkouts | None = None) -> LedgerSource:
+    """The committed ledger a run is judged against: ``committed_ledger``'s place, and its blob there."""
+    path, warnings = committed_ledger(first, target, explicit, ref, checkouts)
+    return LedgerSource(path, committed_blob(path, ref, checkouts), tuple(warnings))
+
+
+def committed_blob(at: Path, ref: str | None, checkouts: repo.Checkouts | None = None) -> Blob:
     """The ledger file ``at`` as committed at ``ref`` (default HEAD), and the ref it was read at.
 
     ``ref`` given: a UsageError when it names no commit; the blob is None when that commit
@@ -43,13 +62,13 @@ def committed_blob(at: Path, ref: str | None) -> tuple[repo.Committed | None, st
     HEAD has no ledger there (the baseline is then the working ledger).
     """
     if ref is not None:
-        return repo.blob_at(at, ref), ref
-    found = repo.blob_at_head(at)
+        return repo.blob_at(at, ref, checkouts), ref
+    found = repo.blob_at_head(at, checkouts)
     return found, ("HEAD" if found is not None else None)
 
 
 def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | None = None, *,
-                  blob: tuple[repo.Committed | None, str | None] | None = None) -> Baseline:
+                  blob: Blob | None = None, checkouts: repo.Checkouts | None = None) -> Baseline:
     """The ledger the run is judged against, read once before anything runs.
 
     ``ref`` given: the ledger as committed there (none there: every claim is new). No
@@ -63,7 +82,7 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
     ``blob`` is ``committed_blob(at, ref)`` when the caller looked it up already.
     """
     at = committed_path or ledger_path
-    found, used = blob if blob is not None else committed_blob(at, ref)
+    found, used = blob if blob is not None else committed_blob(at, ref, checkouts)
     if used is None:
         read = ledger.read_latest(ledger_path)
         return Baseline(read.latest, None, tuple(read.problems))
@@ -83,7 +102,8 @@ def load_baseline(ledger_path: Path, ref: str | None, committed_path: Path | Non
                     working_id=working.object_id if working is not None else None)
 
 
-def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None) -> tuple[Path, list[str]]:
+def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | None,
+                     checkouts: repo.Checkouts | None = None) -> tuple[Path, list[str]]:
     """Where the baseline commit keeps the ledger: its own settings' ``ledger``, else its default.
 
     A change that moves the ledger in physverify.yaml (or [tool.physverify]) must not move the
@@ -100,7 +120,7 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
         readers.append((first.pyproject, lambda text, name: pyproject_ledger_setting(root, text, name)))
     for where, read in readers:
         try:
-            setting = _committed_setting(where, ref, read)
+            setting = _committed_setting(where, ref, read, checkouts)
         except UsageError:
             raise  # a ref that names no commit: the same error the ledger's reading gives
         except (PhysverifyError, UnicodeDecodeError) as exc:
@@ -111,9 +131,10 @@ def committed_ledger(first: Config, target: Path, explicit: bool, ref: str | Non
     return first.folder / ledger.DEFAULT_LEDGER, []  # no setting in that commit: its default place
 
 
-def _committed_setting(where: Path, ref: str | None, read: Callable[[str, Path], Path | None]) -> Path | None:
+def _committed_setting(where: Path, ref: str | None, read: Callable[[str, Path], Path | None],
+                       checkouts: repo.Checkouts | None) -> Path | None:
     """What ``read`` finds in the copy of ``where`` that commit ``ref`` (default HEAD) holds; None without one."""
-    found = repo.blob_at(where, ref) if ref is not None else repo.blob_at_head(where)
+    found = repo.blob_at(where, ref, checkouts) if ref is not None else repo.blob_at_head(where, checkouts)
     if found is None:
         return None
     if found.size > (1 << 20):
@@ -121,8 +142,8 @@ def _committed_setting(where: Path, ref: str | None, read: Callable[[str, Path],
     return read(b"".join(found.chunks()).decode("utf-8"), Path(f"{where}@{found.ref}"))
 
 
-def change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | None, str | None],
-                   baseline: Baseline) -> Mapping[str, Mapping[str, Any]] | None:
+def change_memory(target: Path, ref: str | None, blob: Blob, baseline: Baseline,
+                  checkouts: repo.Checkouts | None = None) -> Mapping[str, Mapping[str, Any]] | None:
     """The latest line per claim in the ledger the checked-out commit holds, when --baseline names another
     commit whose ledger differs (a pull request against its base; empty when that commit deleted it); else None.
 
@@ -135,7 +156,7 @@ def change_memory(target: Path, ref: str | None, blob: tuple[repo.Committed | No
     if ref is None:
         return None
     try:
-        head = repo.blob_at_head(target)
+        head = repo.blob_at_head(target, checkouts)
     except PhysverifyError:  # not a file at HEAD: the next run's baseline refuses it, nothing to compare here
         return None
     if head is None:  # deleted: every baseline line is dropped
@@ -217,8 +238,10 @@ def recorded_lines(ledger_path: Path, baseline: Baseline) -> Mapping[str, Mappin
     return ledger.read_latest(ledger_path).latest
 
 
-def baseline_note(baseline: Baseline, target: Path) -> list[str]:
-    if baseline.ref is None and repo.open_repo(target.parent) is not None:
+def baseline_note(baseline: Baseline, target: Path, checkouts: repo.Checkouts | None = None) -> list[str]:
+    """The note that a ledger in git but never committed is no memory yet (the gate judges against nothing)."""
+    opened = repo.open_repo(target.parent) if checkouts is None else checkouts.for_folder(target.parent).repo
+    if baseline.ref is None and opened is not None:
         return [f"{target}: not committed yet, so the baseline is the ledger as this run found it; "
                 "commit it: the committed ledger is the gate's memory"]
     return []

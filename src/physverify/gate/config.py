@@ -103,7 +103,9 @@ def pyproject_ledger_setting(root: Path, text: str, name: Path) -> Path | None:
 
 def _tool_table(folder: Path) -> tuple[Path, Mapping[str, Any] | None]:
     """The pyproject.toml at the root of the repository holding ``folder``, and its [tool.physverify] (or None)."""
-    pyproject = _repository_root(folder) / PYPROJECT_NAME
+    from physverify.gate.repo import root_for  # found without GitPython (repo.root_for says why)
+
+    pyproject = root_for(folder) / PYPROJECT_NAME
     if not os.path.lexists(pyproject):
         return pyproject, None
     try:
@@ -111,22 +113,6 @@ def _tool_table(folder: Path) -> tuple[Path, Mapping[str, Any] | None]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{pyproject}: cannot be read ({exc})") from None
     return pyproject, _parse_toml(text, pyproject)
-
-
-def _repository_root(folder: Path) -> Path:
-    """$PHYSVERIFY_REPO, else the nearest folder at or above ``folder`` holding .git, else ``folder`` (repo.root_for's
-    answer, found without GitPython: replay reads the settings before it starts the fork server, whose start
-    overlaps the run's own import of GitPython)."""
-    from physverify.gate.settings import sandbox_repo
-
-    inside = sandbox_repo()
-    if inside is not None:
-        return inside
-    start = folder.resolve()
-    for candidate in (start, *start.parents):
-        if os.path.lexists(candidate / ".git"):  # a folder, or the file of a worktree or submodule
-            return candidate
-    return start
 
 
 def _table_name(pyproject: Path) -> Path:

@@ -66,13 +66,14 @@ class Renames:
     claims see each rename as soon as it is found.
     """
 
-    def __init__(self, baseline: Baseline) -> None:
+    def __init__(self, baseline: Baseline, checkouts: repo.Checkouts | None = None) -> None:
         self._latest: dict[str, Mapping[str, Any]] = dict(baseline.latest)
         self._followed: dict[str, str] = {}
         self.bare: set[str] = set()  # the new keys among ``_followed`` that took a line of an old bare-name key
         self.superseded: set[str] = set()  # old bare-name keys whose line is a claim's of this run: never "removed"
         self._original = baseline.latest
         self._git: dict[Path, dict[str, str]] = {}
+        self._checkouts = checkouts
         self._by_hash: dict[str, list[str]] | None = None
         self.baseline = replace(baseline, latest=self._latest, followed=self._followed)
 
@@ -114,7 +115,7 @@ class Renames:
 
     def _old_key(self, item: Planned) -> str | None:
         if self.baseline.ref is not None and item.root not in self._git:
-            self._git[item.root] = repo.renamed_since(item.root, self.baseline.ref)
+            self._git[item.root] = repo.renamed_since(item.root, self.baseline.ref, self._checkouts)
         old = self._git.get(item.root, {}).get(item.key)
         if old is None or old not in self._original:
             same = self._hashes().get(item.reading.sha256 or "", [])  # the hash discovery read once
@@ -157,8 +158,8 @@ def claim_inputs(item: Planned, closures: affected.Closures) -> frozenset[str]:
 class Changes:
     """The changed files of each repository, looked up once per root (--changed-since, --files, --pre-commit)."""
 
-    def __init__(self, ref: str | None, files: Sequence[str]) -> None:
-        self.ref, self.files = ref, tuple(files)
+    def __init__(self, ref: str | None, files: Sequence[str], checkouts: repo.Checkouts | None = None) -> None:
+        self.ref, self.files, self._checkouts = ref, tuple(files), checkouts
         self._by_root: dict[Path, frozenset[str]] = {}
         self._lock = threading.Lock()
         self.closures = affected.Closures()  # the claims' import closures share their lookups
@@ -166,7 +167,7 @@ class Changes:
     def of(self, root: Path) -> frozenset[str]:
         with self._lock:
             if root not in self._by_root:
-                self._by_root[root] = affected.changed_files([root], self.ref, self.files)
+                self._by_root[root] = affected.changed_files([root], self.ref, self.files, self._checkouts)
             return self._by_root[root]
 
 
@@ -416,7 +417,7 @@ def removed(configs: Sequence[Config], baseline: Baseline, planned: Iterable[str
                     and discovery.gone(os.path.join(text, key)))  # a string: a Path per key cost more than its stat
     runs = []
     for root, keys in gone.items():  # one git call per repository, whatever the number of keys
-        existed = repo.paths_at(root, baseline.ref, keys) if baseline.ref is not None else frozenset(keys)
+        existed = repo.paths_at(root, baseline.ref, keys, checkouts) if baseline.ref is not None else frozenset(keys)
         for key in sorted(existed - seen):
             seen.add(key)
             base = baseline.latest[key]

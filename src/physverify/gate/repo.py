@@ -70,14 +70,21 @@ def open_repo(folder: Path) -> Any:
 
 
 def root_for(folder: Path) -> Path:
-    """$PHYSVERIFY_REPO, else the git working tree holding ``folder``, else ``folder`` (spec section 3)."""
-    sandbox = sandbox_repo()
-    if sandbox is not None:
-        return sandbox
-    repo = open_repo(folder)
-    if repo is None or repo.working_tree_dir is None:  # not in git, or a bare repository
-        return folder.resolve()
-    return Path(repo.working_tree_dir)
+    """$PHYSVERIFY_REPO, else the git working tree holding ``folder``, else ``folder`` (spec section 3), resolved.
+
+    Found without GitPython, as the nearest folder at or above ``folder`` that holds ``.git``
+    (a folder, or the file of a worktree or submodule): replay reads the settings before it
+    starts the fork server, whose start overlaps the run's own import of GitPython, and
+    ``Checkouts`` finds a repository it opened already by this root before opening another.
+    """
+    inside = sandbox_repo()
+    if inside is not None:
+        return inside
+    start = folder.resolve()
+    for candidate in (start, *start.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+    return start
 
 
 def claim_root(claim_path: Path, values: Mapping[str, Any] | None) -> Path:
@@ -307,8 +314,13 @@ def _neutral_env(drivers: Mapping[str, set[str]]) -> dict[str, str]:
     return env
 
 
-def _require_repo(folder: Path, flag: str, ref: str) -> Any:
-    repo = open_repo(folder)
+def _opened(folder: Path, checkouts: Checkouts | None) -> Any:
+    """The Repo holding ``folder``: its checkout's in this run (each repository opened once), else opened now."""
+    return open_repo(folder) if checkouts is None else checkouts.for_folder(folder).repo
+
+
+def _require_repo(folder: Path, flag: str, ref: str, checkouts: Checkouts | None = None) -> Any:
+    repo = _opened(folder, checkouts)
     if repo is None or repo.working_tree_dir is None:
         raise UsageError(f"{flag} {ref}: {folder} is not in a git repository")
     return repo
@@ -390,10 +402,11 @@ def _hash_name(hexsha: str) -> str:
     return "sha256" if len(hexsha) == 64 else "sha1"
 
 
-def blob_at(path: Path, ref: str) -> Committed | None:
+def blob_at(path: Path, ref: str, checkouts: Checkouts | None = None) -> Committed | None:
     """``path`` as committed at ``ref`` (None when absent); UsageError outside git or for a ref that names no
-    commit, PhysverifyError when the entry there is not a regular file (a gitlink, a link, a folder)."""
-    repo = _require_repo(path.parent, "--baseline", ref)
+    commit, PhysverifyError when the entry there is not a regular file (a gitlink, a link, a folder).
+    ``checkouts``: the run's, whose repositories are opened once (the same for every function below)."""
+    repo = _require_repo(path.parent, "--baseline", ref, checkouts)
     found = resolve(repo, ref, "--baseline")
     relative = relative_key(path, Path(repo.working_tree_dir))
     if relative is None:
@@ -401,9 +414,9 @@ def blob_at(path: Path, ref: str) -> Committed | None:
     return _committed(found, relative, ref)
 
 
-def blob_at_head(path: Path) -> Committed | None:
+def blob_at_head(path: Path, checkouts: Checkouts | None = None) -> Committed | None:
     """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
-    repo = open_repo(path.parent)
+    repo = _opened(path.parent, checkouts)
     head = head_commit(repo) if repo is not None and repo.working_tree_dir is not None else None
     if head is None:
         return None
@@ -494,10 +507,10 @@ def _blob(commit: Any, relative: str) -> bytes | None:
     return None if found is None else b"".join(found.chunks())
 
 
-def renamed_since(root: Path, ref: str) -> dict[str, str]:
+def renamed_since(root: Path, ref: str, checkouts: Checkouts | None = None) -> dict[str, str]:
     """Files renamed between ``ref`` and the working tree (git's rename detection): new key -> old key,
     both relative to ``root``. Staged and committed renames count; an untracked new file is not in git's view."""
-    repo = open_repo(root)
+    repo = _opened(root, checkouts)
     if repo is None or repo.working_tree_dir is None:
         return {}
     found = resolve(repo, ref, "--baseline")
@@ -526,7 +539,7 @@ def _renamed(fields: list[bytes]) -> Iterator[tuple[str, str]]:
             i += 2
 
 
-def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
+def paths_at(root: Path, ref: str, keys: Iterable[str], checkouts: Checkouts | None = None) -> frozenset[str]:
     """Those of ``keys`` (relative to ``root``) that were files at ``ref``; every key outside git.
 
     One ``git ls-tree -r`` of the folders holding them, whatever their number: a look-up per
@@ -537,7 +550,7 @@ def paths_at(root: Path, ref: str, keys: Iterable[str]) -> frozenset[str]:
     wanted = list(keys)
     if not wanted:  # every replay asks (no claim file gone, the usual case): no repository to open, no git to start
         return frozenset()
-    repo = open_repo(root)
+    repo = _opened(root, checkouts)
     if repo is None or repo.working_tree_dir is None or head_commit(repo) is None:
         return frozenset(wanted)
     found = resolve(repo, ref, "--baseline")
@@ -588,9 +601,9 @@ def _files_in_tree(repo: Any, commit: str, folders: list[str]) -> set[str]:
     return found
 
 
-def changed_since(root: Path, ref: str) -> frozenset[str]:
+def changed_since(root: Path, ref: str, checkouts: Checkouts | None = None) -> frozenset[str]:
     """Paths (POSIX, relative to ``root``) that differ between ``ref`` and the working tree, plus untracked files."""
-    repo = _require_repo(root, "--changed-since", ref)
+    repo = _require_repo(root, "--changed-since", ref, checkouts)
     found = resolve(repo, ref, "--changed-since")
     status = _status(repo)  # a claim being written is usually still untracked, so those count too
     head = head_commit(repo)
@@ -848,6 +861,12 @@ class Checkouts:
         if found is not None:
             with self._lock:
                 self._by_folder[given] = found
+            return found
+        with self._lock:  # a folder of a repository opened already (physverify.yaml's and pyproject.toml's)
+            found = self._by_root.get(root_for(folder))
+            if found is not None:
+                self._by_folder[folder] = self._by_folder[given] = found
+        if found is not None:
             return found
         sandbox = sandbox_repo()
         repo = open_repo(folder if sandbox is None else sandbox)
