@@ -55,7 +55,7 @@ def test_a_run_that_ends_with_an_error_gives_back_what_it_froze(tmp_path: Path, 
     def interrupted(*_: object) -> None:  # Ctrl-C as the run ends
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(replay_module, "_write", interrupted)
+    monkeypatch.setattr(replay_module, "write_lines", interrupted)
     assert gc.get_freeze_count() == 0
     with pytest.raises(KeyboardInterrupt):
         replay([root / "claims"], trusted=True, jobs=1)
@@ -119,7 +119,7 @@ def test_discovery_read_ahead_stops_once_its_consumer_is_closed() -> None:
     assert len(produced) <= 2
 
 
-@pytest.mark.parametrize("where", ["load_baseline", "_write"])
+@pytest.mark.parametrize("where", ["load_baseline", "write_lines"])
 def test_a_run_that_ends_with_an_error_stops_its_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             where: str) -> None:
     """Whether the baseline cannot be read or the run is interrupted later, discovery reads no further."""

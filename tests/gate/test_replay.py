@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 from physverify.isolation import forkclient
 from physverify.gate import rules as gate, ledger, replay
+from physverify.gate import repo as repo_module
 from physverify.gate.rules import (
     DECIDED,
     FIXED,
@@ -751,3 +753,128 @@ def test_a_ledger_with_the_old_bare_name_keys_outside_git_still_reads(tmp_path: 
     fixed = replay.replay(["claims"], trusted=True, jobs=1, timeout_s=60, ledger=ledger_path)
     assert {r.key: r.transition for r in fixed.claims} == {"before/claim_x.py": FIXED, "after/claim_x.py": UNCHANGED}
     assert not any("its history is under" in w for w in fixed.warnings)
+
+
+# --- each step of replay(): settings -> plan -> baseline -> run and judge -> write -> conclude -----------
+def _request(root: Path, **options: Any) -> replay.Request:
+    options.setdefault("trusted", True)
+    options.setdefault("timeout_s", 60)
+    options.setdefault("jobs", 1)
+    return replay.read_settings([root / "claims"], **options)
+
+
+def test_read_settings_takes_a_flag_over_the_folders_file_and_checks_before_anything_runs(tmp_path: Path) -> None:
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / "physverify.yaml").write_text("timeout: 7\njobs: 3\n")
+    request = replay.read_settings([tmp_path / "claims"], trusted=True, jobs=2, files=["a.py"])
+    assert (request.run.jobs, request.run.timeout_s) == (2, 7.0)
+    assert request.target == tmp_path / "claims" / "confirm_ledger.jsonl" and not request.explicit_ledger
+    assert request.has_change_set and request.files_alone and request.files == ("a.py",)
+    assert not replay.read_settings([tmp_path / "claims"], trusted=True).has_change_set
+    with pytest.raises(RefusedError):
+        replay.read_settings([tmp_path / "claims"])
+    with pytest.raises(UsageError, match="missing"):
+        replay.read_settings([tmp_path / "claims"], trusted=True, ledger=tmp_path / "missing" / "l.jsonl")
+    assert replay.read_settings([tmp_path / "claims"], trusted=True, dry_run=True,
+                                ledger=tmp_path / "missing" / "l.jsonl").explicit_ledger
+
+
+def test_plan_change_runs_every_claim_without_a_change_set_and_answers_from_the_memo_with_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from physverify.gate import baseline, cache, noop
+
+    root = tmp_path / "project"  # the cache outside it: its files are no change of the project's
+    project = make_repo(root, GOOD)
+    run(root, jobs=1)
+    project.index.add(["claims/confirm_ledger.jsonl"])
+    project.index.commit("ledger")
+    monkeypatch.setenv("PHYSVERIFY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(noop, "RACY_NS", 0)  # files this new count as settled: a memo may be kept at once
+    checkouts = repo_module.Checkouts()
+
+    def planned(**options: Any) -> replay.ChangePlan:
+        request = _request(root, **options)
+        source = baseline.locate_ledger(request.first, request.target, False, None, checkouts)
+        return replay.plan_change(request, source, checkouts, cache.open_cache(), noop.Recorder())
+
+    assert planned() == replay.ChangePlan()  # every claim runs
+    first = planned(changed_since="HEAD")
+    assert first.changes is not None and first.kept is None and first.key_material is not None
+    run(root, changed_since="HEAD")  # runs nothing, warns of nothing: its plan is kept
+    assert planned(changed_since="HEAD").kept == ("claims/claim_00.py",)
+
+
+def test_read_baseline_reads_the_committed_ledger_and_says_when_there_is_none_yet(tmp_path: Path) -> None:
+    from physverify.gate import baseline
+
+    make_repo(tmp_path, GOOD)
+    run(tmp_path, jobs=1)  # a line written, never committed
+    request = _request(tmp_path)
+    checkouts = repo_module.Checkouts()
+    source = baseline.locate_ledger(request.first, request.target, False, None, checkouts)
+    judging = replay.read_baseline(request, source, replay.ChangePlan(), checkouts)
+    assert judging.baseline.ref is None and list(judging.baseline.latest) == ["claims/claim_00.py"]
+    assert judging.recorded == judging.baseline.latest and judging.memory is None and not judging.edited
+    assert any("not committed yet" in line for line in judging.warnings)
+
+
+def test_run_claims_runs_and_judges_each_planned_claim_and_conclude_adds_the_removed_ones(tmp_path: Path) -> None:
+    from physverify.gate import baseline, cache, pipeline
+
+    project = make_repo(tmp_path, DEFECT, claims=2)
+    run(tmp_path, jobs=1)
+    project.index.add(["claims/confirm_ledger.jsonl"])
+    project.index.commit("ledger")
+    project.index.remove(["claims/claim_01.py"], working_tree=True)
+    request = _request(tmp_path, dry_run=True)
+    checkouts = repo_module.Checkouts()
+    source = baseline.locate_ledger(request.first, request.target, False, None, checkouts)
+    judging = replay.read_baseline(request, source, replay.ChangePlan(), checkouts)
+    readings = cache.Readings(None, checkouts)
+    with pipeline.Freezing() as freezing:
+        discovered = pipeline.plan(request.configs, checkouts, readings.read_each)
+        runs, seen = replay.run_claims(request, judging, replay.ChangePlan(), discovered, freezing, checkouts)
+    assert [(r.key, r.transition, r.verdict) for r in runs] == [("claims/claim_00.py", UNCHANGED, CONFIRMED)]
+    assert seen.keys == ["claims/claim_00.py"] and not runs[0].recorded  # the same verdict: no line to write
+    result = replay.conclude(request, judging, replay.ChangePlan(), runs, seen, checkouts, None)
+    assert [(r.key, r.transition) for r in result.claims] == [("claims/claim_00.py", UNCHANGED),
+                                                              ("claims/claim_01.py", REMOVED)]
+    assert result.written == 0 and result.baseline_ref == "HEAD" and result.exit_code == EXIT_OK
+
+
+def test_write_lines_appends_only_the_lines_the_gate_said_to_write(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    new = replay.ClaimRun("a.py", NEW, REJECTED, None, {"claim_key": "a.py", "verdict": REJECTED}, None, recorded=True)
+    same = replace(new, key="b.py", record={"claim_key": "b.py", "verdict": REJECTED}, recorded=False)
+    assert [r.recorded for r in replay.write_lines([new, same], path, dry_run=True)] == [False, False]
+    assert not path.exists()
+    assert replay.write_lines([new, same], path, dry_run=False) == [new, same]
+    assert [line["claim_key"] for line in ledger.read_ledger(path).records] == ["a.py"]
+
+
+@pytest.mark.parametrize("options", [{}, {"changed_since": "HEAD"}, {"baseline": "HEAD~1"},
+                                     {"pre_commit": True, "files": ["solver.py"]}],
+                         ids=["full", "changed since", "older baseline", "hook"])
+def test_a_run_opens_each_repository_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          options: dict[str, Any]) -> None:
+    """Every git question of one run goes through its one Checkout per repository: the settings, the committed
+    ledger, the change set, renames, removed claims and each claim's commit."""
+    project = make_repo(tmp_path, GOOD, claims=2)
+    (tmp_path / "pyproject.toml").write_text("[tool.physverify]\ntimeout = 60\n")
+    run(tmp_path, jobs=1)
+    project.index.add(["claims/confirm_ledger.jsonl", "pyproject.toml"])
+    project.index.commit("ledger")
+    (tmp_path / "solver.py").write_text(GOOD + "# touched\n")
+    monkeypatch.chdir(tmp_path)
+    opened: list[Path] = []
+    real = repo_module.open_repo
+
+    def counted(folder: Path) -> Any:
+        found = real(folder)
+        opened.append(Path(found.working_tree_dir) if found is not None else folder)
+        return found
+
+    monkeypatch.setattr(repo_module, "open_repo", counted)
+    result = run(tmp_path, jobs=1, dry_run=True, **options)
+    assert len(result.claims) == 2
+    assert opened == [tmp_path]

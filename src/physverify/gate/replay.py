@@ -25,21 +25,22 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import closing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from physverify.gate import cache, discovery, ledger, noop, pipeline, repo, rules as gate, settings
+from physverify.gate import cache, discovery, noop, pipeline, repo, settings
+from physverify.gate.baseline import (NOT_STAGED, Baseline, LedgerSource, baseline_note, change_memory, edited_claims,
+                                      load_baseline, locate_ledger, memory_verdict, recorded_lines, staged_ledger,
+                                      staged_memory)
 from physverify.gate.config import CONFIG_NAME, PYPROJECT_NAME, Config, load_config
-from physverify.gate.rules import TRANSITIONS
-from physverify.isolation import guard
-from physverify.gate.baseline import (NOT_STAGED, Baseline, baseline_note, change_memory, committed_blob,
-                                       committed_ledger, edited_claims, load_baseline, memory_verdict,
-                                       recorded_lines, staged_ledger, staged_memory)
-from physverify.gate.pipeline import Progress, in_shard  # their home is pipeline.py
 from physverify.gate.discovery import DEFAULT_CLAIMS_DIR, discover, is_skipped_dir  # their home is discovery.py
-from physverify.gate.settings import default_ledger  # its home is settings.py, with the ledger's option
+from physverify.gate.ledger import append_records, check_writable
+from physverify.gate.pipeline import Progress, in_shard  # their home is pipeline.py
 from physverify.gate.results import ClaimRun, ReplayResult, exit_code, gate_failures  # their home is results.py
+from physverify.gate.rules import TRANSITIONS, judge
+from physverify.gate.settings import default_ledger  # its home is settings.py, with the ledger's option
+from physverify.isolation import guard
 
 if TYPE_CHECKING:
 
@@ -56,68 +57,71 @@ __all__ = [
 parse_shard = settings.parse_shard  # its home is settings.py, with the other options
 
 
-def _target(record: Mapping[str, Any], item: pipeline.Planned, found: Path | None) -> str | None:
-    """The claimed file relative to the root when ``found`` (confirm.find_target's answer), else as CLAIM names it."""
-    file = record.get("file")
-    if not isinstance(file, str):
-        return None
-    return (item.checkout.relative(found) or file) if found is not None else file
+# --- settings ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Request:
+    """What one replay was asked, its settings resolved once (``read_settings``); every later step reads it."""
+
+    configs: tuple[Config, ...]  # each claims folder's settings, the first one's options counting
+    run: settings.RunSettings
+    baseline: str | None = None  # --baseline REF; None: HEAD, or the working ledger outside git
+    explicit_ledger: bool = False  # --ledger given: the caller's place, also for the baseline
+    changed_since: str | None = None
+    files: tuple[str, ...] | None = None
+    pre_commit: bool = False
+    record_all: bool = False
+    dry_run: bool = False
+    shard: str | None = None  # --shard as given, which the result repeats (``run.shard`` is its value)
+    only: frozenset[Path] | None = None  # these claim files alone (resolved): the pytest plugin's one item
+
+    @property
+    def first(self) -> Config:
+        return self.configs[0]
+
+    @property
+    def target(self) -> Path:
+        """The ledger this run writes."""
+        return self.run.ledger
+
+    @property
+    def fail_on(self) -> frozenset[str]:
+        return self.first.fail_on
+
+    @property
+    def has_change_set(self) -> bool:
+        """Whether only the claims a change reaches run (--changed-since, --files, --pre-commit)."""
+        return self.changed_since is not None or self.files is not None or self.pre_commit
+
+    @property
+    def files_alone(self) -> bool:
+        """Whether the change set is the files given (the hook's staged files), without asking git for one."""
+        return self.changed_since is None and (self.files is not None or self.pre_commit)
 
 
-def _judge(item: pipeline.Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
-           recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
-           memory: str | None = None, staged: bool = False) -> ClaimRun:
-    """``memory``: the claim's verdict in the change's own ledger (``memory_verdict``), the ledger as staged
-    when ``staged``."""
-    record = evaluation.record
-    before = base.get("verdict") if base is not None else None
-    expected = item.config.expect.get(item.path.resolve())
-    in_commit, in_index = (None, memory) if staged else (memory, None)
-    judged = gate.judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
-                        record_all=record_all, committed=in_commit, staged=in_index)
-    line = record.get("line")
-    return ClaimRun(
-        key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
-        record=record, baseline=base, expected=expected, failures=judged.failures,
-        target=_target(record, item, evaluation.target), line=line if isinstance(line, int) else None, recorded=judged.write,
-        committed=in_commit, staged=in_index,
-    )
+def read_settings(claims_dirs: Sequence[Path | str], *, ledger: Path | str | None = None,
+                  jobs: int | str | None = None, timeout_s: float | str | None = None, trusted: bool = False,
+                  baseline: str | None = None, changed_since: str | None = None, files: Sequence[str] | None = None,
+                  pre_commit: bool = False, shard: str | None = None, record_all: bool = False,
+                  dry_run: bool = False, isolation: str | None = None,
+                  only: Collection[Path | str] | None = None) -> Request:
+    """The run's request: trust checked, each folder's settings read, every option resolved (flag over
+    physverify.yaml over default), the ledger found writable; a RefusedError or UsageError before anything runs."""
+    settings.require_trust(trusted or pre_commit, "replay")  # a repository's own hook runs its own code
+    configs = tuple(load_config(folder) for folder in discovery.claims_folders(claims_dirs))
+    run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,
+                            "ledger": ledger}, configs[0])
+    if not dry_run:
+        check_writable(run.ledger)  # found before the claims run, not after
+    return Request(configs, run, baseline, ledger is not None, changed_since, None if files is None else tuple(files),
+                   pre_commit, record_all, dry_run, shard,
+                   None if only is None else frozenset(Path(path).resolve() for path in only))
 
 
-def _runner(timeout_s: float, baseline: Baseline, recorded: Mapping[str, Mapping[str, Any]], fail_on: frozenset[str],
-            record_all: bool, seen: pipeline.Seen, checkouts: repo.Checkouts,
-            run: settings.RunSettings,
-            memory: Mapping[str, Mapping[str, Any]] | None = None, *,
-            staged: bool = False) -> Callable[[pipeline.Planned], ClaimRun]:
-    from physverify.gate import evaluate as confirm  # imported once a claim may run: a no-op hook never needs them
-    from physverify.isolation import isolate
-
-    env = repo.child_env()  # the environment every claim's child starts from, once for the run
-
-    def run_one(item: pipeline.Planned) -> ClaimRun:
-        start = time.monotonic()
-        # the reading and checkout discovery resolved: the commit (and its dirty flag) is
-        # looked up once per repository for the whole run, each lookup starts git processes
-        evaluation = confirm.evaluate(item.path, timeout_s=timeout_s, reading=item.reading, checkouts=checkouts,
-                                      isolation=run.isolation_for(item.config), preload=item.config.preload,
-                                      env=env)
-        isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
-        if item.base is not None:  # outside git: the line is written under the key planning gave, not confirm's
-            evaluation.record["claim_key"] = item.key
-        judged = _judge(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key), fail_on,
-                        record_all, memory_verdict(memory, item.key, baseline.followed), staged)
-        judged = replace(judged, seconds=time.monotonic() - start)
-        seen.finished(judged)
-        return judged
-
-    return run_one
-
-
-def _forks(configs: Sequence[Config], run: settings.RunSettings) -> bool:
+def _forks(request: Request) -> bool:
     """Whether any claims folder runs its claims in fork mode."""
     from physverify.isolation import isolate
 
-    return any(isolate.resolve_isolation(run.isolation_for(cfg)) == isolate.FORK for cfg in configs)
+    return any(isolate.resolve_isolation(request.run.isolation_for(cfg)) == isolate.FORK for cfg in request.configs)
 
 
 def _warm_up() -> None:
@@ -132,12 +136,209 @@ def _python_file(paths: Iterable[str]) -> bool:
     return any(path.endswith(".py") for path in paths)
 
 
-def _write(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
+# --- plan -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChangePlan:
+    """What a change set decides before planning (``plan_change``); the empty plan runs every claim."""
+
+    changes: pipeline.Changes | None = None  # the changed files of each checkout; None: every claim runs
+    staged: bool = False  # the hook was given the ledger as staged, with other content than HEAD's
+    staged_blob: repo.Committed | None = None  # that content (None: staged as deleted)
+    key_material: str | None = None  # what a no-op memo of this run is kept under (noop.py)
+    memo_problem: str | None = None  # why the memo kept there could not be used
+    watch: noop.Recorder | None = None  # told what planning looks at, when this run may keep a memo
+    kept: tuple[str, ...] | None = None  # the remembered plan's skipped claims: nothing to run at all
+
+
+def plan_change(request: Request, source: LedgerSource, checkouts: repo.Checkouts, store: cache.Cache | None,
+                recorder: noop.Recorder) -> ChangePlan:
+    """The change set of each checkout, the ledger as staged (the hook), and the no-op memo's answer."""
+    if not request.has_change_set:
+        return ChangePlan()
+    changes = pipeline.Changes(request.changed_since, request.files or (), checkouts)
+    folders = [checkouts.for_folder(cfg.folder) for cfg in request.configs]
+    for checkout in folders:  # a bad --changed-since is a usage error before anything runs
+        changes.of(checkout.root)
+    head = source.blob[0]
+    staged, staged_blob = NOT_STAGED
+    if request.pre_commit and request.baseline is None and head is not None:
+        staged, staged_blob = staged_ledger(request.target, folders[0], changes.of(folders[0].root), head)
+    plan = ChangePlan(changes, staged, staged_blob)
+    if store is not None and head is not None and not source.warnings and not staged:
+        key_material = _material(request, folders, source)
+        memo, problem = noop.recall(store, key_material)
+        kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
+        plan = replace(plan, key_material=key_material, memo_problem=problem, watch=recorder,
+                       kept=tuple(kept) if kept is not None else None)
+    if plan.kept is None and request.files_alone and _python_file(request.files or ()) and _forks(request):
+        _warm_up()  # past the memo, a changed Python file is likely some claim's: the server starts while planning
+    return plan
+
+
+def _material(request: Request, folders: Sequence[repo.Checkout], source: LedgerSource) -> str:
+    """What a remembered no-op is kept under: the folders, checkouts and ledger as this run resolves them."""
+    found, used = source.blob
+    shard = request.run.shard
+    return noop.material([[str(cfg.folder.resolve()) for cfg in request.configs], [str(c.real_root) for c in folders],
+                          os.path.abspath(request.target), os.path.abspath(source.path),
+                          found.hexsha if found is not None else None, used, list(shard) if shard else None])
+
+
+def _nothing_to_run(request: Request, source: LedgerSource, kept: tuple[str, ...]) -> ReplayResult:
+    """The result of a run the no-op memo answered: every claim skipped, nothing written."""
+    return ReplayResult(claims=(), skipped=kept, ledger=request.target, written=0, fail_on=request.fail_on,
+                        exit_code=exit_code([], pre_commit=request.pre_commit, written=0), warnings=(), notes=(),
+                        baseline_ref=source.blob[1], shard=request.shard)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What each claim is judged against (``read_baseline``)."""
+
+    baseline: Baseline  # its ``latest`` and ``followed`` grow as ``renames`` follows renamed claims
+    recorded: Mapping[str, Mapping[str, Any]]  # the working ledger's latest lines: a line is written when it differs
+    renames: pipeline.Renames
+    memory: Mapping[str, Mapping[str, Any]] | None  # the change's own ledger, when it differs from the baseline's
+    edited: frozenset[str]  # the claims whose verdict that ledger moved: run whatever the change set
+    warnings: tuple[str, ...]  # the settings', the ledger readers', and where the baseline came from
+
+
+def read_baseline(request: Request, source: LedgerSource, change: ChangePlan, checkouts: repo.Checkouts) -> Judging:
+    """The baseline, the working ledger and the change's own ledger, each read once, and their warnings."""
+    target = request.target
+    loaded = load_baseline(target, request.baseline, source.path, blob=source.blob, checkouts=checkouts)
+    warnings = [line for cfg in request.configs for line in cfg.warnings] + list(loaded.problems)
+    warnings += [*source.warnings, *baseline_note(loaded, target, checkouts)]
+    if loaded.path is not None and loaded.path != target:
+        warnings.append(f"the baseline is the ledger as committed at {loaded.ref} in {loaded.path}, where that "
+                        f"commit's {CONFIG_NAME} or {PYPROJECT_NAME} keeps it; this run writes {target}")
+    recorded = loaded.latest if loaded.ref is None else recorded_lines(target, loaded)  # the working ledger, read once
+    if loaded.head_copy is not None:
+        checkouts.know((loaded.head_copy,))
+    memory = (staged_memory(change.staged_blob, loaded) if change.staged
+              else change_memory(target, request.baseline, source.blob, loaded, checkouts))
+    edited = frozenset(edited_claims(memory, loaded.latest))  # before any rename is followed: the commit's own keys
+    renames = pipeline.Renames(loaded, checkouts)
+    return Judging(renames.baseline, recorded, renames, memory, edited, tuple(warnings))
+
+
+# --- run and judge ----------------------------------------------------------------------
+def run_claims(request: Request, judging: Judging, change: ChangePlan, discovered: Iterable[pipeline.Planned],
+               freezing: pipeline.Freezing, checkouts: repo.Checkouts,
+               progress: Progress | None = None) -> tuple[list[ClaimRun], pipeline.Seen]:
+    """Each claim planning yields that the change reaches, run and judged as it comes; and what planning saw."""
+    seen = pipeline.Seen(progress)
+    run_one = _runner(request, judging, seen, checkouts, staged=change.staged)
+    # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
+    # is that shard's to judge, and this one must not report its old key as removed.
+    planned = pipeline.frozen_while(pipeline.in_shard_only(judging.renames.follow(discovered), request.run.shard),
+                                    freezing)
+    stream = pipeline.selected(planned, judging.baseline.latest, change.changes, seen, change.watch, judging.edited)
+    with guard.watching():  # a claim that changes physverify's limits leaves the run without a verdict
+        return pipeline.run_all(run_one, stream, request.run.jobs), seen
+
+
+def _runner(request: Request, judging: Judging, seen: pipeline.Seen, checkouts: repo.Checkouts, *,
+            staged: bool = False) -> Callable[[pipeline.Planned], ClaimRun]:
+    from physverify.gate import evaluate as confirm  # imported once a claim may run: a no-op hook never needs them
+    from physverify.isolation import isolate
+
+    env = repo.child_env()  # the environment every claim's child starts from, once for the run
+    run, baseline, recorded = request.run, judging.baseline, judging.recorded
+
+    def run_one(item: pipeline.Planned) -> ClaimRun:
+        start = time.monotonic()
+        # the reading and checkout discovery resolved: the commit (and its dirty flag) is
+        # looked up once per repository for the whole run, each lookup starts git processes
+        evaluation = confirm.evaluate(item.path, timeout_s=run.timeout_s, reading=item.reading, checkouts=checkouts,
+                                      isolation=run.isolation_for(item.config), preload=item.config.preload,
+                                      env=env)
+        isolate.refuse_if_stopping()  # killed on the way out (Ctrl-C): no verdict, no progress line
+        if item.base is not None:  # outside git: the line is written under the key planning gave, not confirm's
+            evaluation.record["claim_key"] = item.key
+        judged = judge_claim(item, evaluation, baseline.latest.get(item.key), recorded.get(item.key),
+                             request.fail_on, request.record_all,
+                             memory_verdict(judging.memory, item.key, baseline.followed), staged)
+        judged = replace(judged, seconds=time.monotonic() - start)
+        seen.finished(judged)
+        return judged
+
+    return run_one
+
+
+def judge_claim(item: pipeline.Planned, evaluation: confirm.Evaluation, base: Mapping[str, Any] | None,
+                recorded: Mapping[str, Any] | None, fail_on: frozenset[str], record_all: bool,
+                memory: str | None = None, staged: bool = False) -> ClaimRun:
+    """One claim's evaluation judged against its baseline line ``base`` and its working ledger line ``recorded``
+    (rules.judge), as the ClaimRun reports render. ``memory``: the claim's verdict in the change's own ledger (``memory_verdict``), the ledger as staged
+    when ``staged``."""
+    record = evaluation.record
+    before = base.get("verdict") if base is not None else None
+    expected = item.config.expect.get(item.path.resolve())
+    in_commit, in_index = (None, memory) if staged else (memory, None)
+    judged = judge(before, record["verdict"], recorded.get("verdict") if recorded else None, expected, fail_on,
+                        record_all=record_all, committed=in_commit, staged=in_index)
+    line = record.get("line")
+    return ClaimRun(
+        key=item.key, transition=judged.transition, verdict=record["verdict"], baseline_verdict=before,
+        record=record, baseline=base, expected=expected, failures=judged.failures,
+        target=_target(record, item, evaluation.target), line=line if isinstance(line, int) else None, recorded=judged.write,
+        committed=in_commit, staged=in_index,
+    )
+
+
+def _target(record: Mapping[str, Any], item: pipeline.Planned, found: Path | None) -> str | None:
+    """The claimed file relative to the root when ``found`` (confirm.find_target's answer), else as CLAIM names it."""
+    file = record.get("file")
+    if not isinstance(file, str):
+        return None
+    return (item.checkout.relative(found) or file) if found is not None else file
+
+
+# --- write and conclude -----------------------------------------------------------------
+def write_lines(runs: list[ClaimRun], ledger_path: Path, dry_run: bool) -> list[ClaimRun]:
     """Append the line of each claim the gate said to write, in discovery order (none with --dry-run)."""
     if dry_run:
         return [replace(run, recorded=False) for run in runs]
-    ledger.append_records(ledger_path, [dict(run.record) for run in runs if run.recorded and run.record is not None])
+    append_records(ledger_path, [dict(run.record) for run in runs if run.recorded and run.record is not None])
     return runs
+
+
+def conclude(request: Request, judging: Judging, change: ChangePlan, runs: Sequence[ClaimRun], seen: pipeline.Seen,
+             checkouts: repo.Checkouts, store: cache.Cache | None, problems: Sequence[str] = ()) -> ReplayResult:
+    """The gate's result: the claims run, the baseline's removed ones, every step's warnings (``problems``: the
+    readers'); and the plan kept as the next identical run's no-op memo when it ran nothing and warned of nothing."""
+    before, shard = judging.baseline, request.run.shard
+    warnings = [*judging.warnings, *problems, *_rename_warnings(judging)]
+    if shard is None and request.only is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
+        warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
+                     for cfg in request.configs if id(cfg) not in seen.folders]
+    claims = list(runs)
+    if request.only is None:
+        claims += pipeline.removed(request.configs, before, [*seen.keys, *judging.renames.superseded], shard,
+                                   request.fail_on, checkouts)
+    if change.watch is not None and change.key_material and store is not None and not claims and not warnings:
+        _remember(store, request, change, before, seen.keys, checkouts)
+    if change.memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
+        store.warn(change.memo_problem)
+        warnings += [line for line in store.problems if line not in warnings]
+    written = sum(run.recorded for run in claims)
+    return ReplayResult(
+        claims=tuple(claims), skipped=tuple(seen.skipped), ledger=request.target, written=written,
+        fail_on=request.fail_on, exit_code=exit_code(claims, pre_commit=request.pre_commit, written=written),
+        warnings=tuple(warnings), notes=_notes(claims, written, request.target, request.pre_commit),
+        baseline_ref=before.ref, shard=request.shard,
+    )
+
+
+def _rename_warnings(judging: Judging) -> list[str]:
+    """One line per renamed claim this run followed to its old key's history."""
+    before, bare = judging.baseline, judging.renames.bare
+    return [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
+            if new not in bare else
+            f"{new}: its history is under the key {old} (outside git, keys began at each claim's own folder "
+            f"until now); judged against that line, and recorded as {new} from now on"
+            for new, old in before.followed.items()]
 
 
 def _notes(runs: Sequence[ClaimRun], written: int, ledger_path: Path, pre_commit: bool) -> tuple[str, ...]:
@@ -154,39 +355,28 @@ def _notes(runs: Sequence[ClaimRun], written: int, ledger_path: Path, pre_commit
     return (f"{changed}, stage it with 'git add {shown}', and commit again",)
 
 
-def _check_ledger(path: Path) -> None:
-    ledger.check_writable(path)  # here, because replay()'s ``ledger`` keyword hides the module inside it
-
-
-def _material(configs: Sequence[Config], folders: Sequence[repo.Checkout], target: Path, committed: Path,
-              blob: tuple[repo.Committed | None, str | None], shard: tuple[int, int] | None) -> str:
-    """What a remembered no-op is kept under: the folders, checkouts and ledger as this run resolves them."""
-    found, used = blob
-    return noop.material([[str(cfg.folder.resolve()) for cfg in configs], [str(c.real_root) for c in folders],
-                          os.path.abspath(target), os.path.abspath(committed),
-                          found.hexsha if found is not None else None, used, list(shard) if shard else None])
-
-
-def _remember(store: cache.Cache, key_material: str, recorder: noop.Recorder, configs: Sequence[Config],
-              before: Baseline, planned: Sequence[str], shard: tuple[int, int] | None, checkouts: repo.Checkouts,
-              changes: pipeline.Changes, target: Path) -> None:
+def _remember(store: cache.Cache, request: Request, change: ChangePlan, before: Baseline, planned: Sequence[str],
+              checkouts: repo.Checkouts) -> None:
     """Keep this run's plan (it ran nothing and warned of nothing) for the next identical replay (noop.py).
 
     Not kept when the baseline has a claim under the folders that was not planned (an
     excluded or removed file: whether it is gone is not a stat of this plan) or a claim
     was followed from another key.
     """
+    recorder, configs, shard = change.watch, request.configs, request.run.shard
+    if recorder is None or change.key_material is None or change.changes is None:
+        return
     seen = set(planned)
     bases = pipeline.KeyBases(configs, checkouts)
     if before.followed or any(pipeline.unplanned(cfg, bases.for_folder(cfg), before, seen, shard) for cfg in configs):
         return
     recorder.paths.update(os.fspath(cfg.path) for cfg in configs if cfg.path is not None)
     # the working ledger: a full plan reads it, so one it cannot read (its mode changed) is an error there
-    recorder.paths.add(os.fspath(target))
+    recorder.paths.add(os.fspath(request.target))
     # the repository's pyproject.toml kept as a lookup of its own path, found or not: a [tool.physverify] added
     # later is seen, and another new file in the root does not count
     tables = {cfg.pyproject: os.path.lexists(cfg.pyproject) for cfg in configs if cfg.pyproject is not None}
-    noop.remember(store, key_material, recorder, {**changes.closures.probed, **tables})
+    noop.remember(store, change.key_material, recorder, {**change.changes.closures.probed, **tables})
 
 
 def replay(
@@ -213,98 +403,28 @@ def replay(
     reported (none as removed): the pytest plugin's one item, judged as the whole replay judges it.
     """
     recorder = noop.Recorder()  # its clock starts before anything is read
-    chosen = None if only is None else frozenset(Path(path).resolve() for path in only)
-    settings.require_trust(trusted or pre_commit, "replay")  # a repository's own hook runs its own code
-    configs = [load_config(folder) for folder in discovery.claims_folders(claims_dirs)]
-    first = configs[0]
-    run = settings.resolve({"timeout_s": timeout_s, "jobs": jobs, "isolation": isolation, "shard": shard,
-                            "ledger": ledger}, first)
-    seconds, workers, shard_kn, target = run.timeout_s, run.jobs, run.shard, run.ledger
-    if not dry_run:
-        _check_ledger(target)  # found before the claims run, not after
-    files_alone = changed_since is None and (files is not None or pre_commit)  # the change set: the files given
-    if not files_alone and _forks(configs, run):
+    request = read_settings(claims_dirs, ledger=ledger, jobs=jobs, timeout_s=timeout_s, trusted=trusted,
+                            baseline=baseline, changed_since=changed_since, files=files, pre_commit=pre_commit,
+                            shard=shard, record_all=record_all, dry_run=dry_run, isolation=isolation, only=only)
+    if not request.files_alone and _forks(request):
         # The server's start (an interpreter importing physverify) overlaps all the run does before its
         # first claim: importing GitPython, the committed ledger, git's change set, discovery. A run that
         # then has no claim to run kills it at exit (forkclient.shutdown) instead of waiting for it. The
         # hook waits for the memo: a start on a guess cost its no-op 15 ms, and 80 ms on a busy machine.
         _warm_up()
-    committed, moved = committed_ledger(first, target, ledger is not None, baseline)
-    blob = committed_blob(committed, baseline)
-    store = cache.open_cache()
     checkouts = repo.Checkouts()
-    changes = None
-    staged, staged_blob = NOT_STAGED  # the ledger as staged, in the hook, when it differs from HEAD's
-    key_material = None
-    memo_problem = None
-    if changed_since is not None or files is not None or pre_commit:
-        changes = pipeline.Changes(changed_since, files or ())
-        folders = [checkouts.for_folder(cfg.folder) for cfg in configs]
-        for checkout in folders:  # a bad --changed-since is a usage error before anything runs
-            changes.of(checkout.root)
-        if pre_commit and baseline is None and blob[0] is not None:
-            staged, staged_blob = staged_ledger(target, folders[0], changes.of(folders[0].root), blob[0])
-        if store is not None and blob[0] is not None and not moved and not staged:
-            key_material = _material(configs, folders, target, committed, blob, shard_kn)
-            memo, memo_problem = noop.recall(store, key_material)
-            kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
-            if kept is not None:  # nothing planning looks at changed, and the change reaches no claim
-                return ReplayResult(claims=(), skipped=kept, ledger=target, written=0, fail_on=first.fail_on,
-                                    exit_code=exit_code([], pre_commit=pre_commit, written=0), warnings=(),
-                                    notes=(), baseline_ref=blob[1], shard=shard)
-        if files_alone and _python_file(files or ()) and _forks(configs, run):
-            _warm_up()  # past the memo, a changed Python file is likely some claim's: the server starts while planning
+    source = locate_ledger(request.first, request.target, request.explicit_ledger, request.baseline, checkouts)
+    store = cache.open_cache()
+    change = plan_change(request, source, checkouts, store, recorder)
+    if change.kept is not None:  # nothing planning looks at changed, and the change reaches no claim
+        return _nothing_to_run(request, source, change.kept)
     readings = cache.Readings(store, checkouts)
-    watch = recorder if key_material is not None else None
-    # What the run has made so far lives to its end (pipeline.frozen_while); discovery reads while the baseline is, and
-    # reads no further once the run ends, however it ends.
-    with pipeline.Freezing() as freezing, \
-            closing(pipeline.Ahead(pipeline.plan(configs, checkouts, readings.read_each, watch, chosen))) as discovered:
-        before = loaded = load_baseline(target, baseline, committed, blob=blob)
-        warnings = [line for cfg in configs for line in cfg.warnings] + list(before.problems) + moved
-        warnings += baseline_note(before, target)
-        if before.path is not None and before.path != target:
-            warnings.append(f"the baseline is the ledger as committed at {before.ref} in {before.path}, where that "
-                            f"commit's {CONFIG_NAME} or {PYPROJECT_NAME} keeps it; this run writes {target}")
-        recorded = before.latest if before.ref is None else recorded_lines(target, before)  # the working ledger, read once
-        if before.head_copy is not None:
-            checkouts.know((before.head_copy,))
-        renames = pipeline.Renames(before)
-        before = renames.baseline
-        seen = pipeline.Seen(progress)
-        memory = staged_memory(staged_blob, loaded) if staged else change_memory(target, baseline, blob, loaded)
-        edited = edited_claims(memory, before.latest)  # before any rename is followed: the baseline commit's own keys
-        run_one = _runner(seconds, before, recorded, first.fail_on, record_all, seen, checkouts, run, memory,
-                          staged=staged)
-        # Renames are followed over every claim, the shard chosen after: a claim renamed into another shard
-        # is that shard's to judge, and this one must not report its old key as removed.
-        planned = pipeline.frozen_while(pipeline.in_shard_only(renames.follow(discovered), shard_kn), freezing)
-        stream = pipeline.selected(planned, before.latest, changes, seen, watch, edited)
-        with guard.watching():  # a claim that changes physverify's limits leaves the run without a verdict
-            runs = pipeline.run_all(run_one, stream, workers)
-        runs = _write(runs, target, dry_run)
+    # What the run has made so far lives to its end (pipeline.frozen_while); discovery reads while the baseline
+    # is, and reads no further once the run ends, however it ends.
+    with pipeline.Freezing() as freezing, closing(pipeline.Ahead(pipeline.plan(
+            request.configs, checkouts, readings.read_each, change.watch, request.only))) as discovered:
+        judging = read_baseline(request, source, change, checkouts)
+        runs, seen = run_claims(request, judging, change, discovered, freezing, checkouts, progress)
+        runs = write_lines(runs, request.target, request.dry_run)
         readings.close()
-        warnings += readings.problems
-        warnings += [f"{new}: renamed from {old} since {before.ref or 'the ledger'}; judged against {old}'s last line"
-                     for new, old in before.followed.items() if new not in renames.bare]
-        warnings += [f"{new}: its history is under the key {old} (outside git, keys began at each claim's own folder "
-                     f"until now); judged against that line, and recorded as {new} from now on"
-                     for new, old in before.followed.items() if new in renames.bare]
-        if shard_kn is None and chosen is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
-            warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
-                         for cfg in configs if id(cfg) not in seen.folders]
-        skipped = seen.skipped
-        if chosen is None:
-            runs += pipeline.removed(configs, before, [*seen.keys, *renames.superseded], shard_kn, first.fail_on, checkouts)
-        if watch is not None and key_material and changes is not None and store is not None and not runs and not warnings:
-            _remember(store, key_material, watch, configs, before, seen.keys, shard_kn, checkouts, changes, target)
-        if memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
-            store.warn(memo_problem)
-            warnings += [line for line in store.problems if line not in warnings]
-        written = sum(run.recorded for run in runs)
-        return ReplayResult(
-            claims=tuple(runs), skipped=tuple(skipped), ledger=target, written=written, fail_on=first.fail_on,
-            exit_code=exit_code(runs, pre_commit=pre_commit, written=written), warnings=tuple(warnings),
-            notes=_notes(runs, written, target, pre_commit), baseline_ref=before.ref, shard=shard,
-        )
-
+        return conclude(request, judging, change, runs, seen, checkouts, store, readings.problems)
