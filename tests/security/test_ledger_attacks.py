@@ -170,7 +170,7 @@ def _line(verdict: str, date: str, key: str = KEY) -> dict[str, Any]:
 
 def test_merge_keeps_a_later_run_with_an_earlier_date_after_the_run_above_it(tmp_path: Path) -> None:
     """A machine whose clock was behind: sorted by date, the merged ledger gave the claim another latest verdict."""
-    from physverify.gate.ledger import merge
+    from physverify.commands.ledger import merge
 
     path = tmp_path / "shard1.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in [_line("rejected", "2026-01-02T10:00:00+00:00"),

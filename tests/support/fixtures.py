@@ -6,12 +6,13 @@ pre-commit, the Action, the MCP server, the sandbox) build their throwaway proje
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import git
 
@@ -100,3 +101,15 @@ def verdict_line(stdout: str) -> str:
     """The verdict line of ``physverify confirm``'s text: the first line not indented (the control and check lines,
     printed as the child finishes each, come before it)."""
     return next((line for line in stdout.splitlines() if not line.startswith(" ")), "")
+
+
+def ledger_record(claim: str = "claims/a.py", verdict: str = "confirmed", date: str = "2026-01-01T00:00:00+00:00",
+                  **extra: Any) -> dict[str, Any]:
+    """A ledger line with the fields the readers look at (not every field of the schema)."""
+    return {"ledger_version": 1, "date": date, "claim_file": claim, "verdict": verdict, "reason": "r", **extra}
+
+
+def write_ledger(path: Path, records: list[dict[str, Any]], tail: bytes = b"") -> Path:
+    """``path`` holding ``records`` as JSON lines, then ``tail`` (a torn line, say)."""
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records) + tail)
+    return path

@@ -293,7 +293,7 @@ def merge_shards(folder: Path, into: Path) -> ReplayResult:
     Every shard K of N must be there exactly once: a shard whose job failed before it
     wrote its result would otherwise leave its claims out of the gate without a word.
     """
-    from physverify.gate import ledger
+    from physverify.commands import ledger
 
     found = sorted(folder.glob(f"*/{SHARD_RESULT}")) + sorted(folder.glob(SHARD_RESULT))
     if not found:

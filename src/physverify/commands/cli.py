@@ -377,7 +377,7 @@ def _ledger_path(ledger: str | None, claims: str | None) -> Path:
 
 
 def _ledger(args: argparse.Namespace) -> int:
-    from physverify.gate import ledger
+    from physverify.commands import ledger
     from physverify.report import ledger_text, text
 
     if args.ledger_command == "merge":

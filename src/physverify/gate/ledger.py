@@ -1,4 +1,7 @@
-"""The append-only JSONL ledger (spec section 3): writing, tolerant reading, git state, log, merge.
+"""The append-only JSONL ledger (spec section 3): writing, tolerant reading, the latest line per claim.
+
+Its commands (``ledger log``, ``show``, ``merge``) are commands/ledger.py; the rows and
+results they return live here, because report/ renders them and may not import a command.
 
 One run adds one line; a line, once written, is never rewritten or removed. Several
 physverify processes (replay --jobs, a CI matrix, a person running confirm beside a
@@ -12,17 +15,14 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import heapq
 import json
 import math
 import os
 import posixpath
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
@@ -273,7 +273,7 @@ class LedgerRead(NamedTuple):
     problems: list[str]
 
 
-class _Line(NamedTuple):
+class Line(NamedTuple):
     number: int
     raw: bytes
     record: dict[str, Any] | None
@@ -287,7 +287,7 @@ def read_ledger(path: Path) -> LedgerRead:
 
 def parse_ledger(data: bytes, name: str) -> LedgerRead:
     """``read_ledger`` for ledger bytes from elsewhere (a commit); ``name`` starts each problem."""
-    lines = _split_lines(data)
+    lines = split_lines(data)
     return LedgerRead(
         [line.record for line in lines if line.record is not None],
         [f"{name}:{line.number}: {line.problem}" for line in lines if line.problem is not None],
@@ -309,10 +309,10 @@ def _read_bytes(path: Path) -> bytes:
         raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
     except ValueError as exc:  # a NUL byte, or a name the file system cannot encode (a lone surrogate)
         raise PhysverifyError(f"{visible(str(path))}: cannot read the ledger: {exc}") from None
-    return _read_open(path, fd, "read")
+    return read_open(path, fd, "read")
 
 
-def _read_open(path: Path, fd: int, purpose: str) -> bytes:
+def read_open(path: Path, fd: int, purpose: str) -> bytes:
     """The bytes of the ledger open as ``fd``, after checking it is a regular file; ``fd`` is closed either way."""
     try:
         _require_regular(path, fd, purpose)
@@ -335,12 +335,12 @@ def _require_regular(path: Path, fd: int, doing: str) -> None:
         raise PhysverifyError(f"{path}: cannot {doing} the ledger: it is {what}, not a regular file")
 
 
-def _read_lines(path: Path) -> list[_Line]:
+def _read_lines(path: Path) -> list[Line]:
     """Return every non-blank line of the ledger, parsed; a missing ledger has none."""
-    return _split_lines(_read_bytes(path))
+    return split_lines(_read_bytes(path))
 
 
-def _split_lines(data: bytes) -> list[_Line]:
+def split_lines(data: bytes) -> list[Line]:
     # An editor may save the file with a UTF-8 byte order mark; json.loads refuses it, which
     # dropped the first line and so the first claim's baseline (issue 13, item 12).
     data = data.removeprefix(codecs.BOM_UTF8)
@@ -351,7 +351,7 @@ def _split_lines(data: bytes) -> list[_Line]:
     return [_parse_line(i + 1, raw, torn=i == last) for i, raw in enumerate(chunks) if raw.strip()]
 
 
-def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
+def _parse_line(number: int, raw: bytes, *, torn: bool) -> Line:
     # A byte that is not UTF-8 is read as U+FFFD instead of dropping the line: a dropped
     # committed line made its claim "new", so a regression passed the gate (issue 21, item 9).
     # JSON's structure is ASCII, so the replacement never changes where a string ends.
@@ -372,15 +372,15 @@ def _parse_line(number: int, raw: bytes, *, torn: bool) -> _Line:
             # A last line without its newline that is not valid JSON was cut off mid-write; a
             # complete object without the newline (a hand edit) is kept.
             if torn:
-                return _Line(number, raw, None, _TORN)
-            return _Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
+                return Line(number, raw, None, _TORN)
+            return Line(number, raw, None, f"not valid JSON ({exc}); line skipped")
         notes.append("a control character (such as NUL) inside a string; read as it is")
     if not isinstance(value, dict):
-        return _Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
-    if not _holds_verdict(value) and _record_key(value) is not None:
+        return Line(number, raw, None, f"not a JSON object (found {type(value).__name__}); line skipped")
+    if not _holds_verdict(value) and record_key(value) is not None:
         notes.append(f"its verdict {visible(repr(value.get('verdict')))[:60]} is not one of "
                      f"{', '.join(VERDICTS)}, so the line is not the claim's verdict")
-    return _Line(number, raw, value, "; ".join(notes) or None)
+    return Line(number, raw, value, "; ".join(notes) or None)
 
 
 # Where appends lock (POSIX), the next append removes such a line (``_unfinished_tail``).
@@ -416,7 +416,7 @@ def _holds_verdict(record: Mapping[str, Any]) -> bool:
 
 def _verdict_key(record: Mapping[str, Any]) -> str | None:
     """The claim key of ``record`` when it can be its claim's latest line (it holds a verdict), else None."""
-    return _record_key(record) if _holds_verdict(record) else None
+    return record_key(record) if _holds_verdict(record) else None
 
 
 # --- the latest line per claim, streamed (issue 21, item 11) ----------------------------
@@ -456,7 +456,7 @@ def latest_of_chunks(chunks: Callable[[], Iterable[bytes]], name: str) -> Latest
     for first, block, plain, torn in _line_blocks(chunks()):
         hint_of = hints.plain if plain else hints
         for number, raw in enumerate(block, first):
-            if not raw or raw.isspace():  # a blank line (raw.strip() is empty), as _split_lines skips it
+            if not raw or raw.isspace():  # a blank line (raw.strip() is empty), as split_lines skips it
                 continue
             hint = None if torn else hint_of(raw)
             if hint is not None:
@@ -650,7 +650,7 @@ def _plain(data: bytes) -> bool:
 
 
 def _line_blocks(chunks: Iterable[bytes]) -> Iterator[tuple[int, list[bytes], bool, bool]]:
-    """The lines of ``chunks`` cut as _split_lines cuts them (blank ones included), a block at a time.
+    """The lines of ``chunks`` cut as split_lines cuts them (blank ones included), a block at a time.
 
     Each block is (number of its first line, its lines, ``_plain`` of its bytes, whether it is
     the unterminated last line alone). Whole blocks, so the checks that hold for every line
@@ -688,7 +688,7 @@ def _line_blocks(chunks: Iterable[bytes]) -> Iterator[tuple[int, list[bytes], bo
 
 
 def _raw_lines(chunks: Iterable[bytes]) -> Iterable[tuple[int, bytes, bool]]:
-    """(number, bytes, is the unterminated last line) of each non-blank line in ``chunks``, as _split_lines cuts them."""
+    """(number, bytes, is the unterminated last line) of each non-blank line in ``chunks``, as split_lines cuts them."""
     pending = b""
     number = 0
     bom_checked = False
@@ -714,7 +714,7 @@ def _raw_lines(chunks: Iterable[bytes]) -> Iterable[tuple[int, bytes, bool]]:
 
 
 # --- keys ---------------------------------------------------------------------------
-def _record_key(record: Mapping[str, Any]) -> str | None:
+def record_key(record: Mapping[str, Any]) -> str | None:
     """Return a record's claim key: "claim_key" when written by confirm/replay, else "claim_file"."""
     key = record.get("claim_key") or record.get("claim_file")
     return _normal(key) if isinstance(key, str) and key else None
@@ -739,7 +739,7 @@ def latest_by_claim(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
     return latest
 
 
-# --- ledger log -----------------------------------------------------------------------
+# --- what ledger log and show return (commands/ledger.py) ----------------------------------
 class LogRow(NamedTuple):
     date: str
     verdict: str
@@ -753,12 +753,6 @@ class LogResult(NamedTuple):
     problems: list[str]
     claim: str | None
     exit_code: int = EXIT_OK
-
-
-def log(ledger: Path, claim: str | None = None, folder: Path | None = None) -> LogResult:
-    """Return the ledger's rows (one per line), only the given claim's when ``claim`` is set (``claim_keys``)."""
-    read = read_ledger(ledger)
-    return LogResult(log_rows(read.records, claim_keys(claim, folder)), read.problems, claim)
 
 
 def claim_keys(claim: str | None, folder: Path | None = None) -> set[str] | None:
@@ -782,7 +776,7 @@ def claim_keys(claim: str | None, folder: Path | None = None) -> set[str] | None
 def log_rows(records: Iterable[Mapping[str, Any]], claim: str | set[str] | None) -> list[LogRow]:
     """Return one row per record, in ledger order, keeping only ``claim`` (a key or keys) when given."""
     wanted = {_normal(claim)} if isinstance(claim, str) else claim
-    return [_row(r) for r in records if wanted is None or _record_key(r) in wanted]
+    return [_row(r) for r in records if wanted is None or record_key(r) in wanted]
 
 
 def _row(record: Mapping[str, Any]) -> LogRow:
@@ -790,24 +784,13 @@ def _row(record: Mapping[str, Any]) -> LogRow:
         value = record.get(field)
         return "" if value is None else str(value)
 
-    return LogRow(text("date"), text("verdict"), text("repo_commit"), _record_key(record) or "", text("reason"))
+    return LogRow(text("date"), text("verdict"), text("repo_commit"), record_key(record) or "", text("reason"))
 
 
-# --- ledger show ----------------------------------------------------------------------
 class ShowResult(NamedTuple):
     record: dict[str, Any]
     problems: list[str]
     exit_code: int = EXIT_OK
-
-
-def show(ledger: Path, claim: str, folder: Path | None = None) -> ShowResult:
-    """The latest line for ``claim`` (as given or relative to its repository, ``claim_keys``); PhysverifyError when none."""
-    read = read_ledger(ledger)
-    keys = claim_keys(claim, folder) or set()
-    found = [r for r in read.records if _record_key(r) in keys]
-    if not found:
-        raise PhysverifyError(f"{ledger}: no line for the claim {claim}")
-    return ShowResult(found[-1], read.problems)
 
 
 # --- ledger merge ---------------------------------------------------------------------
@@ -819,141 +802,3 @@ class MergeResult(NamedTuple):
     duplicates: int
     problems: list[str]
     exit_code: int = EXIT_OK
-
-
-def merge(inputs: Sequence[Path], output: Path, *, now: datetime | None = None) -> MergeResult:
-    """Join ledgers into ``output``: date order, exact duplicates once, bad lines kept at the end.
-
-    The order does not depend on the order of ``inputs`` (a CI matrix finishes in any
-    order): lines interleave by date, then by their bytes, and each input's own lines keep
-    their order (``_interleave``), so every claim's latest line is the one its ledger gave.
-    A line that is not a valid record is reported and copied after the good ones,
-    so no line is lost. ``output`` must not exist yet: overwriting it would drop its lines.
-
-    A shard's ledger comes from a job that ran code under test (issue 21, item 8): an input
-    that is a link or not a regular file, or that holds no ledger record at all (``/etc/shadow``
-    under a shard's name), is refused before anything is written. A line dated after the
-    merge time (``now``, default the clock) is reported and sorted with the undated lines,
-    first, so a line dated 9999 never becomes a claim's latest verdict over a real run.
-    """
-    _check_merge_paths(inputs, output)
-    moment = now if now is not None else datetime.now(timezone.utc)
-    lines = [(path, _merge_input(path)) for path in inputs]  # a list: the same input twice counts twice
-    future: list[str] = []
-    sequences: list[list[tuple[Any, ...]]] = []  # each input's good lines, in its own order: (date..., bytes)
-    for path, path_lines in lines:
-        sequence = []
-        for line in path_lines:
-            if line.record is not None:
-                date = _date_key(line.record.get("date"))
-                if date[0] and date[1] > moment:
-                    future.append(f"{path}:{line.number}: dated {visible(str(line.record.get('date')))[:40]}, after "
-                                  f"the merge time {moment.isoformat(timespec='seconds')}; sorted first, with the "
-                                  "undated lines, so it never outranks a real run")
-                    date = _date_key(None)
-                sequence.append((*date, line.raw))
-        sequences.append(sequence)
-    bad = sorted({line.raw for _, path_lines in lines for line in path_lines if line.record is None})
-    body = _interleave(sequences) + bad
-    _write_atomically(output, b"".join(raw + b"\n" for raw in body))
-    problems = [
-        f"{path}:{line.number}: {line.problem}" + (f" (copied to the end of {output})" if line.record is None else "")
-        for path, path_lines in lines
-        for line in path_lines
-        if line.problem is not None
-    ] + future
-    lines_in = sum(len(path_lines) for _, path_lines in lines)
-    return MergeResult(output, len(inputs), lines_in, len(body), lines_in - len(body), problems)
-
-
-def _interleave(sequences: Sequence[Sequence[tuple[Any, ...]]]) -> list[bytes]:
-    """The lines of every sequence, each distinct line once (at its first place), by date, in each sequence's order.
-
-    A ledger's own order is its history (``latest_by_claim`` reads file order): a run on a
-    machine whose clock was behind still came after the line above it. Sorting every line
-    by date put such a line before the earlier run, so the merged ledger gave the claim
-    another latest verdict than the shard's own. Here the next line is the earliest among
-    the sequences' next lines (date, then bytes), and every sequence whose next line is that
-    same line moves on together, so the result does not depend on the order of the inputs.
-    """
-    heads = [(sequence[0], i) for i, sequence in enumerate(sequences) if sequence]
-    heapq.heapify(heads)
-    places = [0] * len(sequences)
-    seen: set[bytes] = set()
-    body: list[bytes] = []
-    while heads:
-        key, i = heapq.heappop(heads)
-        same = [i]
-        while heads and heads[0][0] == key:  # the same line at the head of other inputs: all move on
-            same.append(heapq.heappop(heads)[1])
-        raw = key[-1]  # a line's key ends with its bytes
-        if raw not in seen:
-            seen.add(raw)
-            body.append(raw)
-        for j in same:
-            places[j] += 1
-            if places[j] < len(sequences[j]):
-                heapq.heappush(heads, (sequences[j][places[j]], j))
-    return body
-
-
-def _merge_input(path: Path) -> list[_Line]:
-    """The lines of one ledger to merge: a regular file reached without a link, holding at least one record."""
-    try:
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise PhysverifyError(f"{path}: a symbolic link; ledger merge reads only regular files, never through a link")
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | NO_WAIT)
-    except FileNotFoundError:
-        raise PhysverifyError(f"{path}: no such ledger file") from None
-    except OSError as exc:
-        raise PhysverifyError(f"{path}: cannot read the ledger: {exc.strerror or exc}") from None
-    lines = _split_lines(_read_open(path, fd, "merge"))
-    if not any(line.record is not None and _is_ledger_record(line.record) for line in lines):
-        raise PhysverifyError(f"{path}: no ledger record in it (no JSON line naming a claim and its verdict); "
-                              "nothing merged")
-    return lines
-
-
-def _is_ledger_record(record: Mapping[str, Any]) -> bool:
-    return _record_key(record) is not None and "verdict" in record
-
-
-def _check_merge_paths(inputs: Sequence[Path], output: Path) -> None:
-    if not inputs:
-        raise PhysverifyError("ledger merge: name at least one ledger to merge")
-    if output.exists() or output.is_symlink():
-        named = any(output.resolve() == path.resolve() for path in inputs)
-        why = "it is one of the inputs" if named else "its lines would be lost; name it as an input instead"
-        raise PhysverifyError(f"{output}: already exists and merge never overwrites it ({why}); write to a new file")
-
-
-def _date_key(value: object) -> tuple[int, datetime]:
-    """Return a sort key for a record's date; a missing or unreadable date sorts first."""
-    earliest = datetime.min.replace(tzinfo=timezone.utc)
-    if not isinstance(value, str):
-        return (0, earliest)
-    try:
-        moment = datetime.fromisoformat(value)
-        # section 3: dates are UTC; one time zone for all keys also keeps comparisons in range
-        moment = moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-    except (ValueError, OverflowError):
-        return (0, earliest)
-    return (1, moment)
-
-
-def _write_atomically(output: Path, data: bytes) -> None:
-    """Write ``output`` through a temporary file in its folder and os.replace, so it is never half written."""
-    try:
-        handle = tempfile.NamedTemporaryFile(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp", delete=False)
-    except OSError as exc:
-        raise PhysverifyError(f"{output}: cannot be written: {exc.strerror or exc}") from None
-    try:
-        with handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(handle.name, 0o644)  # mkstemp makes it 0600; a ledger is shared like any file
-        os.replace(handle.name, output)
-    except BaseException:  # clean up the temporary file, then re-raise
-        Path(handle.name).unlink(missing_ok=True)
-        raise
