@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from support.fixtures import Ran, init_repo, run_process
 
-from physverify.gate import evaluate as confirm
+from physverify.commands import confirm
+from physverify.gate import evaluate, settings
 from physverify.errors import RefusedError, UsageError
 
 CLAIM_DICT = {
@@ -214,12 +215,12 @@ def test_a_timeout_that_is_not_a_positive_number_is_refused(tmp_path: Path, valu
     assert result.returncode == 2 and result.stderr.startswith("physverify: --timeout must be")
     assert not (tmp_path / "l.jsonl").exists()
     with pytest.raises(UsageError):
-        confirm.parse_timeout(value)
+        settings.parse_timeout(value)
 
 
 def test_require_trust_raises_outside_the_sandbox() -> None:
     with pytest.raises(RefusedError):
-        confirm.require_trust(False)
+        settings.require_trust(False)
 
 
 def test_json_dash_prints_the_ledger_object_and_json_file_writes_it(tmp_path: Path, cli: Callable[..., Ran]) -> None:
@@ -253,10 +254,10 @@ def test_repo_commit_carries_the_dirty_flag_of_a_real_git_checkout(tmp_path: Pat
                         claim={**CLAIM_DICT, "file": "claims/solver.py"})
     repo.index.add([str(claim), str(tmp_path / "claims" / "solver.py")])
     sha = repo.index.commit("claim").hexsha
-    clean = confirm.evaluate(claim)
+    clean = evaluate.evaluate(claim)
     assert clean.record["repo_commit"] == sha and clean.record["claim_key"] == "claims/claim_case.py"
     (tmp_path / "claims" / "solver.py").write_text(SOLVER + "# edited\n")
-    assert confirm.evaluate(claim).record["repo_commit"] == sha + "-dirty"
+    assert evaluate.evaluate(claim).record["repo_commit"] == sha + "-dirty"
 
 
 def test_claim_repo_points_an_adapter_folder_at_the_repository(tmp_path: Path) -> None:
@@ -265,7 +266,7 @@ def test_claim_repo_points_an_adapter_folder_at_the_repository(tmp_path: Path) -
     (project / "physics.py").write_text("G = 1\n")
     claim = write_claim(tmp_path / "adapters", 'Result(PASS, "")', check('Result(PASS, "")'),
                         claim={**CLAIM_DICT, "file": "physics.py", "repo": "../project"})
-    record = confirm.evaluate(claim).record
+    record = evaluate.evaluate(claim).record
     assert record["file_sha256"] is not None and record["claim_key"].endswith("claim_case.py")
 
 
@@ -306,7 +307,7 @@ def test_init_options_without_init_are_a_usage_error(tmp_path: Path) -> None:
 
 def test_a_child_that_printed_nothing_before_failing_has_an_empty_stderr_tail(tmp_path: Path) -> None:
     claim = write_claim(tmp_path, 'Result(PASS, "")', check("1 / 0", "divides"))
-    record = confirm.evaluate(claim, timeout_s=60).record
+    record = evaluate.evaluate(claim, timeout_s=60).record
     assert record["verdict"] == "not decidable" and record["stderr_tail"] == ""
 
 

@@ -556,7 +556,7 @@ def test_ledger_log_after_a_replay_shows_the_claims_lines(tmp_path: Path, cli: A
 
 @pytest.mark.slow
 def test_claim_repo_gives_the_same_ledger_fields_through_confirm_and_replay(tmp_path: Path) -> None:
-    from physverify.gate import evaluate as confirm
+    from physverify.commands import confirm
 
     repo = make_repo(tmp_path / "project", DEFECT, claims=0)
     adapters = tmp_path / "adapters" / "claims"

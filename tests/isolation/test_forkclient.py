@@ -15,7 +15,7 @@ from support.childsupport import (SPEC_HEADER, assert_ends_soon, installed_notin
                                   write_spec)
 
 from physverify.isolation import child, forkclient, fresh, isolate
-from physverify.gate import evaluate as confirm
+from physverify.commands import confirm
 
 
 def test_a_preloaded_module_edited_on_disk_restarts_the_fork_server(

@@ -47,10 +47,10 @@ def _without_timings(record: dict[str, object]) -> dict[str, object]:
     ids=lambda p: p.name,
 )
 def test_this_projects_claims_and_the_worked_examples_get_the_same_verdict_in_both_modes(claim_path: Path) -> None:
-    from physverify.gate import evaluate as confirm
+    from physverify.gate import evaluate
 
     records = {
-        mode: confirm.evaluate(claim_path, timeout_s=300, isolation=mode).record for mode in isolate.ISOLATION_MODES
+        mode: evaluate.evaluate(claim_path, timeout_s=300, isolation=mode).record for mode in isolate.ISOLATION_MODES
     }
     assert records["fresh"]["verdict"] is not None
     assert _without_timings(records["fresh"]) == _without_timings(records["fork"])

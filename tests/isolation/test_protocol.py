@@ -36,12 +36,12 @@ HUGE_CLAIM = DECAY_CLAIM.replace(
 
 def test_a_result_over_the_cap_keeps_every_status_and_names_the_cap(tmp_path: Path, isolation: str) -> None:
     """Issue 21, item 14 (issue 13, item 14 made it a load error): record what fits, never another verdict."""
-    from physverify.gate import evaluate as confirm
+    from physverify.gate import evaluate
 
     (tmp_path / "decay.py").write_text(DECAY_DEFECT)
     claim_path = tmp_path / "claim_huge.py"
     claim_path.write_text(HUGE_CLAIM.replace("SIZE", str(protocol.RESULT_LIMIT + 10)))
-    record = confirm.evaluate(claim_path, timeout_s=120, isolation=isolation).record
+    record = evaluate.evaluate(claim_path, timeout_s=120, isolation=isolation).record
     assert record["verdict"] == "confirmed", record["reason"]
     statuses = [check["status"] for check in record["checks"]]
     assert statuses == ["PASS", "FAIL"]

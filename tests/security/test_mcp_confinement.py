@@ -20,7 +20,7 @@ from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, Ran, init_repo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from physverify.gate import evaluate as confirm
+from physverify.gate import evaluate
 
 SECRET = "root:$6$not-a-real-hash:19000:0:99999:7:::\n"
 
@@ -107,8 +107,8 @@ def test_confirm_never_hashes_a_claimed_file_outside_its_folder(project: Path, c
     secret_hash = hashlib.sha256(SECRET.encode()).hexdigest()
     for target in (str(project.parent / "secret.txt"), "../secret.txt", "../../secret.txt", "secret_link.txt"):
         claim = project / "claims" / "claim_decay.py"
-        assert confirm.find_target(project, claim, target) is None, target
-    found = confirm.find_target(project, project / "claims" / "claim_decay.py", "../decay.py")  # out of claims/, in the root
+        assert evaluate.find_target(project, claim, target) is None, target
+    found = evaluate.find_target(project, project / "claims" / "claim_decay.py", "../decay.py")  # out of claims/, in the root
     assert found is not None and found.resolve() == project / "decay.py"
     done = cli("confirm", "claims/claim_decay.py", "--trusted", "--json", "-", cwd=project)
     assert json.loads(done.stdout)["file_sha256"] is not None  # decay.py, inside, is still hashed

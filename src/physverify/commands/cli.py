@@ -470,8 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- the commands ---------------------------------------------------------------------
 def _confirm(args: argparse.Namespace) -> int:
-    from physverify.gate import templates
-    from physverify.gate import evaluate as confirm
+    from physverify.commands import confirm
+    from physverify.gate import evaluate, templates
     from physverify.report import text
     from physverify.text import dumps
 
@@ -498,7 +498,7 @@ def _confirm(args: argparse.Namespace) -> int:
     # follows it, and on stderr otherwise (a CI log, a pipe, --json -), where stdout's shape must not change.
     live = sys.stdout if args.json != "-" and sys.stdout.isatty() else sys.stderr
 
-    def show(finished: confirm.Finished) -> None:
+    def show(finished: evaluate.Finished) -> None:
         live.write(text.finished_line(*finished) + "\n")
         live.flush()
 

@@ -84,7 +84,7 @@ def _copy_examples(claims: Path) -> Path:
 
 
 def _confirm_each(claims: Path, show: Callable[[str, str], None]) -> None:
-    from physverify.gate import evaluate as confirm
+    from physverify.commands import confirm
     from physverify.gate.ledger import DEFAULT_LEDGER
     from physverify.report import text
 

@@ -166,12 +166,12 @@ def serve(root: Path) -> None:
 # --- the tools: each one line of argument handling around the CLI's function ---------------
 def _run_checks_tool(root: Path) -> Callable[..., str]:
     def run_checks(specs: list[str] | None = None, trusted: StrictBool = False, timeout: float = 600.0) -> str:
-        from physverify.gate import evaluate as confirm
         from physverify.commands import run_specs
+        from physverify.gate import settings
         from physverify.report import text
 
         def call() -> str:
-            confirm.require_trust(trusted)  # before anything is found or run (spec section 5)
+            settings.require_trust(trusted)  # before anything is found or run (spec section 5)
             paths = [_as_given(inside_root(root, p)) for p in specs] if specs else discover_specs(root)
             if not paths:
                 raise PhysverifyError(f"{root}: no verify_*.py spec files under the project root; name them in specs")
@@ -191,11 +191,12 @@ def _confirm_claim_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         timeout: float = 300.0,
         allow_dependent_reference: str | None = None,
     ) -> str | list[str | Image]:
-        from physverify.gate import evaluate as confirm
+        from physverify.commands import confirm
+        from physverify.gate import settings
         from physverify.report import text
 
         def call() -> str | list[str | Image]:
-            confirm.require_trust(trusted)  # nothing is read, run or written on a refusal
+            settings.require_trust(trusted)  # nothing is read, run or written on a refusal
             evaluation = confirm.confirm(
                 _as_given(claim_inside_root(root, claim)),
                 ledger=_as_given(inside_root(root, ledger)),
@@ -224,11 +225,11 @@ def _replay_claims_tool(root: Path) -> Callable[..., str | list[str | Image]]:
         shard: str | None = None,
         record_all: StrictBool = False,
     ) -> str | list[str | Image]:
-        from physverify.gate import discovery, evaluate as confirm, replay
+        from physverify.gate import discovery, replay, settings
         from physverify import report
 
         def call() -> str | list[str | Image]:
-            confirm.require_trust(trusted)
+            settings.require_trust(trusted)
             given = [_as_given(inside_root(root, c)) for c in claims or [discovery.DEFAULT_CLAIMS_DIR]]
             result = replay.replay(
                 given,

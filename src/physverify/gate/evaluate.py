@@ -1,8 +1,8 @@
 """One claim, end to end (spec sections 2-6): read, check independence, run, decide, record.
 
-``evaluate`` is the one path from a claim file to its ledger object; ``replay`` and the
-MCP tools call it too. ``confirm`` adds what the command adds: the trust rule, the
-timeout check and the ledger write.
+``evaluate`` is the one path from a claim file to its ledger object; the confirm command
+(commands/confirm.py), ``replay`` and the MCP tools call it. It never writes: the command
+adds the trust rule, the timeout check and the ledger write.
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from physverify import __version__
-from physverify.gate import affected, claim, repo, settings, variant_load
+from physverify.gate import affected, claim, ledger, repo, settings, variant_load
 from physverify.isolation import isolate
-from physverify.gate import ledger as _ledger
 from physverify.checks import ERROR
-from physverify.gate.config import load_config
-from physverify.isolation import guard
 from physverify.text import clean
 from physverify.verdict import Run, Verdict, decide, decide_fixed, settled, variant_name
 
@@ -46,37 +43,6 @@ class Evaluation(NamedTuple):
 
 
 parse_timeout = settings.parse_timeout  # its home is settings.py, with the other options
-
-
-require_trust = settings.require_trust  # its home is settings.py (replay asks it before importing this module)
-
-
-def confirm(
-    claim_path: Path,
-    *,
-    ledger: Path,
-    timeout_s: object = DEFAULT_TIMEOUT_S,
-    trusted: bool = False,
-    allow_dependent_reference: str | None = None,
-    isolation: str | None = None,
-    on_finished: OnFinished | None = None,
-) -> Evaluation:
-    """``physverify confirm``: refuse or run the claim, append its line to the ledger, return it.
-
-    ``on_finished`` is told each control and check as the child finishes it.
-    """
-    require_trust(trusted)  # before anything is read, run or written
-    seconds = parse_timeout(timeout_s)
-    reason = settings.parse_reason(allow_dependent_reference)
-    destination = Path(ledger)
-    _ledger.check_writable(destination)  # found before the run, not after minutes of it
-    folder = load_config(Path(claim_path).parent)  # isolation and preload of the claim's folder (docs/replay.md)
-    run = settings.resolve({"timeout_s": seconds, "isolation": isolation}, folder)
-    with guard.watching():  # a claim that changes physverify's limits gets no verdict and no ledger line
-        evaluation = evaluate(Path(claim_path), timeout_s=run.timeout_s, allow_dependent_reference=reason,
-                              isolation=run.isolation, preload=run.preload, on_finished=on_finished)
-    _ledger.append_record(destination, evaluation.record)
-    return evaluation
 
 
 def evaluate(
@@ -202,7 +168,7 @@ def _finish(record: dict[str, Any], verdict: Verdict, target: Path | None = None
     # the ledger stores with \u escapes and reads back unchanged, and replay matches
     # claims by it; every renderer cleans what it shows.
     cleaned = {key: value if key in _PATH_FIELDS else clean(value) for key, value in record.items()}
-    return Evaluation(_ledger.ordered(cleaned), verdict, target)
+    return Evaluation(ledger.ordered(cleaned), verdict, target)
 
 
 _PATH_FIELDS = ("claim_file", "claim_key")
@@ -210,7 +176,7 @@ _PATH_FIELDS = ("claim_file", "claim_key")
 
 def _base_record(claim_path: Path, timeout_s: float, sha256: str | None) -> dict[str, Any]:
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    record = _ledger.new_record(str(claim_path), date, __version__, timeout_s)
+    record = ledger.new_record(str(claim_path), date, __version__, timeout_s)
     record["claim_sha256"] = sha256
     return record
 
