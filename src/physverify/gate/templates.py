@@ -33,6 +33,31 @@ class Kind(NamedTuple):
     body: str
 
 
+# The CLAIM dictionary every template starts with, the plain one and each kind's: its values are
+# Python literals already (write_template quotes them), FILL_IN where the user must write.
+_CLAIM = """CLAIM = {{
+    # the claim as it was stated, unedited
+    "text": {text},
+    # who made the claim: a person, a static analysis tool, or an AI model named by its name
+    "source": {source},
+    # the file the claim is about (relative to the repository root) and the line in it
+    "file": {file},
+    "line": {line},
+    # where the correct behaviour comes from: a book and section, a paper and equation number,
+    # e.g. "Taylor, Classical Mechanics, sec. 5.4: ..."
+    "reference": {reference},
+    # used, latent or unknown: do the repository's own scripts or defaults reach this code?
+    "impact": {fill},
+}}"""
+
+
+def _claim(*, text: str, file: str, line: int, fill: str, source: str | None = None,
+           reference: str | None = None) -> str:
+    """The CLAIM dictionary of a template, its values Python literals (source and reference default to ``fill``)."""
+    return _CLAIM.format(text=text, file=file, line=line, fill=fill, source=source or fill,
+                         reference=reference or fill)
+
+
 _HEAD = '''"""Claim file for physverify confirm, kind {kind}: {summary}.
 
 THE REFERENCE MUST COME FROM THE PHYSICS: a book and section, a paper and equation
@@ -50,19 +75,7 @@ import numpy as np  # noqa: F401  (most adapters need it)
 from physverify import Check  # noqa: F401
 from physverify import {imports}  # noqa: F401
 
-CLAIM = {{
-    # the claim as it was stated, unedited
-    "text": {text},
-    # who made the claim: a person, a static analysis tool, or an AI model named by its name
-    "source": {source},
-    # the file the claim is about (relative to the repository root) and the line in it
-    "file": {file},
-    "line": {line},
-    # where the correct behaviour comes from: a book and section, a paper and equation number
-    "reference": {reference},
-    # used, latent or unknown: do the repository's own scripts or defaults reach this code?
-    "impact": {fill},
-}}
+{claim}
 
 # ---- ADAPTER: the code under test, adapted to what the study needs (FILL IN) ----
 {adapter}
@@ -311,8 +324,8 @@ def render(kind: str, *, text: str, file: str, line: int, fill: str, source: str
     if expected_order is not None:  # a scan read it from the method's name; the person checks it against the book
         adapter = _ORDER_LINE.sub(f"EXPECTED_ORDER = {int(expected_order)}  # the order the method states, filled by "
                                   "physverify scan: check it against the reference", adapter, count=1)
-    return _HEAD.format(kind=kind, summary=spec.summary, imports=spec.imports, text=text, file=file, line=line,
-                        fill=fill, source=source or fill, reference=reference or fill, adapter=adapter) + spec.body
+    claim = _claim(text=text, file=file, line=line, fill=fill, source=source, reference=reference)
+    return _HEAD.format(kind=kind, summary=spec.summary, imports=spec.imports, claim=claim, adapter=adapter) + spec.body
 
 
 # --- confirm init (section 6) ---------------------------------------------------------
@@ -404,7 +417,7 @@ def _template(text: str, file: str, line: int, kind: str | None = None,
         order = known.get("expected_order")
         return render(kind, line=line, **literals, expected_order=int(order) if order is not None else None,
                                 **{key: _py_string(str(known[key])) for key in ("source", "reference") if known.get(key)})
-    return _TEMPLATE.format(line=line, **literals)
+    return _TEMPLATE.format(claim=_claim(line=line, **literals))
 
 
 def _py_string(value: str) -> str:
@@ -437,19 +450,7 @@ from physverify import Check  # noqa: F401
 
 # import solver  # the code under test: this file's folder and the repository root are on sys.path
 
-CLAIM = {{
-    # the claim as it was stated, unedited
-    "text": {text},
-    # who made the claim: a person, a static analysis tool, or an AI model named by its name
-    "source": {fill},
-    # the file the claim is about (relative to the repository root) and the line in it
-    "file": {file},
-    "line": {line},
-    # where the correct equation comes from, e.g. "Taylor, Classical Mechanics, sec. 5.4: ..."
-    "reference": {fill},
-    # used, latent or unknown: do the repository's own scripts or defaults reach this code?
-    "impact": {fill},
-}}
+{claim}
 
 
 # Write the reference again from the physics, e.g. for a damped oscillator
