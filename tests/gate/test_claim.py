@@ -225,7 +225,7 @@ def test_a_claim_file_is_parsed_once_for_all_its_static_readers(tmp_path: Path, 
     assert binds_claim(path)
     claim_file = read_claim(path)
     assert claim_module.reference_notes(path, claim_file.claim) == []
-    assert affected.target_of(path) == "solver.py"
+    assert claim_module.read(path).target == "solver.py"
     assert affected.import_closure(path, tmp_path) == {path.resolve()}
     assert binds_claim(path) and read_claim(path) == claim_file
     assert len(parses) == 1, parses

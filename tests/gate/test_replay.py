@@ -25,8 +25,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from physverify.isolation import forkclient
-from physverify.gate import rules as gate, ledger, replay
+from physverify.gate import rules as gate, ledger, replay, settings
 from physverify.gate import repo as repo_module
+from physverify.commands import ledger as ledger_commands
 from physverify.gate.rules import (
     DECIDED,
     FIXED,
@@ -133,7 +134,7 @@ def test_transition_names_how_the_verdict_moved(before: str | None, after: str, 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "a/b", "3", "1/3/5", "-1/3", ""])
 def test_a_bad_shard_is_a_usage_error(text: str) -> None:
     with pytest.raises(UsageError, match="--shard must be K/N"):
-        replay.parse_shard(text)
+        settings.parse_shard(text)
 
 
 @given(keys=st.sets(st.text(min_size=1, max_size=30), max_size=40), n=st.integers(min_value=1, max_value=12))
@@ -728,7 +729,7 @@ def test_two_claims_of_one_name_in_two_folders_outside_git_keep_their_own_histor
         assert again.exit_code == EXIT_OK and again.written == 0
     lines = [json.loads(line) for line in ledger_path.read_text().splitlines()]
     assert {line["claim_key"]: line["verdict"] for line in lines} == expected and len(lines) == 2
-    rows = ledger.log(ledger_path, "claims/before/claim_x.py", Path("claims")).rows  # `ledger log --claim` finds it
+    rows = ledger_commands.log(ledger_path, "claims/before/claim_x.py", Path("claims")).rows  # `ledger log --claim` finds it
     assert [(row.claim, row.verdict) for row in rows] == [("before/claim_x.py", CONFIRMED)]
 
 

@@ -9,8 +9,20 @@ import git
 import pytest
 from support.fixtures import init_repo
 
-from physverify.gate import repo as repository
 from physverify.errors import UsageError
+from physverify.gate import repo as repository
+
+
+def file_at(path: Path, ref: str) -> bytes | None:
+    """The bytes of ``path`` as committed at ``ref`` (None when absent), read through ``repo.blob_at``."""
+    found = repository.blob_at(path, ref)
+    return None if found is None else b"".join(found.chunks())
+
+
+def committed_at_head(path: Path) -> bytes | None:
+    """``path`` as committed at HEAD, read through ``repo.blob_at_head``."""
+    found = repository.blob_at_head(path)
+    return None if found is None else b"".join(found.chunks())
 
 
 def test_the_repository_root_is_the_working_tree_holding_the_folder(small_repo: git.Repo, tmp_path: Path) -> None:
@@ -74,9 +86,9 @@ def test_the_import_roots_are_the_claim_folder_the_root_and_src_when_present(tmp
 def test_a_file_at_a_ref_is_its_committed_bytes_and_none_where_it_was_absent(small_repo: git.Repo) -> None:
     root = Path(small_repo.working_tree_dir or "")
     (root / "solver.py").write_text("changed, not committed\n")
-    assert repository.file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
-    assert repository.file_at(root / "missing.txt", "HEAD") is None
-    assert repository.committed_at_head(root / "solver.py") == b"def rhs(t, y):\n    return -y\n"
+    assert file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
+    assert file_at(root / "missing.txt", "HEAD") is None
+    assert committed_at_head(root / "solver.py") == b"def rhs(t, y):\n    return -y\n"
     assert repository.paths_at(root, "HEAD", ["claims/a.py", "claims/b.py"]) == {"claims/a.py"}
 
 
@@ -104,7 +116,7 @@ def test_the_files_at_a_ref_are_found_for_many_keys_in_one_listing_from_any_fold
 def test_a_ref_that_names_no_commit_is_a_one_line_usage_error(small_repo: git.Repo, ref: str) -> None:
     root = Path(small_repo.working_tree_dir or "")
     with pytest.raises(UsageError) as caught:
-        repository.file_at(root / "solver.py", ref)
+        file_at(root / "solver.py", ref)
     assert str(caught.value) == f"--baseline: {ref!r} is not a commit in {root}"
     with pytest.raises(UsageError, match="--changed-since"):
         repository.changed_since(root, ref)
@@ -117,12 +129,12 @@ def test_a_shallow_clone_says_why_an_older_commit_is_missing(small_repo: git.Rep
     small_repo.index.commit("second")
     shallow = git.Repo.clone_from(f"file://{root}", tmp_path / "shallow", depth=1)
     with pytest.raises(UsageError, match=r"'HEAD~1' is not a commit in .*shallow: fetch more history"):
-        repository.file_at(Path(shallow.working_tree_dir or "") / "solver.py", "HEAD~1")
+        file_at(Path(shallow.working_tree_dir or "") / "solver.py", "HEAD~1")
 
 
 def test_outside_git_a_ref_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="is not in a git repository"):
-        repository.file_at(tmp_path / "l.jsonl", "HEAD")
+        file_at(tmp_path / "l.jsonl", "HEAD")
 
 
 def test_git_hook_variables_reach_neither_lookups_nor_the_child(
@@ -139,7 +151,7 @@ def test_git_hook_variables_reach_neither_lookups_nor_the_child(
     monkeypatch.setenv("GIT_INDEX_FILE", str(Path(other.git_dir) / "index"))
     assert repository.root_for(root / "claims") == root
     assert repository.commit(root) == small_repo.head.commit.hexsha  # clean: not compared with the other index
-    assert repository.file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
+    assert file_at(root / "solver.py", "HEAD") == b"def rhs(t, y):\n    return -y\n"
     env = repository.child_env()
     assert not {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} & set(env) and env["PATH"] == os.environ["PATH"]
 
@@ -167,7 +179,7 @@ def test_head_is_read_from_the_refs_as_git_reads_it(small_repo: git.Repo, tmp_pa
     small_repo.git.checkout("--orphan", "fresh")  # an unborn branch: no commit yet
     assert head() is None
     assert repository.commit(root) is None
-    assert repository.committed_at_head(root / "solver.py") is None
+    assert committed_at_head(root / "solver.py") is None
     with pytest.raises(UsageError, match="'HEAD' is not a commit"):
         repository.changed_since(root, "HEAD")
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from physverify.gate import claim, repo
 from physverify.gate.repo import changed_since, files_as_keys, relative_key  # noqa: F401 - their home is repo.py
@@ -32,16 +31,6 @@ def changed_files(roots: Iterable[Path], ref: str | None, files: Sequence[str],
             changed |= changed_since(root, ref, checkouts)
         changed |= files_as_keys(files, root, Path.cwd())
     return frozenset(changed)
-
-
-def claim_values(claim_path: Path) -> Mapping[str, Any] | None:
-    """CLAIM read statically, also from a claim that fails to load; None when not even that could be read."""
-    return claim.read(claim_path).claim
-
-
-def target_of(claim_path: Path) -> str | None:
-    """The claim's target ``file`` read statically (also from a claim that fails to load), or None."""
-    return claim.read(claim_path).target
 
 
 def imported_names(source: str) -> list[claim.Import]:

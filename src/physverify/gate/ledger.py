@@ -335,11 +335,6 @@ def _require_regular(path: Path, fd: int, doing: str) -> None:
         raise PhysverifyError(f"{path}: cannot {doing} the ledger: it is {what}, not a regular file")
 
 
-def _read_lines(path: Path) -> list[Line]:
-    """Return every non-blank line of the ledger, parsed; a missing ledger has none."""
-    return split_lines(_read_bytes(path))
-
-
 def split_lines(data: bytes) -> list[Line]:
     # An editor may save the file with a UTF-8 byte order mark; json.loads refuses it, which
     # dropped the first line and so the first claim's baseline (issue 13, item 12).

@@ -49,12 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CLAIMS_DIR", "TRANSITIONS", "ClaimRun", "ReplayResult", "default_ledger", "discover", "gate_failures", "in_shard",
-    "is_skipped_dir", "load_baseline", "parse_shard", "replay",
+    "is_skipped_dir", "load_baseline", "replay",
 ]
 
-
-
-parse_shard = settings.parse_shard  # its home is settings.py, with the other options
 
 
 # --- settings ---------------------------------------------------------------------------

@@ -351,18 +351,6 @@ def _shallow(repo: Any) -> bool:
     return (Path(repo.common_dir) / "shallow").is_file()
 
 
-def file_at(path: Path, ref: str) -> bytes | None:
-    """The bytes of ``path`` as committed at ``ref`` (None when it was not there); UsageError outside git."""
-    found = blob_at(path, ref)
-    return None if found is None else b"".join(found.chunks())
-
-
-def committed_at_head(path: Path) -> bytes | None:
-    """``path`` as committed at HEAD; None outside git, before the first commit, or when HEAD lacks it."""
-    found = blob_at_head(path)
-    return None if found is None else b"".join(found.chunks())
-
-
 # The modes of a file in a tree: a regular file, an executable one. A link (120000) is a blob
 # too, whose bytes are the link's target; a gitlink (160000) is a commit of another repository.
 _FILE_MODES = (0o100644, 0o100755)
@@ -499,12 +487,6 @@ def _tree_entry(commit: Any, relative: str) -> Any:
         return git.Blob(commit.repo, binsha, mode, relative) if kind == "blob" else git.Tree(commit.repo, binsha, mode,
                                                                                              relative)
     return None
-
-
-def _blob(commit: Any, relative: str) -> bytes | None:
-    """The bytes of the file at ``relative`` in ``commit``'s tree, or None when the tree has none there."""
-    found = _committed(commit, relative, str(commit.hexsha)[:12])
-    return None if found is None else b"".join(found.chunks())
 
 
 def renamed_since(root: Path, ref: str, checkouts: Checkouts | None = None) -> dict[str, str]:
