@@ -157,19 +157,32 @@ def plan_change(request: Request, source: LedgerSource, checkouts: repo.Checkout
     for checkout in folders:  # a bad --changed-since is a usage error before anything runs
         changes.of(checkout.root)
     head = source.blob[0]
-    staged, staged_blob = NOT_STAGED
-    if request.pre_commit and request.baseline is None and head is not None:
-        staged, staged_blob = staged_ledger(request.target, folders[0], changes.of(folders[0].root), head)
-    plan = ChangePlan(changes, staged, staged_blob)
-    if store is not None and head is not None and not source.warnings and not staged:
-        key_material = _material(request, folders, source)
-        memo, problem = noop.recall(store, key_material)
-        kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo else None
-        plan = replace(plan, key_material=key_material, memo_problem=problem, watch=recorder,
-                       kept=tuple(kept) if kept is not None else None)
+    plan = ChangePlan(changes, *_staged(request, folders[0], changes, head))
+    if store is not None and head is not None and not source.warnings and not plan.staged:
+        plan = _recall(plan, request, folders, source, store, recorder)
     if plan.kept is None and request.files_alone and _python_file(request.files or ()) and _forks(request):
         _warm_up()  # past the memo, a changed Python file is likely some claim's: the server starts while planning
     return plan
+
+
+def _staged(request: Request, first: repo.Checkout, changes: pipeline.Changes,
+            head: repo.Committed | None) -> tuple[bool, repo.Committed | None]:
+    """In the hook, whether the ledger is staged with other content than HEAD's, and that content
+    (``baseline.staged_ledger``); not asked with --baseline, or without a committed ledger."""
+    if not request.pre_commit or request.baseline is not None or head is None:
+        return NOT_STAGED
+    return staged_ledger(request.target, first, changes.of(first.root), head)
+
+
+def _recall(plan: ChangePlan, request: Request, folders: Sequence[repo.Checkout], source: LedgerSource,
+            store: cache.Cache, recorder: noop.Recorder) -> ChangePlan:
+    """``plan`` with the no-op memo's key and answer: the claims it skips when nothing planning looks at changed."""
+    key_material = _material(request, folders, source)
+    memo, problem = noop.recall(store, key_material)
+    changes = plan.changes
+    kept = memo.skipped({str(c.real_root): changes.of(c.root) for c in folders}) if memo and changes else None
+    return replace(plan, key_material=key_material, memo_problem=problem, watch=recorder,
+                   kept=tuple(kept) if kept is not None else None)
 
 
 def _material(request: Request, folders: Sequence[repo.Checkout], source: LedgerSource) -> str:
@@ -306,19 +319,17 @@ def conclude(request: Request, judging: Judging, change: ChangePlan, runs: Seque
     """The gate's result: the claims run, the baseline's removed ones, every step's warnings (``problems``: the
     readers'); and the plan kept as the next identical run's no-op memo when it ran nothing and warned of nothing."""
     before, shard = judging.baseline, request.run.shard
-    warnings = [*judging.warnings, *problems, *_rename_warnings(judging)]
-    if shard is None and request.only is None:  # a gate over an empty folder passes vacuously: most likely a wrong path
-        warnings += [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
-                     for cfg in request.configs if id(cfg) not in seen.folders]
+    warnings = [*judging.warnings, *problems, *_rename_warnings(judging), *_empty_folders(request, seen)]
     claims = list(runs)
     if request.only is None:
         claims += pipeline.removed(request.configs, before, [*seen.keys, *judging.renames.superseded], shard,
                                    request.fail_on, checkouts)
-    if change.watch is not None and change.key_material and store is not None and not claims and not warnings:
-        _remember(store, request, change, before, seen.keys, checkouts)
-    if change.memo_problem is not None and store is not None:  # given once the new memo is kept (it replaces the bad one)
-        store.warn(change.memo_problem)
-        warnings += [line for line in store.problems if line not in warnings]
+    if store is not None:
+        if not claims and not warnings:
+            _remember(store, request, change, before, seen.keys, checkouts)
+        if change.memo_problem is not None:  # given once the new memo is kept (it replaces the bad one)
+            store.warn(change.memo_problem)
+            warnings += [line for line in store.problems if line not in warnings]
     written = sum(run.recorded for run in claims)
     return ReplayResult(
         claims=tuple(claims), skipped=tuple(seen.skipped), ledger=request.target, written=written,
@@ -326,6 +337,15 @@ def conclude(request: Request, judging: Judging, change: ChangePlan, runs: Seque
         warnings=tuple(warnings), notes=_notes(claims, written, request.target, request.pre_commit),
         baseline_ref=before.ref, shard=request.shard,
     )
+
+
+def _empty_folders(request: Request, seen: pipeline.Seen) -> list[str]:
+    """A warning per claims folder without a claim: a gate over an empty folder passes vacuously, most likely a
+    wrong path (not said of a shard or of chosen claims, which may leave a folder out)."""
+    if request.run.shard is not None or request.only is not None:
+        return []
+    return [f"{cfg.folder}: no claim files here (no *.py whose top level binds CLAIM)"
+            for cfg in request.configs if id(cfg) not in seen.folders]
 
 
 def _rename_warnings(judging: Judging) -> list[str]:
