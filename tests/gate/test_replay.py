@@ -879,3 +879,45 @@ def test_a_run_opens_each_repository_once(tmp_path: Path, monkeypatch: pytest.Mo
     result = run(tmp_path, jobs=1, dry_run=True, **options)
     assert len(result.claims) == 2
     assert opened == [tmp_path]
+
+
+def test_a_claim_in_another_repository_opens_that_one_once_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two checkouts, two repositories opened: the claims folder's and the one CLAIM["repo"] names."""
+    make_repo(tmp_path / "project", DEFECT, claims=0)
+    init_repo(tmp_path / "adapters")
+    claims = tmp_path / "adapters" / "claims"
+    claims.mkdir()
+    for name in ("a.py", "b.py"):
+        text = claim_text().replace('"impact": "used",', '"impact": "used",\n    "repo": "../../project",')
+        (claims / name).write_text(text)
+    opened: list[Path] = []
+    real = repo_module.open_repo
+
+    def counted(folder: Path) -> Any:
+        found = real(folder)
+        opened.append(Path(found.working_tree_dir) if found is not None else folder)
+        return found
+
+    monkeypatch.setattr(repo_module, "open_repo", counted)
+    result = replay.replay([claims], trusted=True, timeout_s=60, jobs=1, dry_run=True)
+    assert [run.verdict for run in result.claims] == [CONFIRMED, CONFIRMED]
+    assert sorted(opened) == sorted([tmp_path / "adapters", tmp_path / "project"])
+
+
+def test_conclude_warns_of_an_empty_folder_unless_a_shard_or_chosen_claims_may_leave_it_out(tmp_path: Path) -> None:
+    from physverify.gate import baseline, pipeline
+
+    (tmp_path / "claims").mkdir()  # outside git, no claim
+
+    def concluded(**options: Any) -> replay.ReplayResult:
+        request = _request(tmp_path, dry_run=True, **options)
+        checkouts = repo_module.Checkouts()
+        source = baseline.locate_ledger(request.first, request.target, False, None, checkouts)
+        judging = replay.read_baseline(request, source, replay.ChangePlan(), checkouts)
+        return replay.conclude(request, judging, replay.ChangePlan(), [], pipeline.Seen(), checkouts, None, ["a read"])
+
+    whole = concluded()
+    assert whole.warnings == ("a read", f"{tmp_path / 'claims'}: no claim files here (no *.py whose top level binds "
+                                        "CLAIM)")
+    assert whole.claims == () and whole.exit_code == EXIT_OK and whole.baseline_ref is None
+    assert concluded(shard="1/2").warnings == ("a read",)
