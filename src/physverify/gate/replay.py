@@ -1,9 +1,13 @@
 """``physverify replay``: the claims gate (DESIGN.md, "Replay: the gate").
 
-replay = discovery + baseline + ``evaluate`` for each claim (in parallel) +
-the rules of rules.py + ledger writes. Each claim goes through the same isolated child
-and the same verdict rules as ``confirm``; nothing here runs a claim or decides a
-verdict itself, and the transitions and the gate live in rules.py.
+``replay`` reads as its steps, each a function here with its own test: ``read_settings``
+(the Request: every option resolved once) -> ``plan_change`` (the change set, the staged
+ledger, the no-op memo) -> ``read_baseline`` (baseline.py) -> ``run_claims`` (the planning
+stream of pipeline.py, over discovery.py's readings, each claim through ``evaluate`` and
+``judge_claim``) -> ``write_lines`` -> ``conclude``. One ``repo.Checkouts`` goes down every
+step, so a run opens each repository once. Each claim goes through the same isolated child
+and the same verdict rules as ``confirm``; nothing here runs a claim or decides a verdict
+itself, and the transitions and the gate live in rules.py.
 
 The baseline is the ledger as committed at --baseline REF (default HEAD); only outside
 git, or before the ledger was ever committed, is it the working ledger as the run found
