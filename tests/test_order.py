@@ -478,6 +478,25 @@ def test_levels_at_their_round_off_are_left_out_and_named() -> None:
                                      "order 2.00")
 
 
+def test_a_finest_level_that_round_off_bends_leaves_the_pass_to_the_levels_above_it() -> None:
+    # Order 2 at four levels; the finest is within its round-off, which bent its order to 1.89 (it still
+    # falls at an accepted order, so it is kept, but it cannot show the order falling out of the range).
+    hs = [1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128]
+    errors = [1e-3 / 4**k for k in range(4)] + [1e-3 / 4**3 / 3.7]
+    result = check_order(hs, errors, 2, roundoff=[1e-5] * 5)
+    assert result.status == PASS, result.message
+    assert result.message.startswith("levels h <= 0.0078125 are at the code's round-off and were not used")
+
+
+def test_a_finest_level_within_round_off_never_turns_an_undecided_order_into_a_fail() -> None:
+    # Order 1 at four levels, then an order 2.5 step within round-off: without that level the order is a
+    # settled 1, but a level falling at an accepted order is evidence against a FAIL, bent or not.
+    hs = [1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128]
+    errors = [1e-2 / 2**k for k in range(4)] + [1e-2 / 2**3 / 5.7]
+    result = check_order(hs, errors, 2, roundoff=[3e-3] * 5)
+    assert result.status == INCONCLUSIVE, result.message
+
+
 def test_every_error_within_its_round_off_is_exact() -> None:
     ns = [8, 16, 32, 64]
     result = check_order([1 / n for n in ns], [1e-7 * n for n in ns], 2, roundoff=[2e-7 * n for n in ns])

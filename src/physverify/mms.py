@@ -584,6 +584,7 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
     costs = LevelCosts()
     eps = _EPS64
     previous: OrderResult | None = None
+    before: OrderResult | None = None
     result: OrderResult | None = None
     reason = _exhausted(plan)
     for n in plan.levels():
@@ -610,7 +611,7 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
         if result.status != INCONCLUSIVE and previous is not None and previous.status == result.status and adds:
             return replace(result, message=f"{result.message} (refined n = {_levels(done)}; the verdict held with one "
                            "more level)")
-        previous = result
+        before, previous = previous, result
         judging, _ = _judging(sweep, check_order_kwargs)
         floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         noise = max(floor, float(judging["roundoff"][-1])) if "roundoff" in judging else floor
@@ -634,6 +635,13 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
                     return replace(confirming, message=f"{confirming.message} (refined n = {_levels(sorted(done))}; "
                                    f"the verdict held with one more level, n = {middle}, between the two finest)")
                 result = confirming
+            if result.status == PASS and (before is None or before.status in (INCONCLUSIVE, PASS)) \
+                    and _far_below_solution(result, float(judging.get("scale", 1.0))):
+                # No finer level can confirm the pass (each is at round-off, and adds only round-off), and
+                # the levels it rests on are far into the asymptotic range: it stands, as a list ending here would.
+                return replace(result, message=f"{result.message} (refined n = {_levels(sorted(done))}; the finer "
+                               "levels are at round-off and cannot confirm it, and the levels it rests on have errors "
+                               f"below {_ASYMPTOTIC:g} of the solution)")
             reason = (f"the error reached the round-off at n = {n}, so that level cannot confirm the verdict of the "
                       "levels before it, and finer levels only add round-off")
             break
@@ -646,6 +654,20 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
                       "levels only add to that growth")
             break
     return _undecided(plan, done, errors, result, reason, h, expected_order, **check_order_kwargs)
+
+
+# A pass that no finer level can confirm (they are at round-off) stands only on levels whose error is
+# below this fraction of the solution: a coarse level's error of a per cent or more is where a
+# pre-asymptotic order shows (a float16 code's usable levels all are: its floor is 1 %), and where a
+# defect's lower-order term can still hide behind a leading term of the expected order.
+_ASYMPTOTIC = 1e-3
+
+
+def _far_below_solution(result: OrderResult, scale: float) -> bool:
+    """Whether the finest level the judgement fitted has an error below _ASYMPTOTIC of the solution's size."""
+    if not result.fit_hs or result.fit_hs[-1] not in result.hs:
+        return False
+    return result.errors[result.hs.index(result.fit_hs[-1])] <= _ASYMPTOTIC * max(1.0, abs(scale))
 
 
 def _adds_evidence(sweep: Sweep, result: OrderResult, check_order_kwargs: dict[str, Any]) -> bool:

@@ -329,6 +329,16 @@ def check_order(
     limits = _Limits(tol_low, math.inf if tol_high is None else tol_high, level, abs(scale), fit_points, atol,
                      refines, name, dict(zip(h[finite:kept], noise[finite:kept])) if roundoff is not None else {})
     status, message, fitted, window = _judge_levels(h[finite:kept], e[finite:kept], len(e), expected, limits)
+    if status == INCONCLUSIVE and excluded is not None and (name is not None or roundoff is not None):
+        # The finest levels within their round-off still fall at an accepted order (_roundoff_tail kept
+        # them), but round-off bends their pairwise orders either way, so they cannot show that the order
+        # is still moving: a PASS of the levels above them stands. Never a FAIL: a level falling at an
+        # accepted order is evidence against one.
+        above = _within_roundoff_tail(e, noise, finite, kept)
+        if above < kept:
+            judged = _judge_levels(h[finite:above], e[finite:above], len(e), expected, limits)
+            if judged[0] == PASS:
+                (status, message, fitted, window), kept, excluded = judged, above, True
     if excluded:
         message = (f"levels h <= {h[kept]:g} are at {limits.precision or 'the code'}'s round-off and were not used; "
                    + message)
@@ -417,6 +427,19 @@ def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: in
             break
         end -= 1
     return end, end < len(e)
+
+
+def _within_roundoff_tail(e: list[float], noise: list[float], start: int, end: int) -> int:
+    """Where the levels above round-off end: before the finest levels whose error is within their round-off.
+
+    At least _ABOVE_ROUNDOFF levels are left, the fewest a PASS can rest on.
+    """
+    while end - start > _ABOVE_ROUNDOFF and e[end - 1] <= noise[end - 1]:
+        end -= 1
+    return end
+
+
+_ABOVE_ROUNDOFF = 3
 
 
 def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
