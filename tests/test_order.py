@@ -497,6 +497,27 @@ def test_a_finest_level_within_round_off_never_turns_an_undecided_order_into_a_f
     assert result.status == INCONCLUSIVE, result.message
 
 
+def test_levels_below_a_stated_precisions_floor_that_fall_on_at_the_order_are_used() -> None:
+    # A float32 code whose solution decays to 0.04: its round-off is far below ten units of a size-1
+    # solution, and its error falls at order 2 through the floor (1.2e-6) down to 3e-8.
+    ns = [128, 256, 512, 1024, 2048]
+    errors = [1.24e-5 * (128 / n) ** 2 for n in ns]
+    result = check_order([1 / n for n in ns], errors, 2, precision=np.float32)
+    assert result.status == PASS, result.message
+    assert len(result.fit_hs) == 4
+
+
+def test_levels_below_the_floor_that_stop_falling_at_the_order_are_not_used() -> None:
+    # Order 2 above the floor, then first order below it: the slower levels are not used, and the two
+    # levels above the floor cannot decide; without a stated precision none below it is used at all.
+    ns = [128, 256, 512, 1024, 2048]
+    errors = [1.24e-5, 3.1e-6, 1.0e-6, 5e-7, 2.5e-7]
+    result = check_order([1 / n for n in ns], errors, 2, precision=np.float32)
+    assert result.status == INCONCLUSIVE and "only two usable resolutions" in result.message, result.message
+    stated = check_order([1 / n for n in ns], [1.24e-5 * (128 / n) ** 2 for n in ns], 2, floor=1.2e-6)
+    assert stated.status == INCONCLUSIVE, stated.message
+
+
 def test_every_error_within_its_round_off_is_exact() -> None:
     ns = [8, 16, 32, 64]
     result = check_order([1 / n for n in ns], [1e-7 * n for n in ns], 2, roundoff=[2e-7 * n for n in ns])

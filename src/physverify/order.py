@@ -442,11 +442,38 @@ def _within_roundoff_tail(e: list[float], noise: list[float], start: int, end: i
 _ABOVE_ROUNDOFF = 3
 
 
+def _falling_below_floor(h: list[float], e: list[float], expected: float, limits: _Limits) -> set[int]:
+    """The levels below the floor that go on falling at an accepted order right after the finest level above it.
+
+    Only where the precision or the round-off was stated: the floor is then ten units in the last place
+    of a solution of size 1, a bound for a level's round-off, not a measure of it (a float32 code whose
+    solution decays to 0.04 has a round-off 25 times smaller). Round-off does not fall as h shrinks, so a
+    level that still falls from the one before at an order in the accepted range carries the truncation
+    error; the run stops at the first that does not. Such levels only ever agree with the expected order:
+    they can turn a judgement starved of levels into a PASS, never into a FAIL.
+    """
+    if limits.precision is None and not limits.noise:
+        return set()
+    last = max((j for j, x in enumerate(e) if x > limits.level), default=None)
+    kept: set[int] = set()
+    if last is None:
+        return kept
+    for j in range(last + 1, len(e)):
+        if not (e[j] > 0 and e[j - 1] > 0):
+            break
+        order = math.log(e[j - 1] / e[j]) / math.log(h[j - 1] / h[j])
+        if not (expected - limits.tol_low <= order < expected + limits.tol_high):
+            break
+        kept.add(j)
+    return kept
+
+
 def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
                   limits: _Limits) -> tuple[str, str, float | None, list[float]]:
     """Status, message, fitted order and the steps it was fitted on, for finite, sorted levels (coarsest first)."""
     noise = [limits.noise.get(step, limits.level) for step in h]
-    above = [(step, x, r) for step, x, r in zip(h, e, noise) if x > limits.level]
+    falling = _falling_below_floor(h, e, expected, limits)
+    above = [(step, x, r) for i, (step, x, r) in enumerate(zip(h, e, noise)) if x > limits.level or i in falling]
     measurable = [(step, x) for step, x, _ in above]
     if len(measurable) < 2:
         message = (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
