@@ -468,6 +468,16 @@ def test_growth_round_off_could_make_is_not_a_fail() -> None:
     assert result.message.startswith("assuming float32 precision: ")
 
 
+def test_steady_growth_a_few_times_above_its_stated_round_off_from_the_first_level_fails() -> None:
+    # Order -1 over four levels; the stated round-off grows like h**-3 and is a third of the finest error.
+    ns = [256, 512, 1024, 2048]
+    result = check_order([1 / n for n in ns], [40.0 * n for n in ns], 2, roundoff=[2.5e4 * (n / 2048) ** 3 for n in ns])
+    assert result.status == FAIL and "inconsistent" in result.message, result.message
+    # within GROWTH_OVER_BOUND of it at the finest level, the growth may be round-off's
+    near = check_order([1 / n for n in ns], [40.0 * n for n in ns], 2, roundoff=[4e4 * (n / 2048) ** 3 for n in ns])
+    assert near.status == INCONCLUSIVE, near.message
+
+
 def test_levels_at_their_round_off_are_left_out_and_named() -> None:
     ns = [8, 16, 32, 64, 128, 256, 512]
     errors = [1e-1 * (8 / n) ** 2 for n in ns[:5]] + [5e-4, 1e-3]

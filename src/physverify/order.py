@@ -421,7 +421,8 @@ def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: in
     while end - start > 2:
         x, before = e[end - 1], e[end - 2]
         order = math.log(before / x) / math.log(h[end - 2] / h[end - 1]) if x > 0 and before > 0 else math.inf
-        stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER
+        stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER and not (
+            order < -STALL_ORDER and x > GROWTH_OVER_BOUND * noise[end - 1])  # growth is judged by _growth
         bent = x <= noise[end - 1] and order < slowest
         if not (stopped or bent):
             break
@@ -522,6 +523,13 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 # need more than _MAX_CELLS cells (or steps) per feature there to grow to the finest error.
 _GROWTH_PAIRS = 3
 GROWS = "the error grows as h shrinks"
+# A round-off given or measured per level is a bound, at least twice what the code's own rounding makes:
+# n eps is a full unit lost at every step in the same direction, where rounding loses at most half of
+# one; a difference quotient's response to a change of four units of every value it reads (operators)
+# is four times its response to the half unit each value is off by, and to about as much from each
+# addition. Growth more than this factor above such a bound at every growing level is at least five
+# times what round-off can make; settled over three pairs from the first level on, it is inconsistency.
+GROWTH_OVER_BOUND = 2.5
 # A pairwise order below this is growth in words ("grows", never "levels off").
 _CLEARLY_GROWING = 0.25
 _MAX_CELLS = 1.0e4
@@ -543,7 +551,7 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
     fell = any(q > STALL_ORDER for q in pairwise[:len(pairwise) - growing])
     rate = -fit_order(gh, ge)
     # A round-off measured or stated per level is a near bound already: growth a decade above it is not round-off.
-    near = [step for step, x, r in zip(gh, ge, gn) if x <= (_NEAR_ROUNDOFF if limits.noise else ROUNDOFF_FACTOR) * r]
+    near = [step for step, x, r in zip(gh, ge, gn) if x <= (GROWTH_OVER_BOUND if limits.noise else ROUNDOFF_FACTOR) * r]
     head = (f"{GROWS}: pairwise orders {_fmt_orders(pairwise)}, about {e[-1]:.3g} at the "
             "finest level")
     if fell and e[-1] <= ROUNDOFF_FACTOR * max(gn):
