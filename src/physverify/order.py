@@ -522,6 +522,7 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 # error is far above it; where it is not, round-off of size `level` at the coarsest level would
 # need more than _MAX_CELLS cells (or steps) per feature there to grow to the finest error.
 _GROWTH_PAIRS = 3
+_FAR_BEYOND = 10.0
 GROWS = "the error grows as h shrinks"
 # A round-off given or measured per level is a bound, at least twice what the code's own rounding makes:
 # n eps is a full unit lost at every step in the same direction, where rounding loses at most half of
@@ -566,14 +567,18 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
         return None  # a short or slight rise at the finest levels: judged as an error that stopped falling
     roundoff = bool(near) or (not limits.noise and _roundoff_could_grow(ge[-1], limits.level, rate, h[0], gh[-1]))
     climb = max(0.0, pairwise[-1] - pairwise[-2])
-    settled = (tail >= _GROWTH_PAIRS and settled_pairs >= 2 and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
+    size = max(limits.scale, limits.level)
+    # Two agreeing pairs are enough where the error was already far beyond the solution at the first of
+    # them (_FAR_BEYOND): a consistent, stable scheme's result stays within a few times the solution's
+    # size, resolved or not, so its error cannot grow out there; a hump rises below it and turns.
+    pairs = _GROWTH_PAIRS if ge[0] <= _FAR_BEYOND * size else 2
+    settled = (tail >= pairs and settled_pairs >= 2 and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
                and pairwise[-1] + _PASS_PROJECTION * climb < -STALL_ORDER)
     if roundoff:
         return INCONCLUSIVE, (f"{head}, small enough to be round-off at the code's precision (near "
                               f"{max(gn):.3g} and growing as h shrinks, as a difference quotient's eps |u| / h**k "
                               f"does): use coarser resolutions than h = {gh[0]:g}, where the truncation error is above "
                               "it, or pass precision= if the code computes in a lower precision")
-    size = max(limits.scale, limits.level)
     if settled and e[-1] <= size:
         # A consistent, stable method's error stays within about the solution's size even where it
         # rises before falling (a pre-asymptotic hump); an inconsistent term grows without bound, so
