@@ -446,6 +446,31 @@ def test_two_fields_at_their_own_staggerings_are_one_study(dtype: type) -> None:
         assert "levels n >= " in right.message and "round-off and were not used" in right.message  # type: ignore[attr-defined]
 
 
+def _laplacian_float32(over_h3: bool):  # type: ignore[no-untyped-def]
+    def apply(u: np.ndarray, dx: float) -> np.ndarray:
+        u, h = u.astype(np.float32), np.float32(dx)
+        return (np.roll(u, -1) - 2 * u + np.roll(u, 1)) / (h * h * (h if over_h3 else np.float32(1)))
+    return apply
+
+
+def test_a_float32_laplacian_over_h3_fails_on_growth_whose_finest_level_is_a_few_times_its_round_off() -> None:
+    # The error u''/h doubles at every level (1e4 ... 8e4); the operator's response to a four-unit change
+    # of the field grows like 1/h**3 and reaches a third of the error at nx = 2048, but every level is
+    # more than GROWTH_OVER_BOUND times above it, and the growth is steady from the first: inconsistency.
+    field, second = (lambda x: np.sin(2 * np.pi * x) + 0.5), (lambda x: -4 * np.pi**2 * np.sin(2 * np.pi * x))
+    result = operator_study(_laplacian_float32(True), field, second, [256, 512, 1024, 2048], 2)
+    assert result.status == FAIL and "grows as h shrinks" in result.message, result.message
+
+
+def test_a_correct_float32_laplacian_growing_from_round_off_is_never_a_fail() -> None:
+    # Past its round-off turn (nx >= 2048 in float32) a correct Laplacian's error is eps |u| / h**2 and grows
+    # like 1/h**2, from the first level of this window on: round-off, within its bound.
+    field, second = (lambda x: np.sin(2 * np.pi * x) + 0.5), (lambda x: -4 * np.pi**2 * np.sin(2 * np.pi * x))
+    for levels in ([2048, 4096, 8192, 16384], [4096, 8192, 16384, 32768, 65536]):
+        result = operator_study(_laplacian_float32(False), field, second, levels, 2)
+        assert result.status != FAIL and "round-off" in result.message, result.message
+
+
 def test_several_fields_need_one_sample_point_set_each() -> None:
     with pytest.raises(PhysverifyError, match="2 fields need 2 sample point sets"):
         operator_study(lambda u, v, dx: u, (np.sin, np.cos), np.cos, [8, 16], 2, sample=["cells", "nodes", "cells"])

@@ -468,6 +468,27 @@ def test_growth_round_off_could_make_is_not_a_fail() -> None:
     assert result.message.startswith("assuming float32 precision: ")
 
 
+def test_steady_growth_a_few_times_above_its_stated_round_off_from_the_first_level_fails() -> None:
+    # Order -1 over four levels; the stated round-off grows like h**-3 and is a third of the finest error.
+    ns = [256, 512, 1024, 2048]
+    result = check_order([1 / n for n in ns], [40.0 * n for n in ns], 2, roundoff=[2.5e4 * (n / 2048) ** 3 for n in ns])
+    assert result.status == FAIL and "inconsistent" in result.message, result.message
+    # within GROWTH_OVER_BOUND of it at the two finest levels, the growth there may be round-off's, and one
+    # pair above it cannot tell inconsistency from a hump
+    near = check_order([1 / n for n in ns], [40.0 * n for n in ns], 2, roundoff=[1.7e4 * (n / 1024) ** 3 for n in ns])
+    assert near.status == INCONCLUSIVE, near.message
+
+
+def test_two_agreeing_growth_pairs_decide_only_far_beyond_the_solution() -> None:
+    # Order -1 over two pairs spanning a factor 4: at 10**4 times the solution's size no consistent,
+    # stable scheme's error grows, so it is inconsistent; at 5 times it a hump may still be rising.
+    hs = [1 / 256, 1 / 512, 1 / 1024]
+    far = check_order(hs, [1e4, 2e4, 4e4], 2, scale=1.0)
+    assert far.status == FAIL and "inconsistent" in far.message, far.message
+    close = check_order(hs, [5.0, 10.0, 20.0], 2, scale=1.0)
+    assert close.status == INCONCLUSIVE, close.message
+
+
 def test_levels_at_their_round_off_are_left_out_and_named() -> None:
     ns = [8, 16, 32, 64, 128, 256, 512]
     errors = [1e-1 * (8 / n) ** 2 for n in ns[:5]] + [5e-4, 1e-3]
@@ -476,6 +497,46 @@ def test_levels_at_their_round_off_are_left_out_and_named() -> None:
     assert result.status == PASS
     assert result.message.startswith("levels h <= 0.00390625 are at the code's round-off and were not used; observed "
                                      "order 2.00")
+
+
+def test_a_finest_level_that_round_off_bends_leaves_the_pass_to_the_levels_above_it() -> None:
+    # Order 2 at four levels; the finest is within its round-off, which bent its order to 1.89 (it still
+    # falls at an accepted order, so it is kept, but it cannot show the order falling out of the range).
+    hs = [1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128]
+    errors = [1e-3 / 4**k for k in range(4)] + [1e-3 / 4**3 / 3.7]
+    result = check_order(hs, errors, 2, roundoff=[1e-5] * 5)
+    assert result.status == PASS, result.message
+    assert result.message.startswith("levels h <= 0.0078125 are at the code's round-off and were not used")
+
+
+def test_a_finest_level_within_round_off_never_turns_an_undecided_order_into_a_fail() -> None:
+    # Order 1 at four levels, then an order 2.5 step within round-off: without that level the order is a
+    # settled 1, but a level falling at an accepted order is evidence against a FAIL, bent or not.
+    hs = [1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128]
+    errors = [1e-2 / 2**k for k in range(4)] + [1e-2 / 2**3 / 5.7]
+    result = check_order(hs, errors, 2, roundoff=[3e-3] * 5)
+    assert result.status == INCONCLUSIVE, result.message
+
+
+def test_levels_below_a_stated_precisions_floor_that_fall_on_at_the_order_are_used() -> None:
+    # A float32 code whose solution decays to 0.04: its round-off is far below ten units of a size-1
+    # solution, and its error falls at order 2 through the floor (1.2e-6) down to 3e-8.
+    ns = [128, 256, 512, 1024, 2048]
+    errors = [1.24e-5 * (128 / n) ** 2 for n in ns]
+    result = check_order([1 / n for n in ns], errors, 2, precision=np.float32)
+    assert result.status == PASS, result.message
+    assert len(result.fit_hs) == 4
+
+
+def test_levels_below_the_floor_that_stop_falling_at_the_order_are_not_used() -> None:
+    # Order 2 above the floor, then first order below it: the slower levels are not used, and the two
+    # levels above the floor cannot decide; without a stated precision none below it is used at all.
+    ns = [128, 256, 512, 1024, 2048]
+    errors = [1.24e-5, 3.1e-6, 1.0e-6, 5e-7, 2.5e-7]
+    result = check_order([1 / n for n in ns], errors, 2, precision=np.float32)
+    assert result.status == INCONCLUSIVE and "only two usable resolutions" in result.message, result.message
+    stated = check_order([1 / n for n in ns], [1.24e-5 * (128 / n) ** 2 for n in ns], 2, floor=1.2e-6)
+    assert stated.status == INCONCLUSIVE, stated.message
 
 
 def test_every_error_within_its_round_off_is_exact() -> None:

@@ -572,6 +572,88 @@ def test_a_float32_rk4_with_an_unbounded_plan_is_judged_above_its_round_off(tmp_
         assert check["status"] == "FAIL" and "observed order 1.0" in check["message"], check["message"]
 
 
+VERLET_FLOAT32 = '''\
+"""Velocity Verlet for x'' = -omega**2 x + force(t) computing in float32 (written for the tests)."""
+import numpy as np
+
+
+def integrate(x0, v0, t_end, n, omega, force):
+    x, v, h, w2 = np.float32(x0), np.float32(v0), np.float32(t_end / n), np.float32(omega**2)
+    a = -w2 * x + np.float32(force(0.0))
+    for i in range(n):
+        x = x + h * v + np.float32(0.5) * h * h * a
+        a_new = -w2 * x + np.float32(force((i + 1) * t_end / n))
+        v = v + np.float32(0.5) * h * (a + a_new)
+        a = a_new
+    return np.array([x, v], dtype=np.float32)
+'''
+VERLET_FLOAT32_CLAIM = '''\
+"""Claim: the float32 Verlet of verlet32.py is only first order."""
+import numpy as np
+
+import verlet32
+from physverify import Check, ManufacturedODE, mms_order_study
+
+CLAIM = {
+    "text": "integrate() uses the old acceleration, so it is only first order",
+    "source": "a test",
+    "file": "verlet32.py",
+    "line": 10,
+    "reference": "Hairer, Lubich and Wanner, Geometric Numerical Integration, sec. I.1.4: Stormer-Verlet is second order",
+    "impact": "used",
+}
+
+
+def study(omega, u):
+    def integrate(source, y0, t_end, n):
+        return verlet32.integrate(y0[0], y0[1], t_end, n, omega, lambda t: source(t)[1])
+    rhs = lambda t, y: np.array([y[1], -omega**2 * y[0]])  # Taylor, Classical Mechanics, sec. 5.2
+    return mms_order_study(integrate, ManufacturedODE(u, rhs), 1.5, (50, 100, 200, 400), 2)
+
+
+def control():
+    # no force, no acceleration: old or new makes no difference, and straight-line motion is exact
+    return Check("mms", "free particle", lambda: study(0.0, lambda t: np.array([0.25 + 0.5 * t, 0.5 + 0 * t])))
+
+
+def checks():
+    return [Check("mms", "second order on the oscillator",
+                  lambda: study(2.0, lambda t: np.array([np.cos(2 * t), -2 * np.sin(2 * t)])))]
+'''
+
+
+def test_a_float32_free_particle_control_is_exact_so_a_correct_float32_verlet_is_rejected(tmp_path: Path,
+                                                                                         cli: Any) -> None:
+    record = _confirm(cli, tmp_path, {"verlet32.py": VERLET_FLOAT32, "claim.py": VERLET_FLOAT32_CLAIM})
+    control, check = record["control"], record["checks"][0]  # type: ignore[index]
+    assert control["status"] == "EXACT" and "exact up to the code's precision" in control["message"], control
+    assert record["verdict"] == "rejected" and check["status"] == "PASS", record["reason"]
+    assert "n >= 400 are at single (float32) round-off" in check["message"], check["message"]
+
+
+def test_a_float32_plan_whose_finer_levels_are_at_round_off_passes_on_the_levels_above_it() -> None:
+    # e = 0.3 / n**4 plus 2.5 units of float32 round-off: order 4 at n = 4, 8, 16 (errors 1e-3 ... 5e-6,
+    # far below the solution), then n = 32 and the level between, 23, are at round-off: no finer level can
+    # confirm the pass, and none will (finer only adds round-off); it stands on the levels above.
+    from physverify import convergence_study
+
+    result = convergence_study(lambda n: (0.3 / n**4 + 3e-7, np.ones(2, dtype=np.float32)), refine(4), 4)
+    assert result.status == PASS, result.message
+    assert "the finer levels are at round-off and cannot confirm it" in result.message
+
+
+def test_a_float16_plan_passing_on_errors_of_per_cents_of_the_solution_is_not_taken_unconfirmed() -> None:
+    # Heun with its second stage at the wrong time (first order) in float16, from soundness_growth.py: its
+    # coarse levels fall like h**2.4 while the error is 2 % of the solution or more, and its first order is
+    # hidden in float16's round-off (1e-3) below that. A pass no finer level confirms needs smaller errors.
+    from physverify import convergence_study
+
+    errors = {3: 5.436, 6: 1.155, 12: 0.2292, 24: 0.04169, 34: 0.01532, 48: 0.005555, 68: 0.001665, 96: 0.002257}
+    result = convergence_study(lambda n: (errors[n], np.ones(2, dtype=np.float16)), refine(3), 2,
+                               h=lambda n: 5.0 / n, scale=2.2170846213782553)
+    assert result.status == INCONCLUSIVE, result.message
+
+
 NEVER_SETTLES = '''\
 """Claim: an error that never settles, asked of an unbounded plan (written for the tests)."""
 import time

@@ -227,6 +227,68 @@ def test_a_float32_code_flat_at_its_round_off_from_the_coarsest_level_is_exact_u
     assert "exact up to the code's precision" in result.message and "finer than" not in result.message
 
 
+# A free particle in float32: velocity Verlet reproduces straight-line motion, but h = 1.5 / 50 is not a
+# float32 number, so the end state is a few units in the last place off at every n (6 at n = 50, 27 at
+# n = 400), no smaller at finer steps. Expected: EXACT up to float32, not "use coarser steps".
+def _verlet_free_float32(source, y0, t_end: float, n: int, cast: bool = False) -> np.ndarray:  # noqa: ANN001
+    x, v, h = np.float32(y0[0]), np.float32(y0[1]), np.float32(t_end / n)
+    a = np.float32(source(0.0)[1])
+    for i in range(n):
+        x = x + h * v + np.float32(0.5) * h * h * a
+        a_new = np.float32(source((i + 1) * t_end / n)[1])
+        v = v + np.float32(0.5) * h * (a + a_new)
+        a = a_new
+    end = np.array([x, v], dtype=np.float32)
+    return end.astype(np.float64) if cast else end
+
+
+FREE = ManufacturedODE(lambda t: np.array([0.25 + 0.5 * t, 0.5 + 0.0 * t]), lambda t, y: np.array([y[1], 0.0 * y[0]]))
+
+
+@pytest.mark.parametrize("ns", [(50, 100, 200, 400), refine(50, max_n=6400)], ids=["fixed", "plan"])
+@pytest.mark.parametrize("cast", [False, True], ids=["float32-out", "cast-to-float64"])
+def test_a_float32_free_particle_a_few_units_off_is_exact_up_to_its_precision(ns: object, cast: bool) -> None:
+    kwargs = {"precision": np.float32} if cast else {}
+    result = mms_order_study(lambda s, y0, t, n: _verlet_free_float32(s, y0, t, n, cast), FREE, 1.5, ns, 2, **kwargs)
+    assert result.status == EXACT, result.message
+    assert result.errors[0] > 2 * float(np.finfo(np.float32).eps)  # more than the two units the old rule allowed
+    assert "exact up to the code's precision" in result.message and "coarser" not in result.message
+
+
+def test_float32_errors_that_fall_under_round_off_are_not_exact() -> None:
+    # The truncation error is largest at the coarsest level and falls: hidden under n eps at every level
+    # it is still a truncation error, of a correct or a defective method alike.
+    ns = [64, 128, 256, 512]
+    errors = [1.0e-6, 3e-7, 4e-7, 5e-7]  # below the floor (10 eps), the coarsest 8 units and above every finer one
+    table = {n: (e, np.ones(2, dtype=np.float32)) for n, e in zip(ns, errors)}
+    result = convergence_study(lambda n: table[n], ns, 2, h=lambda n: 1.0 / n)
+    assert result.status == INCONCLUSIVE and "hides the truncation error" in result.message, result.message
+
+
+def test_a_float32_patch_test_is_exact_up_to_its_precision_and_a_wrong_stage_still_fails() -> None:
+    from physverify import patch_study
+
+    def rk4(stage_time: float) -> Callable[..., np.ndarray]:
+        def integrate(source, y0, t_end: float, n: int) -> np.ndarray:  # noqa: ANN001
+            y, h = np.asarray(y0, dtype=np.float32), np.float32(t_end / n)
+            f = lambda t, z: (np.array([z[1], -z[0]]) + source(t)).astype(np.float32)  # noqa: E731
+            for i in range(n):
+                t = i * t_end / n
+                k1 = f(t, y)
+                k2 = f(t + stage_time * float(h), y + h / 2 * k1)
+                k3 = f(t + float(h) / 2, y + h / 2 * k2)
+                k4 = f(t + float(h), y + h * k3)
+                y = (y + h / np.float32(6) * (k1 + 2 * k2 + 2 * k3 + k4)).astype(np.float32)
+            return y
+        return integrate
+
+    rhs = lambda t, y: np.array([y[1], -y[0]])  # noqa: E731  x'' = -x
+    right = patch_study(rk4(0.5), rhs, [0.3, 0.7], [0.7, -0.2], 1.7)
+    assert right.status == EXACT and "machine epsilon 1.19e-07" in right.message, right.message
+    wrong = patch_study(rk4(0.0), rhs, [0.3, 0.7], [0.7, -0.2], 1.7)  # the second stage at the step's start
+    assert wrong.status == FAIL, wrong.message
+
+
 def test_a_plan_on_a_float32_code_stops_at_its_round_off() -> None:
     result = mms_order_study(RK4_FLOAT32, WAVY, 2.0, refine(8, max_n=4096), 4)
     assert result.status == INCONCLUSIVE and "reached the noise floor" in result.message

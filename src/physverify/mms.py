@@ -182,6 +182,11 @@ _LOW_PRECISION_FLOOR = 10.0
 ROUNDOFF_NOT_USED = "round-off and were not used"
 
 
+def steps_roundoff(eps: float, n: int) -> float:
+    """The round-off n steps at machine epsilon ``eps`` can make (a solution of size 1): n eps, at least 10 eps."""
+    return eps * max(_LOW_PRECISION_FLOOR, float(n))
+
+
 def precision_floor(eps: float, finest: int) -> float:
     """The noise floor (for a solution of size 1) of a code whose states have machine epsilon ``eps``."""
     return eps * max(_LOW_PRECISION_FLOOR, math.sqrt(max(1, finest)))
@@ -210,7 +215,7 @@ def _judging(sweep: Sweep, check_order_kwargs: dict[str, Any]) -> tuple[dict[str
     floor = max(given, eps * _LOW_PRECISION_FLOOR)
     if "roundoff" not in kwargs:
         size = max(1.0, abs(float(kwargs.get("scale", 1.0))))
-        kwargs["roundoff"] = [eps * max(_LOW_PRECISION_FLOOR, float(n)) * size for n in sweep.ns]
+        kwargs["roundoff"] = [steps_roundoff(eps, n) * size for n in sweep.ns]
     kwargs["floor"] = floor
     name = _precision_name(eps, given_precision)
     how = "computes in" if given_precision is not None else "returns its solution in"
@@ -312,9 +317,9 @@ def judge_sweep(sweep: Sweep, h: Callable[[int], float], expected_order: float, 
         return result
     message = _levels_in_n(result.message, sweep, h, note)
     if result.status == EXACT and _exact_at_coarsest(result, sweep, check_order_kwargs):
-        # Within the round-off n steps at this precision can make (n eps |u|) at every level, and within two
-        # units in the last place at the coarsest: the code is exact up to its precision, as a float32 free
-        # particle is.
+        # Within the round-off n steps at this precision can make (n eps |u|) at every level, and at the
+        # coarsest within what its own steps' round-off makes (_exact_at_coarsest): the code is exact up to
+        # its precision, as a float32 free particle is.
         return replace(result, message=f"{note}; every error is within the round-off of its level ({n_eps(sweep)}): "
                        "exact up to the code's precision; order not measurable")
     if result.status == EXACT:
@@ -332,10 +337,26 @@ _EXACT_EPS = 1e-6
 
 
 def _exact_at_coarsest(result: OrderResult, sweep: Sweep, kwargs: dict[str, Any]) -> bool:
-    """Whether errors within a low precision's round-off are exactness rather than a truncation error hiding there."""
+    """Whether errors within a low precision's round-off are exactness rather than a truncation error hiding there.
+
+    The coarsest level's error must be within _EXACT_ULPS units in the last place of the solution, or,
+    for a time integration of n0 steps there, within _EXACT_ULPS * sqrt(n0) units while no finer level
+    has a smaller error. Rounding errors of n steps add up like a random walk, to about sqrt(n) units
+    (Brouwer, Astron. J. 46 (1937) 149; Henrici, Discrete Variable Methods in Ordinary Differential
+    Equations, 1962): a float32 free particle at 50 steps ends a few units off. A truncation error is
+    largest at the coarsest level and falls as h shrinks, so one hiding in that round-off would leave
+    the coarsest error above a finer one; an error that does not fall shows none.
+    """
     eps = float(kwargs["floor"]) / _LOW_PRECISION_FLOOR
     size = max(1.0, abs(float(kwargs.get("scale", 1.0))))
-    return eps <= _EXACT_EPS and bool(result.errors) and result.errors[0] <= _EXACT_ULPS * eps * size
+    errors = result.errors
+    if eps > _EXACT_EPS or not errors:
+        return False
+    if errors[0] <= _EXACT_ULPS * eps * size:
+        return True
+    # A measured round-off (a difference quotient's) is not that of n steps: its levels are not step counts.
+    steps = sweep.roundoff is None and len(errors) >= 2 and len(errors) == len(sweep.ns)
+    return steps and errors[0] <= _EXACT_ULPS * math.sqrt(min(sweep.ns)) * eps * size and errors[0] <= min(errors[1:])
 
 
 def n_eps(sweep: Sweep) -> str:
@@ -563,6 +584,7 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
     costs = LevelCosts()
     eps = _EPS64
     previous: OrderResult | None = None
+    before: OrderResult | None = None
     result: OrderResult | None = None
     reason = _exhausted(plan)
     for n in plan.levels():
@@ -589,7 +611,7 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
         if result.status != INCONCLUSIVE and previous is not None and previous.status == result.status and adds:
             return replace(result, message=f"{result.message} (refined n = {_levels(done)}; the verdict held with one "
                            "more level)")
-        previous = result
+        before, previous = previous, result
         judging, _ = _judging(sweep, check_order_kwargs)
         floor = effective_floor(float(judging.get("floor", 1e-12)), float(judging.get("scale", 1.0)))
         noise = max(floor, float(judging["roundoff"][-1])) if "roundoff" in judging else floor
@@ -613,6 +635,13 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
                     return replace(confirming, message=f"{confirming.message} (refined n = {_levels(sorted(done))}; "
                                    f"the verdict held with one more level, n = {middle}, between the two finest)")
                 result = confirming
+            if result.status == PASS and (before is None or before.status in (INCONCLUSIVE, PASS)) \
+                    and _far_below_solution(result, float(judging.get("scale", 1.0))):
+                # No finer level can confirm the pass (each is at round-off, and adds only round-off), and
+                # the levels it rests on are far into the asymptotic range: it stands, as a list ending here would.
+                return replace(result, message=f"{result.message} (refined n = {_levels(sorted(done))}; the finer "
+                               "levels are at round-off and cannot confirm it, and the levels it rests on have errors "
+                               f"below {_ASYMPTOTIC:g} of the solution)")
             reason = (f"the error reached the round-off at n = {n}, so that level cannot confirm the verdict of the "
                       "levels before it, and finer levels only add round-off")
             break
@@ -625,6 +654,20 @@ def refine_sweep(plan: Refinement, measure: Callable[[int], Measured], h: Callab
                       "levels only add to that growth")
             break
     return _undecided(plan, done, errors, result, reason, h, expected_order, **check_order_kwargs)
+
+
+# A pass that no finer level can confirm (they are at round-off) stands only on levels whose error is
+# below this fraction of the solution: a coarse level's error of a per cent or more is where a
+# pre-asymptotic order shows (a float16 code's usable levels all are: its floor is 1 %), and where a
+# defect's lower-order term can still hide behind a leading term of the expected order.
+_ASYMPTOTIC = 1e-3
+
+
+def _far_below_solution(result: OrderResult, scale: float) -> bool:
+    """Whether the finest level the judgement fitted has an error below _ASYMPTOTIC of the solution's size."""
+    if not result.fit_hs or result.fit_hs[-1] not in result.hs:
+        return False
+    return result.errors[result.hs.index(result.fit_hs[-1])] <= _ASYMPTOTIC * max(1.0, abs(scale))
 
 
 def _adds_evidence(sweep: Sweep, result: OrderResult, check_order_kwargs: dict[str, Any]) -> bool:

@@ -26,8 +26,8 @@ from physverify.adapters import exact_steps
 from physverify.arrays import as_array, epsilon, precision_of
 from physverify.checks import EXACT, FAIL, INCONCLUSIVE, PASS, OrderResult, Result
 from physverify.errors import PhysverifyError
-from physverify.mms import Measured, max_error, order_sweep
-from physverify.order import GROWS, ROUNDOFF_FACTOR, effective_floor
+from physverify.mms import ROUNDOFF_NOT_USED, Measured, max_error, order_sweep
+from physverify.order import GROWS, GROWTH_OVER_BOUND, ROUNDOFF_FACTOR, effective_floor
 from physverify.refine import Refinement
 
 # check_order's default noise floor for a quantity of size 1; effective_floor grows it with the scale.
@@ -196,6 +196,7 @@ def operator_study(
 
     span = max(hi - lo for lo, hi in axes)
     roundoff: dict[float, float] = {}  # h -> the operator's response to round-off of the field at that grid
+    low: list[bool] = []
     notes: list[str] = []  # said once: the code computes in float32 because JAX's x64 is off
 
     def error(nx: int) -> Measured:
@@ -212,6 +213,7 @@ def operator_study(
         eps = max(epsilon(precision), _EPS64) if precision is not None else _EPS64
         noise = _roundoff_response(apply, values, steps, got, eps)
         roundoff[span / nx] = noise
+        low.append(eps > _EPS64)  # the sweep judges a low precision's levels against this round-off
         distance = max_error(got, np.asarray(want), "apply")
         on_fixed = _on_fixed_points(got, points, axes)
         # The result's own precision travels with it (a float32 operator has float32 round-off), and
@@ -222,7 +224,7 @@ def operator_study(
     check_order_kwargs.setdefault("scale", max(_field_scale(f, exact, axes) for f in fields))
     check_order_kwargs.setdefault("refines", "space")  # a FAIL names stencils and grid locations, not stage times
     result = _order_sweep(nxs, error, lambda nx: span / nx, expected_order, **check_order_kwargs)
-    return frameworks.with_note(_judge_roundoff(result, roundoff, span), notes[0] if notes else "")
+    return frameworks.with_note(_judge_roundoff(result, roundoff, span, any(low)), notes[0] if notes else "")
 
 
 def _per_field(sample: Any, count: int, dims: int) -> list[list[Points]]:
@@ -282,17 +284,25 @@ def _roundoff_response(apply: Callable[..., Any], values: list[np.ndarray], step
     return float(np.max(np.abs(shaken - got), initial=0.0))
 
 
-def _judge_roundoff(result: OrderResult, roundoff: dict[float, float], span: float) -> OrderResult:
-    """INCONCLUSIVE, saying to use coarser grids, when a FAIL or an undecided study ends at the operator's round-off."""
+def _judge_roundoff(result: OrderResult, roundoff: dict[float, float], span: float, judged: bool = False) -> OrderResult:
+    """INCONCLUSIVE, saying to use coarser grids, when a FAIL or an undecided study ends at the operator's round-off.
+
+    ``judged``: the sweep was given the measured round-off (a low-precision code), so check_order judged
+    growth against it.
+    """
     if result.status not in (FAIL, INCONCLUSIVE) or not result.hs or result.hs[-1] not in roundoff:
         return result
     finest_h, finest = result.hs[-1], result.errors[-1]
     noise = roundoff[finest_h]
     if not (math.isfinite(finest) and finest <= ROUNDOFF_FACTOR * noise):
         return result
-    if GROWS in result.message and finest > _GROWTH_OVER_NOISE * noise:
-        # Growth the sweep judged against this measured round-off (a low precision's) and found a decade
-        # above it at every growing level: a round-off response to a four-ulp change cannot reach that.
+    if result.status == FAIL and GROWS in result.message and ROUNDOFF_NOT_USED in result.message:
+        # The sweep judged the growth against this measured round-off (a low precision's), on the levels a
+        # decade above it; the finer ones near it were left out, and the FAIL does not rest on them.
+        return result
+    if GROWS in result.message and finest > (GROWTH_OVER_BOUND if judged else _GROWTH_OVER_NOISE) * noise:
+        # Growth the sweep judged against this measured round-off (a low precision's, ``judged``) and found
+        # above it by check_order's margin at every growing level: round-off cannot make that.
         return result
     clean = [h for h, e in zip(result.hs, result.errors) if h in roundoff and e > ROUNDOFF_FACTOR * roundoff[h]]
     coarser = (f"the finest grid whose error is far above its round-off is nx = {round(span / clean[-1])}"

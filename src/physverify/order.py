@@ -329,6 +329,16 @@ def check_order(
     limits = _Limits(tol_low, math.inf if tol_high is None else tol_high, level, abs(scale), fit_points, atol,
                      refines, name, dict(zip(h[finite:kept], noise[finite:kept])) if roundoff is not None else {})
     status, message, fitted, window = _judge_levels(h[finite:kept], e[finite:kept], len(e), expected, limits)
+    if status == INCONCLUSIVE and excluded is not None and (name is not None or roundoff is not None):
+        # The finest levels within their round-off still fall at an accepted order (_roundoff_tail kept
+        # them), but round-off bends their pairwise orders either way, so they cannot show that the order
+        # is still moving: a PASS of the levels above them stands. Never a FAIL: a level falling at an
+        # accepted order is evidence against one.
+        above = _within_roundoff_tail(e, noise, finite, kept)
+        if above < kept:
+            judged = _judge_levels(h[finite:above], e[finite:above], len(e), expected, limits)
+            if judged[0] == PASS:
+                (status, message, fitted, window), kept, excluded = judged, above, True
     if excluded:
         message = (f"levels h <= {h[kept]:g} are at {limits.precision or 'the code'}'s round-off and were not used; "
                    + message)
@@ -411,7 +421,8 @@ def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: in
     while end - start > 2:
         x, before = e[end - 1], e[end - 2]
         order = math.log(before / x) / math.log(h[end - 2] / h[end - 1]) if x > 0 and before > 0 else math.inf
-        stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER
+        stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER and not (
+            order < -STALL_ORDER and x > GROWTH_OVER_BOUND * noise[end - 1])  # growth is judged by _growth
         bent = x <= noise[end - 1] and order < slowest
         if not (stopped or bent):
             break
@@ -419,11 +430,51 @@ def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: in
     return end, end < len(e)
 
 
+def _within_roundoff_tail(e: list[float], noise: list[float], start: int, end: int) -> int:
+    """Where the levels above round-off end: before the finest levels whose error is within their round-off.
+
+    At least _ABOVE_ROUNDOFF levels are left, the fewest a PASS can rest on.
+    """
+    while end - start > _ABOVE_ROUNDOFF and e[end - 1] <= noise[end - 1]:
+        end -= 1
+    return end
+
+
+_ABOVE_ROUNDOFF = 3
+
+
+def _falling_below_floor(h: list[float], e: list[float], expected: float, limits: _Limits) -> set[int]:
+    """The levels below the floor that go on falling at an accepted order right after the finest level above it.
+
+    Only where the precision or the round-off was stated: the floor is then ten units in the last place
+    of a solution of size 1, a bound for a level's round-off, not a measure of it (a float32 code whose
+    solution decays to 0.04 has a round-off 25 times smaller). Round-off does not fall as h shrinks, so a
+    level that still falls from the one before at an order in the accepted range carries the truncation
+    error; the run stops at the first that does not. Such levels only ever agree with the expected order:
+    they can turn a judgement starved of levels into a PASS, never into a FAIL.
+    """
+    if limits.precision is None and not limits.noise:
+        return set()
+    last = max((j for j, x in enumerate(e) if x > limits.level), default=None)
+    kept: set[int] = set()
+    if last is None:
+        return kept
+    for j in range(last + 1, len(e)):
+        if not (e[j] > 0 and e[j - 1] > 0):
+            break
+        order = math.log(e[j - 1] / e[j]) / math.log(h[j - 1] / h[j])
+        if not (expected - limits.tol_low <= order < expected + limits.tol_high):
+            break
+        kept.add(j)
+    return kept
+
+
 def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
                   limits: _Limits) -> tuple[str, str, float | None, list[float]]:
     """Status, message, fitted order and the steps it was fitted on, for finite, sorted levels (coarsest first)."""
     noise = [limits.noise.get(step, limits.level) for step in h]
-    above = [(step, x, r) for step, x, r in zip(h, e, noise) if x > limits.level]
+    falling = _falling_below_floor(h, e, expected, limits)
+    above = [(step, x, r) for i, (step, x, r) in enumerate(zip(h, e, noise)) if x > limits.level or i in falling]
     measurable = [(step, x) for step, x, _ in above]
     if len(measurable) < 2:
         message = (f"only {len(measurable)} of {n_given} resolutions has an error above the noise floor "
@@ -471,7 +522,15 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 # error is far above it; where it is not, round-off of size `level` at the coarsest level would
 # need more than _MAX_CELLS cells (or steps) per feature there to grow to the finest error.
 _GROWTH_PAIRS = 3
+_FAR_BEYOND = 10.0
 GROWS = "the error grows as h shrinks"
+# A round-off given or measured per level is a bound, at least twice what the code's own rounding makes:
+# n eps is a full unit lost at every step in the same direction, where rounding loses at most half of
+# one; a difference quotient's response to a change of four units of every value it reads (operators)
+# is four times its response to the half unit each value is off by, and to about as much from each
+# addition. Growth more than this factor above such a bound at every growing level is at least five
+# times what round-off can make; settled over three pairs from the first level on, it is inconsistency.
+GROWTH_OVER_BOUND = 2.5
 # A pairwise order below this is growth in words ("grows", never "levels off").
 _CLEARLY_GROWING = 0.25
 _MAX_CELLS = 1.0e4
@@ -493,7 +552,7 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
     fell = any(q > STALL_ORDER for q in pairwise[:len(pairwise) - growing])
     rate = -fit_order(gh, ge)
     # A round-off measured or stated per level is a near bound already: growth a decade above it is not round-off.
-    near = [step for step, x, r in zip(gh, ge, gn) if x <= (_NEAR_ROUNDOFF if limits.noise else ROUNDOFF_FACTOR) * r]
+    near = [step for step, x, r in zip(gh, ge, gn) if x <= (GROWTH_OVER_BOUND if limits.noise else ROUNDOFF_FACTOR) * r]
     head = (f"{GROWS}: pairwise orders {_fmt_orders(pairwise)}, about {e[-1]:.3g} at the "
             "finest level")
     if fell and e[-1] <= ROUNDOFF_FACTOR * max(gn):
@@ -508,14 +567,18 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
         return None  # a short or slight rise at the finest levels: judged as an error that stopped falling
     roundoff = bool(near) or (not limits.noise and _roundoff_could_grow(ge[-1], limits.level, rate, h[0], gh[-1]))
     climb = max(0.0, pairwise[-1] - pairwise[-2])
-    settled = (tail >= _GROWTH_PAIRS and settled_pairs >= 2 and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
+    size = max(limits.scale, limits.level)
+    # Two agreeing pairs are enough where the error was already far beyond the solution at the first of
+    # them (_FAR_BEYOND): a consistent, stable scheme's result stays within a few times the solution's
+    # size, resolved or not, so its error cannot grow out there; a hump rises below it and turns.
+    pairs = _GROWTH_PAIRS if ge[0] <= _FAR_BEYOND * size else 2
+    settled = (tail >= pairs and settled_pairs >= 2 and gh[0] >= (DECISION_SPAN - _ORDER_SLACK) * gh[-1]
                and pairwise[-1] + _PASS_PROJECTION * climb < -STALL_ORDER)
     if roundoff:
         return INCONCLUSIVE, (f"{head}, small enough to be round-off at the code's precision (near "
                               f"{max(gn):.3g} and growing as h shrinks, as a difference quotient's eps |u| / h**k "
                               f"does): use coarser resolutions than h = {gh[0]:g}, where the truncation error is above "
                               "it, or pass precision= if the code computes in a lower precision")
-    size = max(limits.scale, limits.level)
     if settled and e[-1] <= size:
         # A consistent, stable method's error stays within about the solution's size even where it
         # rises before falling (a pre-asymptotic hump); an inconsistent term grows without bound, so
