@@ -31,6 +31,7 @@ from typing import Any
 TOKEN_ENV = "PHYSVERIFY_CHILD_TOKEN"
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
 # How long the parent gives a supervisor to end its claim's processes itself, after closing its
 # end of the watch socket, before it kills what is left of the session (a stopped supervisor).
 END_GRACE_S = 2.0
@@ -290,6 +291,66 @@ def kill_session(sid: int) -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+# Processes this one started in a session of their own (fork servers, fresh supervisors): never
+# taken for a leftover by ``end_orphans``. Registered under the lock the sweep holds, so one
+# started while the sweep lists this process's children is already known when it is seen.
+_own_lock = threading.Lock()
+_own: set[int] = set()
+
+
+@contextmanager
+def own_start() -> Iterator[Callable[[int], None]]:
+    """Hold the sweep off while a child is started; the caller registers its pid with the function it is given."""
+    with _own_lock:
+        yield _own.add
+
+
+def disown(pid: int) -> None:
+    """``pid`` ended (it was reaped): its number may be any process's now."""
+    with _own_lock:
+        _own.discard(pid)
+
+
+def set_subreaper() -> bool:
+    """Make this process a subreaper (Linux 3.4): an orphan below it comes to it, not to init; False where it cannot."""
+    return sys.platform.startswith("linux") and set_prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def end_orphans(keep: Callable[[int], bool]) -> None:
+    """SIGKILL and reap the children of this process that came to it as orphans, except those ``keep`` names.
+
+    In fork mode this process is a subreaper (forkclient.py): when a fork server dies, its
+    claims and what they left come here. A child in this process's own session is one it
+    started (git, a tool), never a claim's, which runs in the server's session or one of its
+    own; a child it started in a session of its own is registered (``own_start``). The rest
+    are leftovers: killed, their groups too, and reaped, until none is left.
+    """
+    me, session = os.getpid(), os.getsid(0)
+    for _ in range(_END_ROUNDS):
+        with _own_lock:
+            left = [(pid, pgid) for pid, pgid in children_of(me)
+                    if pid not in _own and not keep(pid) and _session_of(pid) not in (session, None)]
+            for pid, pgid in left:
+                if pgid != os.getpgrp():
+                    kill_group(pgid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if not left:
+            return
+        for pid, _ in left:
+            try:
+                os.waitpid(pid, 0)  # SIGKILLed: it ends at once, and what it started comes here for the next round
+            except ChildProcessError:
+                pass
+
+
+def _session_of(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[3])
 
 
 def end_descendants(first: int | None) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from physverify.isolation.procgroup import end_supervised, signal_name, status_in, tracked
+from physverify.isolation.procgroup import END_GRACE_S, end_supervised, signal_name, status_in, tracked
 from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"
@@ -236,20 +236,29 @@ class Streams:
         for sock in self._open:
             sock.setblocking(False)
 
-    def wait_for_status(self, watch: socket.socket, seconds: float, key: bytes) -> tuple[bool, int | None]:
-        """Drain the streams until the supervisor's tagged status arrives on ``watch``, it ends, or ``seconds`` pass.
+    def wait_for_status(self, watch: socket.socket, seconds: float, key: bytes,
+                        pidfd: int | None = None) -> tuple[bool, int | None]:
+        """Drain the streams until the tagged status arrives on ``watch``, it ends, or ``seconds`` pass.
 
-        (True, status) once told; (False, None) at the watch's end (the supervisor died, or
-        ``end_supervised`` shut it from another thread) or at the time limit.
+        (True, status) once told; (False, None) at the watch's end (the supervisor or server
+        died, or ``end_supervised`` shut it from another thread) or at the time limit. With
+        ``pidfd`` (fork mode: the claim's own process), its end shortens the wait to the status
+        to END_GRACE_S, which a stopped server never sends; the caller asks ``ended``.
         """
         deadline = time.monotonic() + seconds
         data = b""
         with self._selector(watch) as selector:
+            if pidfd is not None:
+                selector.register(pidfd, selectors.EVENT_READ, None)
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False, None
                 for ready, _ in self._select(selector, left):
+                    if ready.data is None:  # the claim's process ended: its status follows at once, or never
+                        selector.unregister(ready.fd)
+                        deadline = min(deadline, time.monotonic() + END_GRACE_S)
+                        continue
                     if ready.data is not watch:
                         self._read(ready.data, selector)
                         continue
@@ -262,6 +271,20 @@ class Streams:
                     told, status, data = status_in(data + chunk, key)
                     if told:
                         return True, status
+
+    def wait_for_end(self, pidfd: int, seconds: float) -> bool:
+        """Drain the streams until the process of ``pidfd`` ends (True) or ``seconds`` pass (False)."""
+        deadline = time.monotonic() + seconds
+        with self._selector() as selector:
+            selector.register(pidfd, selectors.EVENT_READ, None)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                for ready, _ in self._select(selector, left):
+                    if ready.data is None:
+                        return True
+                    self._read(ready.data, selector)
 
     def outcome(self, returncode: int | None, timed_out: bool, start: float, key: bytes) -> ChildOutcome:
         """Wait (at most DRAIN_S for both streams together) for the rest of the output and parse it."""
