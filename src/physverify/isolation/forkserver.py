@@ -39,13 +39,16 @@ import array
 import gc
 import hmac
 import importlib
+import importlib.machinery
 import json
+import math
 import os
 import select
 import signal
 import socket
 import struct
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -473,7 +476,7 @@ def _set_environment(changed: dict[str, str], unset: Sequence[str]) -> None:
 def _fresh_state(entries: Sequence[str]) -> None:
     """What differs after a fork and not after an interpreter start: caches, random seeds, preloaded modules."""
     gc.unfreeze()  # the server froze its objects (serve); a fresh interpreter's collector tracks them all
-    importlib.invalidate_caches()  # a file added since the server started is found
+    invalidate_import_caches()  # a file added since the server started is found
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # found again from the claim's own TMPDIR (isolate's private HOME), as a fresh child's
@@ -481,6 +484,50 @@ def _fresh_state(entries: Sequence[str]) -> None:
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # the global generator, from fresh entropy as a fresh child's (Python's reseeds itself)
+
+
+def _process_start() -> float:
+    """When this process started, on the wall clock (from /proc); minus infinity where that cannot be read."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime: clock ticks after boot
+        with open("/proc/uptime", "rb") as handle:
+            uptime = float(handle.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        return -math.inf
+    return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+# A folder listing is current unless the folder changed within this long before it was made:
+# the coarsest modification times kept (FAT's) are 2 s apart.
+_MTIME_STEP_S = 2.0
+# Every listing this server's finders hold was made after it started; a folder whose recorded
+# modification time is older than this by the step cannot have changed since unseen.
+_racy_after = _process_start() - _MTIME_STEP_S
+
+
+def _invalidate_if_racy(finder: importlib.machinery.FileFinder) -> None:
+    if finder._path_mtime >= _racy_after:  # type: ignore[attr-defined]
+        finder._path_mtime = -1  # type: ignore[attr-defined]  # what FileFinder.invalidate_caches does
+
+
+def invalidate_import_caches() -> None:
+    """``importlib.invalidate_caches()``, except for the folder listings the server made that are known current.
+
+    A FileFinder compares its folder's modification time with the one it listed at every
+    lookup and lists the folder again when they differ; it misses a file added since only
+    when the folder changed twice within one step of the file system's clock around the
+    listing. So a listing of a folder whose time is older than the server's start by more
+    than the coarsest step stays, and the claim's imports do not list every folder of
+    site-packages and the standard library again (what invalidating them all cost each
+    claim). Every other finder and cache is invalidated as the function does it.
+    """
+    original = importlib.machinery.FileFinder.invalidate_caches
+    importlib.machinery.FileFinder.invalidate_caches = _invalidate_if_racy  # type: ignore[method-assign,assignment]
+    try:
+        importlib.invalidate_caches()
+    finally:
+        importlib.machinery.FileFinder.invalidate_caches = original  # type: ignore[method-assign]
 
 
 def _preloaded_tops() -> frozenset[str]:
