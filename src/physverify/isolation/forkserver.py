@@ -59,7 +59,7 @@ from physverify.isolation.preload import provided_top_levels
 from physverify.isolation.procgroup import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
-    children_of,
+    end_children,
     end_descendants,
     kill_group,
     send_status,
@@ -69,7 +69,6 @@ from physverify.isolation.procgroup import (
 _FRESH_MAIN = str(Path(__file__).with_name("fresh.py"))
 MESSAGE_BYTES = 1 << 20  # the largest message either side sends (a request carries the claim's environment)
 REQUEST_FDS = 4  # reply, result stream, stderr, watch
-LEFTOVER_ROUNDS = 2000  # of _end_leftovers' kill-reap loop: a fork bomb's leftovers end long before
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 # The top-level modules loaded before any preload: what a fresh interpreter has too when the
 # claim starts (the standard library's start-up, physverify's child layer). A module loaded by
@@ -162,14 +161,15 @@ def thread_count() -> int:
         return 1
 
 
-def fork_hazard() -> str | None:
+def fork_hazard(threads: int | None = None) -> str | None:
     """Why forking this process now may leave a claim waiting forever, or None when it is safe.
 
     Asked before every fork: a thread beyond numpy's BLAS pool, or a framework's backend set
     up here (JAX's XLA client, torch's CUDA context), is state a fork does not carry over.
+    ``threads``: this process's thread count, when the caller has just counted them.
     """
     backends = _initialised_backends()
-    extra = thread_count() - 1 - _tolerated_threads
+    extra = (thread_count() if threads is None else threads) - 1 - _tolerated_threads
     if extra <= 0 and not backends:
         return None
     parts = [f"it holds {extra} thread{'s' if extra != 1 else ''} beyond numpy's"] if extra > 0 else []
@@ -230,15 +230,15 @@ def _answer(received: tuple[dict[str, Any], list[int], tuple[int, int] | None], 
     reply = socket.socket(fileno=fds[0])
     answer: dict[str, Any]
     refusal = _refusal(request, sender, client, secret)
-    hazard = fork_hazard() if refusal is None else None
+    # the threads held as it forks (numpy's BLAS pool, which stops for the fork and starts again
+    # at its next use), so a claim that then times out can say so
+    threads = thread_count()
+    hazard = fork_hazard(threads) if refusal is None else None
     if refusal is not None:
         answer = {"error": refusal}
     elif hazard is not None:  # the client runs this claim in a fresh interpreter, with the hazard as its note
         answer = {"error": hazard, "unsafe": True}
     else:
-        # the threads held as it forks (numpy's BLAS pool, which stops for the fork and starts again
-        # at its next use), so a claim that then times out can say so
-        threads = thread_count()
         try:
             pid = _fork_claim(request, fds)
         except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
@@ -342,7 +342,7 @@ def _reap() -> None:
     A claim's process is a subreaper (``_become_claim``): what it started stays below it while
     it runs, and comes to this process the moment it ends, before it can be reaped. So, when a
     claim is reaped here, every child of this process that is no running claim is a leftover of
-    an ended one, and is ended (``_end_leftovers``) before the status says the claim is done.
+    an ended one, and is ended (``procgroup.end_children``) before the status says the claim is done.
     """
     ended: list[tuple[_Running, int]] = []
     while True:
@@ -357,31 +357,10 @@ def _reap() -> None:
             ended.append((claim, status))
     if not ended:
         return
-    _end_leftovers()
+    end_children(lambda pid: pid not in _running)  # no running claim: what an ended one left
     for claim, status in ended:
         send_status(claim.watch, status, bytes(claim.key))
         claim.watch.close()
-
-
-def _end_leftovers() -> None:
-    """SIGKILL and reap every child of this process that is no running claim, until none is left."""
-    me, own = os.getpid(), os.getpgrp()
-    for _ in range(LEFTOVER_ROUNDS):
-        left = [(pid, pgid) for pid, pgid in children_of(me) if pid not in _running]
-        if not left:
-            return
-        for pid, pgid in left:
-            if pgid not in (me, own):
-                kill_group(pgid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid, _ in left:
-            try:
-                os.waitpid(pid, 0)  # SIGKILLed: it ends at once; what it had started comes here for the next round
-            except ChildProcessError:
-                pass
 
 
 def _fork_claim(request: dict[str, Any], fds: list[int]) -> int:

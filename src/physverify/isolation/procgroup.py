@@ -327,18 +327,23 @@ def end_orphans(keep: Callable[[int], bool]) -> None:
     own; a child it started in a session of its own is registered (``own_start``). The rest
     are leftovers: killed, their groups too, and reaped, until none is left.
     """
-    me, session = os.getpid(), os.getsid(0)
+    session = os.getsid(0)
+    end_children(lambda pid: pid not in _own and not keep(pid) and _session_of(pid) not in (session, None))
+
+
+def end_children(leftover: Callable[[int], bool]) -> None:
+    """SIGKILL and reap every child of this process that ``leftover`` names, its group too, until none is left.
+
+    What a killed child had started comes here in its turn (this process is a subreaper), so
+    the loop lists the children again after each round. The list is made and killed under the
+    lock ``own_start`` holds, so a child being started meanwhile is registered before it is seen.
+    """
+    me, own = os.getpid(), os.getpgrp()
     for _ in range(_END_ROUNDS):
         with _own_lock:
-            left = [(pid, pgid) for pid, pgid in children_of(me)
-                    if pid not in _own and not keep(pid) and _session_of(pid) not in (session, None)]
+            left = [(pid, pgid) for pid, pgid in children_of(me) if leftover(pid)]
             for pid, pgid in left:
-                if pgid != os.getpgrp():
-                    kill_group(pgid)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill_child(pid, pgid, (me, own))
         if not left:
             return
         for pid, _ in left:
@@ -346,6 +351,16 @@ def end_orphans(keep: Callable[[int], bool]) -> None:
                 os.waitpid(pid, 0)  # SIGKILLed: it ends at once, and what it started comes here for the next round
             except ChildProcessError:
                 pass
+
+
+def _kill_child(pid: int, pgid: int, spared_groups: tuple[int, int]) -> None:
+    """SIGKILL a child and its group, unless the group is one of ``spared_groups`` (this process's own)."""
+    if pgid not in spared_groups:
+        kill_group(pgid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _session_of(pid: int) -> int | None:
@@ -365,12 +380,7 @@ def end_descendants(first: int | None) -> None:
     me, own = os.getpid(), os.getpgrp()
     for _ in range(_END_ROUNDS):
         for pid, pgid in children_of(me):
-            if pgid not in (me, own):
-                kill_group(pgid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_child(pid, pgid, (me, own))
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
