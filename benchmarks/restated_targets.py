@@ -28,6 +28,7 @@ medians of the times under it. Every command runs as its own process (scale_benc
 nothing is asserted (a benchmark neither passes nor fails).
 
     python benchmarks/restated_targets.py [--rounds 5] [--claims 40] [--hook-claims 10000] [--jobs 2]
+    python benchmarks/restated_targets.py --only-jobs1 --rounds 8 --claims 100   # row 1 alone
 """
 
 from __future__ import annotations
@@ -187,9 +188,10 @@ def sized_rows(rows: Rows, label: str, root: Path, n: int, jobs: int, env: dict[
         found["fork"] = rows.time(f"{label}: fork + claim", fork_claim_floor(root, n))
 
     def judge() -> None:
-        rows.ratio(f"cold replay / warm floor, {label} claims", found["cold"] / found["floor"])
-        rows.ratio(f"cold replay / `pytest -n {jobs} --forked`, {label} claims", found["cold"] / found["forked"])
-        rows.ratio(f"cold replay / `pytest -n {jobs}`, {label} claims", found["cold"] / found["xdist"])
+        if "cold" in found:  # absent with --only-jobs1
+            rows.ratio(f"cold replay / warm floor, {label} claims", found["cold"] / found["floor"])
+            rows.ratio(f"cold replay / `pytest -n {jobs} --forked`, {label} claims", found["cold"] / found["forked"])
+            rows.ratio(f"cold replay / `pytest -n {jobs}`, {label} claims", found["cold"] / found["xdist"])
         if "jobs1" in found:
             rows.ratio(f"`replay --jobs 1` / fork + claim, {label} claims", found["jobs1"] / found["fork"])
 
@@ -316,6 +318,18 @@ TARGETS = {
 }
 
 
+def _hook_and_affected(rows: Rows, base: Path, args: argparse.Namespace, env: dict[str, str]
+                       ) -> list[list[Callable[[], None]]]:
+    """The steps of rows 4-6: the hook and ledger rows on --hook-claims claims, and affected-only."""
+    hooks = base / "hooks"
+    hook_repo = make_claims(hooks, args.hook_claims, 0.1)
+    scale_bench.physverify(["replay", "claims", "--trusted", "--jobs", str(args.jobs)], hooks,
+                           {**env, "PHYSVERIFY_CACHE_DIR": str(base / "cache-hook-warm")})
+    scale_bench.commit_ledger(hook_repo)
+    return [hook_rows(rows, hooks, hook_repo, env, base, args.hook_claims),
+            affected_rows(rows, base, args.claims, args.affected, args.jobs, env)]
+
+
 def target(name: str) -> str:
     return next((t for key, t in TARGETS.items() if key in name), "")
 
@@ -328,6 +342,8 @@ def main() -> None:
     parser.add_argument("--hook-claims", type=int, default=10_000, help="claims of the hook and ledger rows")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="replay --jobs and pytest -n")
     parser.add_argument("--affected", type=int, default=5, help="k, the claims the edit affects (of --claims)")
+    parser.add_argument("--only-jobs1", action="store_true",
+                        help="only row 1: `replay --jobs 1` of the ~5 ms claims against fork + claim")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PHYSVERIFY_"))}
     package = Path(importlib.util.find_spec("physverify").origin or "").parent  # type: ignore[union-attr]
@@ -337,7 +353,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="restated-") as tmp:
         base = Path(tmp)
         steps: list[list[Callable[[], None]]] = []
-        for label, ms, n in (("~30 ms", 30, args.claims), ("~300 ms", 300, args.slow_claims or args.claims)):
+        sizes = () if args.only_jobs1 else (("~30 ms", 30, args.claims), ("~300 ms", 300, args.slow_claims or args.claims))
+        for label, ms, n in sizes:
             root = base / label.strip("~ ").replace(" ", "")
             make_claims(root, n, ms)
             (root / "test_claims.py").write_text(PYTEST_FILE)
@@ -345,14 +362,11 @@ def main() -> None:
         tiny = base / "tiny"
         make_claims(tiny, args.claims, 5)
         (tiny / "test_claims.py").write_text(PYTEST_FILE)
-        steps.append(sized_rows(rows, "~5 ms", tiny, args.claims, args.jobs, env, base, forked_too=True))
-        hooks = base / "hooks"
-        hook_repo = make_claims(hooks, args.hook_claims, 0.1)
-        scale_bench.physverify(["replay", "claims", "--trusted", "--jobs", str(args.jobs)], hooks,
-                               {**env, "PHYSVERIFY_CACHE_DIR": str(base / "cache-hook-warm")})
-        scale_bench.commit_ledger(hook_repo)
-        steps.append(hook_rows(rows, hooks, hook_repo, env, base, args.hook_claims))
-        steps.append(affected_rows(rows, base, args.claims, args.affected, args.jobs, env))
+        tiny_rows = sized_rows(rows, "~5 ms", tiny, args.claims, args.jobs, env, base, forked_too=True)
+        # the one row alone: its two steps (jobs_one, then judge) without the cold replay and peers beside it
+        steps.append(tiny_rows[-2:] if args.only_jobs1 else tiny_rows)
+        if not args.only_jobs1:
+            steps += _hook_and_affected(rows, base, args, env)
         for round_ in range(args.rounds):
             for group in (steps if round_ % 2 == 0 else list(reversed(steps))):
                 for step in group:

@@ -176,8 +176,8 @@ def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the
         + textwrap.dedent("""
         import os
         import rate
-        def server():  # the parent of the claim's supervisor
-            return open(f"/proc/{os.getppid()}/stat").read().rsplit(")", 1)[1].split()[1]
+        def server():  # the parent of the claim's process
+            return str(os.getppid())
         def checks():
             return [Check("demo", "who forked me", lambda: Result(PASS, f"ppid={server()} rate={rate.RATE}"))]
     """)
@@ -203,8 +203,9 @@ def test_the_mcp_server_keeps_one_fork_server_between_calls_and_it_ends_with_the
     assert_ends_soon(pidfile)
 
 
-def test_a_claim_that_stops_its_parent_times_out_and_the_next_claim_still_runs(tmp_path: Path) -> None:
-    """A claim can SIGSTOP its parent: its own supervisor (the server before issue 21), so only it times out."""
+def test_a_claim_that_stops_its_parent_the_server_still_gets_its_verdict_and_the_next_claim_runs(tmp_path: Path) -> None:
+    """A claim can SIGSTOP its parent, the fork server: the client then ends the server, reaps the claim itself
+    (a subreaper) and reads its result; the next claim gets a new server."""
     stopper = write_spec(
         tmp_path,
         """
@@ -223,9 +224,16 @@ def test_a_claim_that_stops_its_parent_times_out_and_the_next_claim_still_runs(t
     """,
         name="verify_plain.py",
     )
-    stopped = isolate.run_child("spec", stopper, timeout_s=3, isolation="fork")
-    after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
-    assert stopped.timed_out  # its status never came: the stopped supervisor could not report it
+    forkclient.shutdown()
+    try:
+        stopped = isolate.run_child("spec", stopper, timeout_s=60, isolation="fork")
+        server = forkclient.servers()[frozenset()]
+        after = isolate.run_child("spec", plain, timeout_s=60, isolation="fork")
+        assert forkclient.servers()[frozenset()] is not server
+    finally:
+        forkclient.shutdown()
+    assert not stopped.timed_out and stopped.returncode == 0, stopped
+    assert stopped.payload is not None and stopped.payload["checks"][0]["message"] == "done"
     assert after.payload is not None and after.payload["checks"][0]["status"] == "PASS"
 
 
@@ -521,3 +529,61 @@ def test_a_jax_claim_is_forked_from_a_server_that_imported_jax_so_it_does_not_pa
         forkclient.shutdown()
     assert outcome.payload is not None and outcome.payload["checks"][0]["message"] == "True 3.0"
     assert outcome.note == ""
+
+
+def test_what_a_claim_leaves_after_killing_its_server_comes_to_the_client_and_is_ended_and_reaped(
+    tmp_path: Path
+) -> None:
+    """The server is gone, so the claim is the client's child (a subreaper): it ends with os._exit, past its own
+    clean-up, and its heartbeat (setsid, double fork) comes to the client, which kills it. Both are reaped there:
+    the claim's exit code is the one it gave, and neither is left a zombie."""
+    from physverify.isolation.procgroup import state_of
+
+    beat, pidfile = tmp_path / "beat", tmp_path / "claim.pid"
+    spec = write_spec(tmp_path, hostile.heartbeat(str(beat)) + hostile.SIGNALLER_SERVER + f"""
+import os, signal
+def checks():
+    start_heartbeat()
+    open({str(pidfile)!r}, "w").write(str(os.getpid()))
+    os.kill(_server(), signal.SIGKILL)
+    os._exit(7)
+""")
+    forkclient.shutdown()
+    try:
+        outcome = isolate.run_child("spec", spec, timeout_s=60, isolation="fork")
+        heartbeat = hostile.beating_pid(beat)
+        assert hostile.stops_beating(beat, heartbeat)  # before the run's end (shutdown), which would end it too
+        assert state_of(int(pidfile.read_text())) is None and state_of(heartbeat) is None  # reaped: no zombie here
+    finally:
+        forkclient.shutdown()
+    assert outcome.payload is None and outcome.returncode == 7, outcome
+
+
+def test_a_claims_escaped_process_lives_on_while_a_sibling_claim_ends(tmp_path: Path) -> None:
+    """What a claim leaves behind is ended when it ends, never when a sibling does: each claim's process is the
+    subreaper of what it starts, so the server ends only what an ended claim left."""
+    from physverify.gate import replay
+
+    beat, done = tmp_path / "beat", str(tmp_path / "short.done")
+    watcher = hostile.beating_claim(str(beat), f"""deadline = time.monotonic() + 60
+while not os.path.exists({done!r}) and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(1.0)
+before = open(BEAT).read()
+time.sleep(0.5)
+if open(BEAT).read() == before:
+    return Result(FAIL, 'its heartbeat stopped when its sibling ended')""")
+    short = hostile.plain().replace("import os, time\n", "import os, time\n\n\ndef _after_the_heartbeat():\n"
+                                    f"    while not os.path.exists({str(beat)!r}):\n        time.sleep(0.02)\n"
+                                    f"    open({done!r}, 'w').close()\n", 1).replace(
+        "def _compare(t):\n", "def _compare(t):\n    _after_the_heartbeat()\n", 1)
+    claims = hostile.claims_repo(tmp_path, {"claim_a_watcher.py": watcher, "claim_b_short.py": short})
+    forkclient.shutdown()
+    try:
+        result = replay.replay([claims], ledger=tmp_path / "ledger.jsonl", trusted=True, jobs=2, isolation="fork",
+                               timeout_s=120)
+    finally:
+        forkclient.shutdown()
+    runs = {run.key.rsplit("/", 1)[-1]: run for run in result.claims}
+    assert runs["claim_a_watcher.py"].record["checks"][0]["message"] == "beating", runs["claim_a_watcher.py"].record
+    assert hostile.stops_beating(beat, hostile.beating_pid(beat))  # and once the watcher ended, so did it

@@ -247,3 +247,82 @@ def test_the_server_is_unsafe_to_fork_once_a_thread_beyond_numpys_runs_in_it() -
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.splitlines() == ["None", "the fork server is not safe to fork: it holds 1 thread beyond numpy's"]
+
+
+# Claim A of the dumpable test: once B runs, what it can take from B, from its own parent (the fork
+# server, or the fresh child's supervisor) and, to show that the probe can succeed, from a process
+# of its own that exec'd (dumpable again): its memory (/proc/PID/mem opened), a copy of its descriptor 0.
+PROBER = '''
+import ctypes, glob, os, subprocess, sys, time
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _reach(pid):
+    got = []
+    try:
+        os.close(os.open(f"/proc/{pid}/mem", os.O_RDONLY))
+        got.append("mem")
+    except OSError:
+        pass
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return "gone"
+    copy = _LIBC.syscall(438, pidfd, 0, 0)  # pidfd_getfd
+    os.close(pidfd)
+    if copy >= 0:
+        os.close(copy)
+        got.append("fd")
+    return "+".join(got) or "nothing"
+
+
+def _probe():
+    deadline = time.monotonic() + 60
+    while not glob.glob(glob.escape(DONE) + ".*.waiting") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sibling = int(glob.glob(glob.escape(DONE) + ".*.waiting")[0].rsplit(".", 2)[1])
+    own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    time.sleep(0.2)
+    seen = (f"own child {_reach(own.pid)}; sibling {_reach(sibling)}; parent {_reach(os.getppid())}; "
+            f"dumpable {_LIBC.prctl(3, 0, 0, 0, 0)}; own fds {len(os.listdir('/proc/self/fd')) > 2}; "
+            f"own status {'Name:' in open('/proc/self/status').read()}")
+    own.kill()
+    open(DONE, "w").write("done")
+    return Result(PASS, seen)
+'''
+
+
+def test_a_claim_cannot_read_a_siblings_or_the_servers_memory_or_copy_their_descriptors(
+    tmp_path: Path, isolation: str
+) -> None:
+    """Where no Yama module limits ptrace, a process of the same user may open another's /proc/PID/mem and copy its
+    descriptors (pidfd_getfd): the claims' processes, the fork server and the fresh supervisor are not dumpable, so
+    neither works without CAP_SYS_PTRACE. The run drops that capability (as root; a user's own run has none), so
+    that the claims stand as a user's claims do; the prober's own exec'd child, dumpable, shows that the probe
+    works. A claim still reads its own /proc/self. (For a user other than root, the /proc/PID files of a process
+    that is not dumpable belong to root, so its environ and fd folder are closed too; root owns them anyway.)"""
+    import json
+    import os
+    import shutil
+
+    from support import hostile
+    from support.fixtures import DECAY_CLAIM, clean_env
+
+    drop = ["setpriv", "--bounding-set=-sys_ptrace"] if os.geteuid() == 0 else []
+    if drop and shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is needed to run the claims without CAP_SYS_PTRACE as root")
+    done = str(tmp_path / "probe.done")
+    prober = DECAY_CLAIM.replace("CLAIM = {", PROBER + f"\nDONE = {done!r}\n\nCLAIM = {{", 1).replace(
+        'return [Check("reference", "at t = 1 the amount follows exp(-rate t)", lambda: _compare(1.0))]',
+        'return [Check("attack", "reaches its sibling", _probe)]')
+    claims = hostile.claims_repo(tmp_path, {"claim_a_prober.py": prober, "claim_b_victim.py": hostile.victim(done)})
+    ledger = tmp_path / "ledger.jsonl"
+    done_run = subprocess.run(
+        [*drop, sys.executable, "-m", "physverify", "replay", "claims", "--trusted", "--jobs", "2",
+         "--isolation", isolation, "--ledger", str(ledger)],
+        cwd=claims.parent, env=clean_env(), capture_output=True, text=True, timeout=300)
+    records = {json.loads(line)["claim_file"].rsplit("/", 1)[-1]: json.loads(line) for line in ledger.read_text().splitlines()}
+    seen = records["claim_a_prober.py"]["checks"][0]["message"]
+    assert seen == ("own child mem+fd; sibling nothing; parent nothing; dumpable 0; own fds True; "
+                    "own status True"), (seen, done_run.stderr[-2000:])
+    assert records["claim_b_victim.py"]["verdict"] == "confirmed"

@@ -11,6 +11,7 @@ becomes a load error or the check's ERROR, never a lost result.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -60,8 +61,9 @@ def child_environment(env: dict[str, str] | None) -> dict[str, str]:
     return child_env
 
 
+@functools.cache
 def package_parent() -> str:
-    """The folder holding this physverify package: first on every child's and the server's path."""
+    """The folder holding this physverify package: first on every child's and the server's path (found once)."""
     return str(Path(__file__).resolve().parents[2])
 
 

@@ -34,14 +34,26 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify.isolation.child import child_environment, interpreter, package_parent
 from physverify.isolation.forkserver import MESSAGE_BYTES
 from physverify.isolation.fresh import run_fresh
 from physverify.isolation.preload import BASE_PRELOAD, Outside, preload_for
-from physverify.isolation.procgroup import TOKEN_ENV, Stopped, refuse_if_stopping, state_of, tracked
-from physverify.isolation.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
+from physverify.isolation.procgroup import (
+    END_GRACE_S,
+    TOKEN_ENV,
+    Stopped,
+    disown,
+    end_orphans,
+    kill_group,
+    own_start,
+    refuse_if_stopping,
+    set_subreaper,
+    state_of,
+    tracked,
+)
+from physverify.isolation.protocol import ChildOutcome, Progress, Streams, new_key, stream_pairs
 
 _START_S = 300.0  # importing scipy on a loaded machine can take a while; past this the server is broken
 _REPLY_S = 30.0  # from a request to the forked child's pid
@@ -82,11 +94,14 @@ class ForkServer:
         # The interpreter reads PYTHONPATH once, at start: a child forked from this server has
         # the sys.path it gave, whatever its own request says. _acquire compares the two.
         self.python_path = env.get("PYTHONPATH")
-        self._proc = subprocess.Popen(
-            [*interpreter("physverify.isolation.forkserver"), str(theirs.fileno()), *sorted(preload)],
-            cwd=package_parent(), env=env, pass_fds=(theirs.fileno(),), start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        _become_subreaper()
+        with own_start() as register:
+            self._proc = subprocess.Popen(
+                [*interpreter("physverify.isolation.forkserver"), str(theirs.fileno()), *sorted(preload)],
+                cwd=package_parent(), env=env, pass_fds=(theirs.fileno(),), start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            register(self._proc.pid)
         theirs.close()
         self._sock = mine
         with _starting_lock:
@@ -150,7 +165,7 @@ class ForkServer:
 
     def run(self, request: dict[str, Any], key: bytes, timeout_s: float, variant_fd: int | None = None,
             progress: Progress | None = None) -> ChildOutcome:
-        """Have the server fork a supervisor for ``request`` and collect it as fresh.py collects its own.
+        """Have the server fork the claim's process for ``request`` and collect it (``_watch``).
 
         ``variant_fd`` (issue 17) travels as a fifth descriptor; the request says it is there.
         """
@@ -178,38 +193,112 @@ class ForkServer:
         streams = Streams(out, err, progress, key)
         try:
             with reply:
-                pid, threads = self._forked_pid(reply, watch)
+                pid, threads, pidfd = self._forked_pid(reply, watch)
         except BaseException:  # nothing was forked (the caller may start a fresh child): its streams are not read
             streams.close()
             raise
-        outcome = collect(pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=lambda: None)
+        outcome = self._watch(_Forked(pid, pidfd, watch), streams, key, timeout_s, start)
         if outcome.timed_out and threads > 1:
             note = (f"the fork server held {threads} threads when it forked this claim (numpy's BLAS pool); "
                     "a fork copies no thread, so if the claim waits on one, run it with --isolation fresh")
             return dataclasses.replace(outcome, note=note)
         return outcome
 
-    def _forked_pid(self, reply: socket.socket, watch: socket.socket) -> tuple[int, int]:
-        """The supervisor's pid and the server's thread count then; ForkUnavailable when it died, stopped or refused."""
+    def _forked_pid(self, reply: socket.socket, watch: socket.socket) -> tuple[int, int, int]:
+        """The claim's pid, the server's thread count then, and the claim's pidfd; ForkUnavailable when it died,
+        stopped or refused."""
         deadline = time.monotonic() + _REPLY_S
+        fds: list[int] = []
         while True:
             ready, _, _ = select.select([reply], [], [], 0.05)
             if ready:
-                forked = _recv(reply, 1.0)
+                forked, fds = _recv_with_fds(reply)
                 break
             why = self._unable()
             if why is not None or time.monotonic() >= deadline:
                 forked = None
                 break
-        if forked is None or "pid" not in forked:
+        if forked is None or "pid" not in forked or len(fds) != 1:
             watch.close()
-        if forked is None:  # stopped (a claim can SIGSTOP it) or dead: nothing ran; no claim goes to it
+            for fd in fds:
+                os.close(fd)
+        if forked is None or ("pid" in forked and len(fds) != 1):  # stopped (a claim can SIGSTOP it) or dead
             self.broken = True
             self._wake()
             raise ForkUnavailable(self._unable() or "the fork server did not answer", died=True)
         if "pid" not in forked:  # it could not fork (a process limit), refused, or is unsafe: a fresh child
             raise ForkUnavailable(str(forked.get("error")), unsafe=forked.get("unsafe") is True)
-        return int(forked["pid"]), int(forked.get("threads", 1))
+        return int(forked["pid"]), int(forked.get("threads", 1)), fds[0]
+
+    def _watch(self, claim: _Forked, streams: Streams, key: bytes, timeout_s: float, start: float) -> ChildOutcome:
+        """Wait for the forked claim's end and read its result: the server's tagged status, or the claim reaped here.
+
+        The server tells the status once it has reaped the claim and ended what it left. When
+        the server dies under a running claim (the watch ends), the claim is this process's
+        child (a subreaper): it runs to its end or its timeout, and is reaped here. When the
+        claim ended and no status came (a stopped server), the server is killed so the claim
+        becomes this process's child too (``_reap_orphan``). At the timeout, or Ctrl-C, the
+        claim's group is killed here; what it left elsewhere comes to the server with its end.
+        """
+        pid, pidfd, watch = claim
+        ended: list[bool] = []
+
+        def end() -> None:  # the timeout, or Ctrl-C's way out (procgroup.stopping); by pid: another thread may call it
+            ended.append(True)
+            kill_group(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)  # also when it left its group: unreaped until its status is sent
+            except ProcessLookupError:
+                pass
+
+        def left() -> float:
+            return timeout_s - (time.monotonic() - start)
+
+        with _watched_lock:
+            _watched.add(pid)
+        try:
+            with watch, tracked(pid, end=end):
+                told, status = streams.wait_for_status(watch, left(), key, pidfd)
+                timed_out = False
+                if not told and not _ended(pidfd):  # the server died under the claim, or the time is up
+                    timed_out = left() <= 0 or not streams.wait_for_end(pidfd, left())
+                    if timed_out:
+                        end()
+                        told, status = streams.wait_for_status(watch, END_GRACE_S, key, pidfd)
+                if told:
+                    code = os.waitstatus_to_exitcode(status) if status is not None else None
+                else:
+                    reaped = self._reap_orphan(pidfd)
+                    code = -signal.SIGKILL if ended else reaped
+        except BaseException:  # Ctrl-C in the waiting thread (tracked ended the claim): no stream is left open
+            streams.close()
+            raise
+        finally:
+            os.close(pidfd)
+            with _watched_lock:
+                _watched.discard(pid)
+        return streams.outcome(code, timed_out, start, key)
+
+    def _reap_orphan(self, pidfd: int) -> int | None:
+        """The exit code of a claim that ended (or was killed) without a status from its server; None when unknown.
+
+        The server is dead, stopped (a claim can SIGSTOP it) or stuck: it is ended and reaped
+        first, so that every claim it forked is this process's child by then and can be
+        reaped through its pidfd. What those claims left came here with them and is ended
+        (``procgroup.end_orphans``). A claim the server reaped before it died has no status left.
+        """
+        self.broken = True
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        try:
+            done = os.waitid(os.P_PIDFD, pidfd, os.WEXITED)
+        except ChildProcessError:
+            code = None
+        else:
+            code = None if done is None else (done.si_status if done.si_code == os.CLD_EXITED else -done.si_status)
+        end_orphans(_is_watched)
+        return code
 
     def _unable(self) -> str | None:
         """Why the server cannot answer now (dead, stopped), or None."""
@@ -232,6 +321,39 @@ class ForkServer:
         if not _ends_within(self._proc, 10.0):
             self._proc.kill()
         self._proc.wait()
+        disown(self._proc.pid)
+
+
+class _Forked(NamedTuple):
+    """A claim's process the server forked: its pid, its pidfd, the watch socket its status comes on."""
+
+    pid: int
+    pidfd: int
+    watch: socket.socket
+
+
+def _ended(pidfd: int) -> bool:
+    return bool(select.select([pidfd], [], [], 0)[0])
+
+
+# The claims watched now (``_watch``), in every thread: a claim whose server died is this
+# process's child meanwhile, and no sweep of orphans (procgroup.end_orphans) may take it for one.
+_watched_lock = threading.Lock()
+_watched: set[int] = set()
+
+
+def _is_watched(pid: int) -> bool:
+    with _watched_lock:
+        return pid in _watched
+
+
+_subreaper: list[bool] = []
+
+
+def _become_subreaper() -> None:
+    """Once, before the first server starts: the orphans of a server that dies come here (``_reap_orphan``)."""
+    if not _subreaper:
+        _subreaper.append(set_subreaper())
 
 
 _registry_lock = threading.Lock()
@@ -305,6 +427,8 @@ def shutdown() -> None:
         for server in _servers.values():
             _retire(server)
         _servers.clear()
+    if _subreaper and _subreaper[0]:
+        end_orphans(_is_watched)  # what came here from a server that died, and was not ended with its claim
 
 
 def start() -> None:
@@ -389,6 +513,19 @@ def _read_files(sock: socket.socket, unable: Callable[[], str | None]) -> tuple[
             environ = message.get("environ")
             return files, (environ if isinstance(environ, dict) else {})
         files.extend(message["files"])
+
+
+def _recv_with_fds(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """One JSON message and the descriptors it carried (readable now); (None, []) at EOF."""
+    try:
+        data, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 1)
+    except OSError:
+        return None, []
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), fds
 
 
 def _recv(sock: socket.socket, seconds: float) -> dict[str, Any] | None:

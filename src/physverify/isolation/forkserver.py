@@ -3,13 +3,19 @@
 Started by forkclient.py as ``python -s -B -m physverify.isolation.forkserver FD MODULE...`` in its own
 session: it imports the modules it is given (numpy, physverify, the third-party modules
 the claims import statically, what physverify.yaml's ``preload:`` names), sends the client
-the files they came from, and then forks one process per request. That process becomes
-what a fresh start is: its own session, fd 1 pointed at stderr, the claim's folder as cwd,
-its sys.path and environment, and the claim's supervisor (procgroup.supervise), which forks
-the claim's own process and tells the client its status directly. So the claims do not
-depend on the server once forked: a claim that kills or stops the server ends no sibling
-(issue 21, item 4). Repository code is only ever imported in a forked child, never in the
-server, so an edit between two runs is always seen and no claim sees another's state.
+the files they came from, and then forks the claim's own process for each request, with no
+process between them. That process becomes what a fresh start is (``_become_claim``): its own
+process group, fd 1 pointed at stderr, the claim's folder as cwd, its sys.path and
+environment; and a subreaper, so what it starts stays below it. The server does what a
+supervisor process per claim did before: it reaps the claim, ends what it left, and tells
+the client its status on the claim's watch socket, tagged with the claim's key. The client
+watches each claim through a pidfd the server sends with its pid, and is a subreaper itself:
+when the server dies or is stopped (a claim can do either), the running claims become the
+client's children, run to their end, and are reaped by it (forkclient.py). So a claim that
+kills or stops the server ends no sibling (issue 21, item 4). The server and every claim it
+forks are not dumpable (``serve``). Repository code is only ever imported in a forked child,
+never in the server, so an edit between two runs is always seen and no claim sees another's
+state.
 
 Before the claim runs, no module the server preloaded may stand in for one the claim's own
 folder, the repository root or src/ provides (a local ``yaml.py``): such modules leave
@@ -21,10 +27,10 @@ client sends the run's secret; then each request is a JSON object carrying that 
 four descriptors (a reply socket, the child's result and stderr sockets, and the watch
 socket whose other end the client keeps). The server refuses a request whose secret is wrong
 or whose sender (SO_PASSCRED, checked per message) is not the process that started it
-(issue 21, item 13). It answers ``{"pid": N}`` on the reply socket once forked. A request
+(issue 21, item 13). It answers ``{"pid": N}`` with the claim's pidfd on the reply socket once
+forked, and the claim's tagged wait status on the watch socket once it has ended it. A request
 ``{"import": [MODULE...]}`` with a reply socket alone makes it import more modules first (a
-claim needs one it did not preload), answered as a start is: the files, then ready. The server
-is a subreaper too: what a killed supervisor left comes back to it and is killed.
+claim needs one it did not preload), answered as a start is: the files, then ready.
 """
 
 from __future__ import annotations
@@ -33,29 +39,31 @@ import array
 import gc
 import hmac
 import importlib
+import importlib.machinery
 import json
+import math
 import os
 import select
 import signal
 import socket
 import struct
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from physverify.isolation import variant_channel
 from physverify.isolation.child import run_as_process
 from physverify.isolation.preload import provided_top_levels
 from physverify.isolation.procgroup import (
     PR_SET_CHILD_SUBREAPER,
-    children_of,
+    PR_SET_DUMPABLE,
+    end_children,
     end_descendants,
     kill_group,
-    kill_session,
     send_status,
     set_prctl,
-    supervise,
 )
 
 _FRESH_MAIN = str(Path(__file__).with_name("fresh.py"))
@@ -81,6 +89,11 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     global _before_preload
 
     del sys.path[0]  # the server's cwd (physverify's folder), which no child has on its path
+    # Not dumpable, nor is any claim it forks (the flag is inherited by fork, reset by exec): a
+    # process of the same user without CAP_SYS_PTRACE cannot read their memory, descriptors or
+    # environment through /proc, nor copy a descriptor with pidfd_getfd, where no Yama module
+    # limits ptrace. The server holds the run's secret and each running claim's key.
+    set_prctl(PR_SET_DUMPABLE, 0)
     client = os.getppid()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     first = _receive(sock)
@@ -90,8 +103,8 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     _before_preload = frozenset(name.partition(".")[0] for name in sys.modules)
     _import(preload)
     _send_files(sock)
-    # OpenSSL sets up SHA-256 on its first use: here once, not in every claim's process and
-    # supervisor, which tag their result and status with it (1 ms each, most of it page copies).
+    # OpenSSL sets up SHA-256 on its first use: here once, not in every claim's process, which
+    # tags its result with it (1 ms, most of it page copies); the server tags each status with it.
     hmac.digest(bytes(32), b"", "sha256")
     # The preloaded objects stay out of the server's own collections: a full collection writes
     # to every object, and every page written is a copy of one the running claims share.
@@ -102,19 +115,18 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    supervisors: set[int] = set()
     while True:
         ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
-            _reap(supervisors)
+            _reap()
         if sock.fileno() in ready:
             received = _receive(sock)
             if received is None:
                 break
-            _answer(received, client, secret, supervisors, (sock.fileno(), wake_r, wake_w))
-    for pid in supervisors:  # the client is gone: so is everything it started (issue 13, item 6)
-        kill_session(pid)
+            _answer(received, client, secret)
+    for pid in _running:  # the client is gone: so is everything it started (issue 13, item 6)
+        kill_group(pid)
     end_descendants(None)  # and whatever was re-parented here, until nothing is left
 
 
@@ -149,14 +161,15 @@ def thread_count() -> int:
         return 1
 
 
-def fork_hazard() -> str | None:
+def fork_hazard(threads: int | None = None) -> str | None:
     """Why forking this process now may leave a claim waiting forever, or None when it is safe.
 
     Asked before every fork: a thread beyond numpy's BLAS pool, or a framework's backend set
     up here (JAX's XLA client, torch's CUDA context), is state a fork does not carry over.
+    ``threads``: this process's thread count, when the caller has just counted them.
     """
     backends = _initialised_backends()
-    extra = thread_count() - 1 - _tolerated_threads
+    extra = (thread_count() if threads is None else threads) - 1 - _tolerated_threads
     if extra <= 0 and not backends:
         return None
     parts = [f"it holds {extra} thread{'s' if extra != 1 else ''} beyond numpy's"] if extra > 0 else []
@@ -205,13 +218,7 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int], tuple[int,
     return (message if isinstance(message, dict) else {}), fds, sender
 
 
-def _answer(
-    received: tuple[dict[str, Any], list[int], tuple[int, int] | None],
-    client: int,
-    secret: str,
-    supervisors: set[int],
-    server_fds: tuple[int, ...],
-) -> None:
+def _answer(received: tuple[dict[str, Any], list[int], tuple[int, int] | None], client: int, secret: str) -> None:
     request, fds, sender = received
     if "import" in request:
         _grow(request, fds, sender, client, secret)
@@ -221,28 +228,27 @@ def _answer(
             os.close(fd)
         return
     reply = socket.socket(fileno=fds[0])
-    answer: dict[str, Any] | None = None
+    answer: dict[str, Any]
     refusal = _refusal(request, sender, client, secret)
-    hazard = fork_hazard() if refusal is None else None
+    # the threads held as it forks (numpy's BLAS pool, which stops for the fork and starts again
+    # at its next use), so a claim that then times out can say so
+    threads = thread_count()
+    hazard = fork_hazard(threads) if refusal is None else None
     if refusal is not None:
         answer = {"error": refusal}
     elif hazard is not None:  # the client runs this claim in a fresh interpreter, with the hazard as its note
         answer = {"error": hazard, "unsafe": True}
     else:
-        # the threads held as it forks (numpy's BLAS pool, which stops for the fork and starts again
-        # at its next use), so a claim that then times out can say so
-        threads = thread_count()
         try:
-            pid = _fork_supervisor(request, fds, server_fds)
+            pid = _fork_claim(request, fds)
         except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
             answer = {"error": str(exc)}
         else:
-            supervisors.add(pid)
-            _send(reply, {"pid": pid, "threads": threads})
-    if answer is not None:
-        _send(reply, answer)
-        for fd in fds[1:]:
-            os.close(fd)
+            _send_pid(reply, pid, threads)
+            return
+    _send(reply, answer)
+    for fd in fds[1:]:
+        os.close(fd)
     reply.close()
 
 
@@ -290,6 +296,29 @@ def _send_files(sock: socket.socket) -> None:
     sock.send(json.dumps({"ready": True, "environ": dict(os.environ)}).encode())
 
 
+def _send_pid(reply: socket.socket, pid: int, threads: int) -> None:
+    """The forked claim's pid, with a pidfd of it, and close ``reply``.
+
+    The client watches the claim's end through the pidfd and, once this server is gone and
+    the claim is the client's child, reaps it. Opened before the claim can be reaped here, so
+    it is the claim's and no later process's of that pid. Without pidfds (Linux before 5.3)
+    the claim cannot be watched: it is killed, and the client runs it in a fresh child.
+    """
+    with reply:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError) as exc:
+            os.kill(pid, signal.SIGKILL)
+            _send(reply, {"error": f"a forked claim cannot be watched without pidfd_open (Linux 5.3): {exc}"})
+            return
+        try:
+            socket.send_fds(reply, [json.dumps({"pid": pid, "threads": threads}).encode()], [pidfd])
+        except OSError:
+            pass  # the client stopped waiting (its thread gave up): the claim's status still goes to its watch
+        finally:
+            os.close(pidfd)
+
+
 def _send(reply: socket.socket, message: dict[str, Any]) -> None:
     try:
         reply.send(json.dumps(message).encode())
@@ -297,105 +326,119 @@ def _send(reply: socket.socket, message: dict[str, Any]) -> None:
         pass  # the client stopped waiting (its thread gave up): nothing to tell
 
 
-def _reap(supervisors: set[int]) -> None:
-    """Reap every ended child; kill any orphan (what a killed supervisor's claim left) once a supervisor ends."""
+class _Running(NamedTuple):
+    """A claim's process the server forked and has not reaped: where its status goes, and the key that tags it."""
+
+    watch: socket.socket
+    key: bytearray  # zeroed in every process forked after it (_become_claim): no sibling holds it
+
+
+_running: dict[int, _Running] = {}  # pid -> the running claim
+
+
+def _reap() -> None:
+    """Reap every ended child; once a claim has ended, end what it left, then tell its status to the client.
+
+    A claim's process is a subreaper (``_become_claim``): what it started stays below it while
+    it runs, and comes to this process the moment it ends, before it can be reaped. So, when a
+    claim is reaped here, every child of this process that is no running claim is a leftover of
+    an ended one, and is ended (``procgroup.end_children``) before the status says the claim is done.
+    """
+    ended: list[tuple[_Running, int]] = []
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
-        if pid in supervisors:
-            supervisors.discard(pid)
-            _kill_orphans(supervisors)
+            break
+        claim = _running.pop(pid, None)
+        if claim is not None:
+            ended.append((claim, status))
+    if not ended:
+        return
+    end_children(lambda pid: pid not in _running)  # no running claim: what an ended one left
+    for claim, status in ended:
+        send_status(claim.watch, status, bytes(claim.key))
+        claim.watch.close()
 
 
-def _kill_orphans(live: set[int]) -> None:
-    """SIGKILL the server's children that are no running supervisor: re-parented leftovers of ended claims."""
-    me = os.getpid()
-    for pid, pgid in children_of(me):
-        if pid in live:
-            continue
-        if pgid not in (me, os.getpgrp()):
-            kill_group(pgid)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _fork_supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
+def _fork_claim(request: dict[str, Any], fds: list[int]) -> int:
+    """Fork the claim's own process; here, keep its watch socket and key for its status (``_reap``)."""
     _preloaded_tops()  # made here, once, so no claim's process makes it (drop_shadowed)
+    key = bytearray.fromhex(request["key"])
     pid = os.fork()
-    if pid:
-        for fd in fds[1:]:
-            os.close(fd)
-        return pid
-    code = 70
+    if pid == 0:
+        code = 70
+        try:
+            code = _become_claim(request, fds, key)
+        except BaseException:  # noqa: BLE001 - reported as exit code 70: the claim's process could not be set up
+            pass
+        os._exit(code)
     try:
-        code = _supervisor(request, fds, server_fds)
-    except BaseException:  # noqa: BLE001 - reported as exit code 70: the claim's process could not be set up
-        pass
-    os._exit(code)
+        os.setpgid(pid, pid)  # also here: a kill of its group before the child's own setpgid still reaches it
+    except OSError:
+        pass  # it did it first, or already ended
+    for fd in fds[1:]:
+        if fd != fds[3]:
+            os.close(fd)
+    _running[pid] = _Running(socket.socket(fileno=fds[3]), key)
+    return pid
 
 
-def _supervisor(request: dict[str, Any], fds: list[int], server_fds: tuple[int, ...]) -> int:
-    """In the forked process: its own session and descriptors, then supervise the claim's own process.
+def _become_claim(request: dict[str, Any], fds: list[int], key: bytearray) -> int:
+    """In the forked process: become what a fresh start is (group, descriptors, cwd, environment, module state), run the claim.
 
-    What makes the claim's process a fresh start (cwd, environment, argv, module state) is
-    done in that process (``_claim_process``), not here: every page the supervisor writes is
-    a copy of the server's, and the claim's process would copy it once more.
+    Its own process group in the server's session (as the fresh child's, in its supervisor's),
+    with no death signal from the server: a claim that kills the server ends no other claim.
+    A subreaper, so whatever it starts and leaves stays below it while it runs and is ended
+    with it (``_reap``), attributed to no sibling.
     """
-    os.setsid()  # no death signal from the server: a claim that kills the server ends no other claim
+    os.setpgid(0, 0)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for sibling in _running.values():  # the claims running beside it: this copy forgets their keys and sockets
+        sibling.key[:] = bytes(len(sibling.key))
+        sibling.watch.close()
+    _running.clear()
+    set_prctl(PR_SET_CHILD_SUBREAPER, 1)
     variant = variant_channel.read(fds[REQUEST_FDS]) if len(fds) > REQUEST_FDS else None
-    result_fd, watch = _child_descriptors(fds[:REQUEST_FDS], server_fds)
-    key = bytes.fromhex(request["key"])
+    result_fd = _child_descriptors(fds[:REQUEST_FDS])
     mode, path, extra = request["mode"], Path(request["path"]), request["extra"]
-    env, unset = request["env"], request.get("unset", [])
-    del request
-
-    def claim_process() -> int:
-        return _claim_process(mode, path, extra, (env, unset), result_fd, key, variant)
-
-    status = supervise(watch, claim_process, release=(result_fd,))
-    send_status(watch, status, key)
-    return 0
-
-
-def _claim_process(mode: str, path: Path, extra: Sequence[str], env: tuple[dict[str, str], list[str]],
-                   result_fd: int, key: bytes, variant: variant_channel.VariantSource | None) -> int:
-    """In the claim's own process: become what a fresh start is, then run the claim (child.run_as_process)."""
     os.chdir(path.parent)
-    _set_environment(*env)
+    _set_environment(request["env"], request.get("unset", []))
+    del request
     sys.argv = [_FRESH_MAIN, mode, str(path)]  # as the fresh child has it
     _fresh_state([str(path.parent), *extra])
-    return run_as_process(mode, path, extra, result_fd, key, variant)
+    # (a claim's own start-up hooks go here: after its descriptors and environment, before its code)
+    code = run_as_process(mode, path, extra, result_fd, bytes(key), variant)
+    end_descendants(None)  # what it left running: ended here when it can be, before its server or client must
+    return code
 
 
-def _child_descriptors(fds: list[int], server_fds: tuple[int, ...]) -> tuple[int, socket.socket]:
-    """stdin from /dev/null, fds 1 and 2 the stderr stream, the result stream kept for the result only, the watch."""
-    reply, out_fd, err_fd, watch_fd = fds
+def _child_descriptors(fds: list[int]) -> int:
+    """stdin from /dev/null, fds 1 and 2 the stderr stream, the result stream kept for the result only; all else closed.
+
+    Closed with the rest: the server's socket, the watch sockets of this claim and of every
+    other (only the server tells a status), the other claims' streams.
+    """
+    _, out_fd, err_fd, _ = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(err_fd, 2)
     os.dup2(err_fd, 1)
     result_fd = os.dup(out_fd)  # not inheritable (PEP 446), as the fresh child's saved stdout
-    watch = os.dup(watch_fd)
     try:
         open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
     except OSError:  # no /proc: every descriptor number up to the limit
         open_fds = list(range(3, os.sysconf("SC_OPEN_MAX")))
-    for fd in open_fds:  # the server's socket and other claims' streams
-        if fd not in (0, 1, 2, result_fd, watch):
+    for fd in open_fds:
+        if fd not in (0, 1, 2, result_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
-    del reply, server_fds  # closed with the rest
-    return result_fd, socket.socket(fileno=watch)
+    return result_fd
 
 
 def _set_environment(changed: dict[str, str], unset: Sequence[str]) -> None:
@@ -412,7 +455,7 @@ def _set_environment(changed: dict[str, str], unset: Sequence[str]) -> None:
 def _fresh_state(entries: Sequence[str]) -> None:
     """What differs after a fork and not after an interpreter start: caches, random seeds, preloaded modules."""
     gc.unfreeze()  # the server froze its objects (serve); a fresh interpreter's collector tracks them all
-    importlib.invalidate_caches()  # a file added since the server started is found
+    invalidate_import_caches()  # a file added since the server started is found
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # found again from the claim's own TMPDIR (isolate's private HOME), as a fresh child's
@@ -420,6 +463,50 @@ def _fresh_state(entries: Sequence[str]) -> None:
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         numpy_random.seed()  # the global generator, from fresh entropy as a fresh child's (Python's reseeds itself)
+
+
+def _process_start() -> float:
+    """When this process started, on the wall clock (from /proc); minus infinity where that cannot be read."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime: clock ticks after boot
+        with open("/proc/uptime", "rb") as handle:
+            uptime = float(handle.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        return -math.inf
+    return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+
+
+# A folder listing is current unless the folder changed within this long before it was made:
+# the coarsest modification times kept (FAT's) are 2 s apart.
+_MTIME_STEP_S = 2.0
+# Every listing this server's finders hold was made after it started; a folder whose recorded
+# modification time is older than this by the step cannot have changed since unseen.
+_racy_after = _process_start() - _MTIME_STEP_S
+
+
+def _invalidate_if_racy(finder: importlib.machinery.FileFinder) -> None:
+    if finder._path_mtime >= _racy_after:  # type: ignore[attr-defined]
+        finder._path_mtime = -1  # type: ignore[attr-defined]  # what FileFinder.invalidate_caches does
+
+
+def invalidate_import_caches() -> None:
+    """``importlib.invalidate_caches()``, except for the folder listings the server made that are known current.
+
+    A FileFinder compares its folder's modification time with the one it listed at every
+    lookup and lists the folder again when they differ; it misses a file added since only
+    when the folder changed twice within one step of the file system's clock around the
+    listing. So a listing of a folder whose time is older than the server's start by more
+    than the coarsest step stays, and the claim's imports do not list every folder of
+    site-packages and the standard library again (what invalidating them all cost each
+    claim). Every other finder and cache is invalidated as the function does it.
+    """
+    original = importlib.machinery.FileFinder.invalidate_caches
+    importlib.machinery.FileFinder.invalidate_caches = _invalidate_if_racy  # type: ignore[method-assign,assignment]
+    try:
+        importlib.invalidate_caches()
+    finally:
+        importlib.machinery.FileFinder.invalidate_caches = original  # type: ignore[method-assign]
 
 
 def _preloaded_tops() -> frozenset[str]:

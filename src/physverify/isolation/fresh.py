@@ -24,7 +24,18 @@ from pathlib import Path
 
 from physverify.isolation import variant_channel
 from physverify.isolation.child import divert_stdout, interpreter, run_as_process
-from physverify.isolation.procgroup import TOKEN_ENV, kill_leftovers, new_group_kwargs, refuse_if_stopping, send_status, supervise
+from physverify.isolation.procgroup import (
+    PR_SET_DUMPABLE,
+    TOKEN_ENV,
+    disown,
+    kill_leftovers,
+    new_group_kwargs,
+    own_start,
+    refuse_if_stopping,
+    send_status,
+    set_prctl,
+    supervise,
+)
 from physverify.isolation.protocol import ChildOutcome, Progress, Streams, collect, new_key, stream_pairs
 
 KEY_BYTES = 32
@@ -51,16 +62,18 @@ def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, 
     key = new_key()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            command,
-            cwd=path.parent,
-            stdin=subprocess.DEVNULL,
-            stdout=out_child.fileno(),
-            stderr=err_child.fileno(),
-            env=child_env,
-            pass_fds=(watch_child.fileno(),) + ((variant_fd,) if variant_fd is not None else ()),
-            **new_group_kwargs(),
-        )
+        with own_start() as register:  # a session of its own: never taken for an orphan (procgroup.end_orphans)
+            proc = subprocess.Popen(
+                command,
+                cwd=path.parent,
+                stdin=subprocess.DEVNULL,
+                stdout=out_child.fileno(),
+                stderr=err_child.fileno(),
+                env=child_env,
+                pass_fds=(watch_child.fileno(),) + ((variant_fd,) if variant_fd is not None else ()),
+                **new_group_kwargs(),
+            )
+            register(proc.pid)
     except BaseException:
         for sock in (out, err, watch):
             sock.close()
@@ -77,6 +90,7 @@ def run_fresh(mode: str, path: Path, extra: Sequence[str], child_env: dict[str, 
         return collect(proc.pid, watch, streams, key, timeout_s=timeout_s, start=start, exit_code=proc.wait)
     finally:
         proc.wait()
+        disown(proc.pid)
         kill_leftovers(child_env[TOKEN_ENV])
 
 
@@ -87,6 +101,7 @@ def main(argv: Sequence[str]) -> int:
     if watch_fd is None:
         print("physverify.isolation.fresh is started by physverify (isolate.run_child), with --watch", file=sys.stderr)
         return 2
+    set_prctl(PR_SET_DUMPABLE, 0)  # nor the claim's process, which inherits it: as the fork server's (forkserver.serve)
     watch = socket.socket(fileno=watch_fd)
     key = _read_key(watch)
     if key is None:  # physverify died before it could send it

@@ -18,6 +18,7 @@ memory through /proc/PID/mem, and set its resource limits with prlimit(2).
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -48,13 +49,23 @@ def snapshot() -> Limits:
         import resource
     except ImportError:  # Windows: nothing to compare, nothing a claim could set
         return {}
-    names = [name for name in dir(resource) if name.startswith("RLIMIT_")]
-    return {name: resource.getrlimit(getattr(resource, name)) for name in names}
+    return {name: resource.getrlimit(number) for name, number in _limit_numbers()}
 
 
-def check(before: Limits) -> None:
-    """LimitsChanged when a limit differs from ``before`` or from the snapshot of a run going on here."""
-    now = snapshot()
+@functools.cache
+def _limit_numbers() -> tuple[tuple[str, int], ...]:
+    """The RLIMIT_ names of the ``resource`` module and their numbers, found once (three snapshots a claim)."""
+    import resource
+
+    return tuple((name, getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_"))
+
+
+def check(before: Limits, now: Limits | None = None) -> None:
+    """LimitsChanged when a limit differs from ``before`` or from the snapshot of a run going on here.
+
+    ``now``: the limits just taken, when the caller has them (None: taken here).
+    """
+    now = snapshot() if now is None else now
     for earlier in [before, *_runs]:
         changed = [name for name, value in earlier.items() if now.get(name) != value]
         if changed:

@@ -15,6 +15,7 @@ The rooms behind this door: procgroup.py (process groups, signals, killing), pro
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 import tempfile
@@ -89,12 +90,12 @@ def run_child(
         raise ValueError(f"unknown mode {mode!r}")
     refuse_if_stopping()
     path = Path(path).resolve()
-    extra = [str(Path(entry).resolve()) for entry in sys_path]
+    extra = [_resolved(str(entry)) for entry in sys_path]
     child_env = child_environment(env)
     # The child learns when the run will be killed, so a refinement plan stops in time and reports its levels.
     child_env[RUN_DEADLINE_ENV] = repr(time.time() + timeout_s)
     before = guard.snapshot()
-    guard.check(before)  # changed since the run began: no claim starts under limits a claim chose
+    guard.check(before, now=before)  # changed since the run began: no claim starts under limits a claim chose
     try:
         with descriptor(variant) as variant_fd, _own_home(child_env, private_home):
             if resolve_isolation(isolation) != FORK:
@@ -109,6 +110,12 @@ def run_child(
         raise
     guard.check(before)  # this claim, or one beside it, changed physverify's limits: no verdict from this run
     return outcome
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(entry: str) -> str:
+    """``entry`` resolved, remembered: every claim of a folder passes the same root and src/ (a dozen lstat calls each)."""
+    return str(Path(entry).resolve())
 
 
 @contextmanager

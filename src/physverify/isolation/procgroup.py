@@ -31,6 +31,7 @@ from typing import Any
 TOKEN_ENV = "PHYSVERIFY_CHILD_TOKEN"
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
 # How long the parent gives a supervisor to end its claim's processes itself, after closing its
 # end of the watch socket, before it kills what is left of the session (a stopped supervisor).
 END_GRACE_S = 2.0
@@ -292,6 +293,81 @@ def kill_session(sid: int) -> None:
                 pass
 
 
+# Processes this one started in a session of their own (fork servers, fresh supervisors): never
+# taken for a leftover by ``end_orphans``. Registered under the lock the sweep holds, so one
+# started while the sweep lists this process's children is already known when it is seen.
+_own_lock = threading.Lock()
+_own: set[int] = set()
+
+
+@contextmanager
+def own_start() -> Iterator[Callable[[int], None]]:
+    """Hold the sweep off while a child is started; the caller registers its pid with the function it is given."""
+    with _own_lock:
+        yield _own.add
+
+
+def disown(pid: int) -> None:
+    """``pid`` ended (it was reaped): its number may be any process's now."""
+    with _own_lock:
+        _own.discard(pid)
+
+
+def set_subreaper() -> bool:
+    """Make this process a subreaper (Linux 3.4): an orphan below it comes to it, not to init; False where it cannot."""
+    return sys.platform.startswith("linux") and set_prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def end_orphans(keep: Callable[[int], bool]) -> None:
+    """SIGKILL and reap the children of this process that came to it as orphans, except those ``keep`` names.
+
+    In fork mode this process is a subreaper (forkclient.py): when a fork server dies, its
+    claims and what they left come here. A child in this process's own session is one it
+    started (git, a tool), never a claim's, which runs in the server's session or one of its
+    own; a child it started in a session of its own is registered (``own_start``). The rest
+    are leftovers: killed, their groups too, and reaped, until none is left.
+    """
+    session = os.getsid(0)
+    end_children(lambda pid: pid not in _own and not keep(pid) and _session_of(pid) not in (session, None))
+
+
+def end_children(leftover: Callable[[int], bool]) -> None:
+    """SIGKILL and reap every child of this process that ``leftover`` names, its group too, until none is left.
+
+    What a killed child had started comes here in its turn (this process is a subreaper), so
+    the loop lists the children again after each round. The list is made and killed under the
+    lock ``own_start`` holds, so a child being started meanwhile is registered before it is seen.
+    """
+    me, own = os.getpid(), os.getpgrp()
+    for _ in range(_END_ROUNDS):
+        with _own_lock:
+            left = [(pid, pgid) for pid, pgid in children_of(me) if leftover(pid)]
+            for pid, pgid in left:
+                _kill_child(pid, pgid, (me, own))
+        if not left:
+            return
+        for pid, _ in left:
+            try:
+                os.waitpid(pid, 0)  # SIGKILLed: it ends at once, and what it started comes here for the next round
+            except ChildProcessError:
+                pass
+
+
+def _kill_child(pid: int, pgid: int, spared_groups: tuple[int, int]) -> None:
+    """SIGKILL a child and its group, unless the group is one of ``spared_groups`` (this process's own)."""
+    if pgid not in spared_groups:
+        kill_group(pgid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _session_of(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[3])
+
+
 def end_descendants(first: int | None) -> None:
     """SIGKILL ``first``'s group (when given) and every child of this one, and reap them all (issue 21, item 6).
 
@@ -304,12 +380,7 @@ def end_descendants(first: int | None) -> None:
     me, own = os.getpid(), os.getpgrp()
     for _ in range(_END_ROUNDS):
         for pid, pgid in children_of(me):
-            if pgid not in (me, own):
-                kill_group(pgid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_child(pid, pgid, (me, own))
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass

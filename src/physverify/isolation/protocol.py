@@ -21,7 +21,7 @@ import hmac
 import json
 import os
 import secrets
-import selectors
+import select
 import signal
 import socket
 import time
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from physverify.isolation.procgroup import end_supervised, signal_name, status_in, tracked
+from physverify.isolation.procgroup import END_GRACE_S, end_supervised, signal_name, status_in, tracked
 from physverify.text import clean
 
 MARKER = "\x1ephysverify-result-v1\x1e"
@@ -236,23 +236,29 @@ class Streams:
         for sock in self._open:
             sock.setblocking(False)
 
-    def wait_for_status(self, watch: socket.socket, seconds: float, key: bytes) -> tuple[bool, int | None]:
-        """Drain the streams until the supervisor's tagged status arrives on ``watch``, it ends, or ``seconds`` pass.
+    def wait_for_status(self, watch: socket.socket, seconds: float, key: bytes,
+                        pidfd: int | None = None) -> tuple[bool, int | None]:
+        """Drain the streams until the tagged status arrives on ``watch``, it ends, or ``seconds`` pass.
 
-        (True, status) once told; (False, None) at the watch's end (the supervisor died, or
-        ``end_supervised`` shut it from another thread) or at the time limit.
+        (True, status) once told; (False, None) at the watch's end (the supervisor or server
+        died, or ``end_supervised`` shut it from another thread) or at the time limit. With
+        ``pidfd`` (fork mode: the claim's own process), its end shortens the wait to the status
+        to END_GRACE_S, which a stopped server never sends.
         """
         deadline = time.monotonic() + seconds
         data = b""
-        with self._selector(watch) as selector:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False, None
-                for ready, _ in self._select(selector, left):
-                    if ready.data is not watch:
-                        self._read(ready.data, selector)
-                        continue
+        poller = self._poller({watch.fileno(): watch, **({} if pidfd is None else {pidfd: None})})
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False, None
+            for fd, what in self._select(poller, left):
+                if what is None:  # the claim's process ended: its status follows at once, or never
+                    poller.unregister(fd)
+                    deadline = min(deadline, time.monotonic() + END_GRACE_S)
+                elif what is not watch:
+                    self._read(what, poller)
+                else:
                     try:
                         chunk = watch.recv(4096)
                     except OSError:
@@ -263,16 +269,29 @@ class Streams:
                     if told:
                         return True, status
 
+    def wait_for_end(self, pidfd: int, seconds: float) -> bool:
+        """Drain the streams until the process of ``pidfd`` ends (True) or ``seconds`` pass (False)."""
+        deadline = time.monotonic() + seconds
+        poller = self._poller({pidfd: None})
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for _, what in self._select(poller, left):
+                if what is None:
+                    return True
+                self._read(what, poller)
+
     def outcome(self, returncode: int | None, timed_out: bool, start: float, key: bytes) -> ChildOutcome:
         """Wait (at most DRAIN_S for both streams together) for the rest of the output and parse it."""
         deadline = time.monotonic() + DRAIN_S
-        with self._selector() as selector:
-            while self._open:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                for ready, _ in self._select(selector, left):
-                    self._read(ready.data, selector)
+        poller = self._poller({})
+        while self._open:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for _, what in self._select(poller, left):
+                self._read(what, poller)
         self.close()  # what is still open was held past DRAIN_S by a process that left the group: not waited for
         seconds = time.monotonic() - start
         payload, tampered = (None, False) if timed_out else parse_payload(self._out.data(), key)
@@ -284,17 +303,20 @@ class Streams:
         for sock in list(self._open):
             self._close(sock, None)
 
-    def _selector(self, *others: socket.socket) -> selectors.BaseSelector:
-        """A selector over ``others`` and the streams still open, each registered with itself as its data."""
-        selector = selectors.DefaultSelector()
-        for sock in (*others, *self._open):
-            selector.register(sock, selectors.EVENT_READ, sock)
-        return selector
+    def _poller(self, others: dict[int, Any]) -> _Poller:
+        """A poll set over ``others`` (descriptor -> what it stands for) and the streams still open.
 
-    def _select(self, selector: selectors.BaseSelector, seconds: float) -> list[tuple[selectors.SelectorKey, int]]:
-        return selector.select(min(seconds, _LONGEST_SELECT_S))  # a --timeout of 1e10 is too long for epoll: wait in parts
+        poll(2), not an epoll selector: a poll set costs no descriptor and no system call to
+        make, and the parent makes two for every claim.
+        """
+        return _Poller({**others, **{sock.fileno(): sock for sock in self._open}})
 
-    def _read(self, sock: socket.socket, selector: selectors.BaseSelector) -> None:
+    def _select(self, poller: _Poller, seconds: float) -> list[tuple[int, Any]]:
+        # a --timeout of 1e10 is too long for poll: wait in parts
+        ready = poller.poll.poll(min(seconds, _LONGEST_SELECT_S) * 1000)
+        return [(fd, poller.table[fd]) for fd, _ in ready if fd in poller.table]
+
+    def _read(self, sock: socket.socket, poller: _Poller) -> None:
         try:
             chunk = sock.recv(65536)
         except BlockingIOError:  # woken with nothing to read after all
@@ -307,13 +329,27 @@ class Streams:
             if self._progress is not None and kept is self._out:
                 self._progress.scan(kept.buffer)
         else:
-            self._close(sock, selector)
+            self._close(sock, poller)
 
-    def _close(self, sock: socket.socket, selector: selectors.BaseSelector | None) -> None:
-        if selector is not None:
-            selector.unregister(sock)
+    def _close(self, sock: socket.socket, poller: _Poller | None) -> None:
+        if poller is not None:
+            poller.unregister(sock.fileno())
         del self._open[sock]
         sock.close()
+
+
+class _Poller:
+    """A poll(2) set and what each of its descriptors stands for (a socket, or None for a pidfd)."""
+
+    def __init__(self, table: dict[int, Any]) -> None:
+        self.table = table
+        self.poll = select.poll()
+        for fd in table:
+            self.poll.register(fd, select.POLLIN)
+
+    def unregister(self, fd: int) -> None:
+        self.poll.unregister(fd)
+        del self.table[fd]
 
 
 class _Kept:
