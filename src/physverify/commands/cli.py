@@ -632,11 +632,14 @@ def command() -> int:
     file, the ledger first, is closed where it is written).
     """
     from physverify.commands.sandbox import seal
-    from physverify.isolation import guard
+    from physverify.isolation import guard, privatetmp
 
     guard.protect()  # before any claim runs: none may open this process's descriptors or memory
     try:
         seal.receive()  # inside the Action's sandbox: the key of the result's seal, before anything else runs
+        shared = privatetmp.probe()  # inside the sandbox: whether each claim gets its own /tmp; one line if not
+        if shared is not None:
+            sys.stderr.write(shared + "\n")
         return main()
     except PhysverifyError as exc:  # only receive's: main reports its own
         sys.stderr.write(f"physverify: {exc}\n")

@@ -24,6 +24,7 @@ from typing import Any
 
 from physverify.checks import ERROR, Check, CheckOutcome, describe_exception, run_check
 from physverify.isolation.procgroup import TOKEN_ENV
+from physverify.isolation import privatetmp as _privatetmp
 from physverify.isolation import variant_import as _variant_import
 from physverify.isolation.protocol import encode_progress, encode_result
 from physverify.isolation.variant_channel import VariantSource
@@ -104,6 +105,7 @@ def run_as_process(mode: str, path: Path, extra: Sequence[str], result_fd: int, 
                    variant: VariantSource | None = None) -> int:
     """``child_main`` in a forked process (both modes), ended as the interpreter would end it: its exit code."""
     try:
+        _privatetmp.enter()  # inside the sandbox: this claim's own /tmp and HOME, before any of its code runs
         child_main(mode, path, extra, result_fd, key, variant)
         code = 0
     except SystemExit as exc:  # as the interpreter would end a fresh child

@@ -19,6 +19,7 @@ from physverify.gate import settings
 from physverify.commands.sandbox.defaults import GRACE_S
 from physverify.errors import UsageError
 from physverify.gate.ledger import DEFAULT_LEDGER
+from physverify.isolation.privatetmp import ASK, CLAIM_NS_ENV
 
 if TYPE_CHECKING:
     from physverify.gate.config import Config
@@ -52,7 +53,8 @@ class Plan:
     def env(self) -> dict[str, str]:
         """Return the variables physverify reads inside (spec sections 3 and 5)."""
         # No user site and no start-up file: every claim of a run shares the HOME inside (child.interpreter).
-        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+               CLAIM_NS_ENV: ASK}  # each claim its own /tmp, where the kernel allows it (isolation/privatetmp.py)
         if self.commit:
             env[settings.REPO_COMMIT_ENV] = self.commit
         if self.sealed:

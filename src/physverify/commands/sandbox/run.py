@@ -146,8 +146,9 @@ INNER_MAIN = (
 
 def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), executable: str = "") -> list[str]:
     """Return the bubblewrap command line that runs ``plan`` with the host's Python."""
-    argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--disable-userns",
-            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+    # No --disable-userns: it would also refuse the user namespace each claim makes for its own /tmp
+    # (isolation/privatetmp.py), which then refuses any further one to the claim with a seccomp filter.
+    argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "physverify-sandbox", "--die-with-parent", "--new-session", "--clearenv",
             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", INSIDE_HOME,
             "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
