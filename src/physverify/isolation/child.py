@@ -38,9 +38,15 @@ def interpreter(module: str) -> list[str]:
     into a HOME the others share (the sandbox's, the user's own) ran inside every interpreter
     started after it, the victim's included. The paths a child gets are the ones the design
     names (the claim's folder, the root, src/, then PYTHONPATH and the interpreter's own
-    site-packages). ``-B``: no .pyc is written.
+    site-packages). ``-B``: no .pyc is written. ``-P`` (Python 3.11 on): the working folder, the
+    claim's own, is not put first on the path while physverify's child code is imported, so a
+    ``physverify/`` or ``socket.py`` in a claims folder does not run as that code, before the
+    claim's own namespace is made inside the sandbox (privatetmp.py).
     """
-    return [sys.executable, "-s", "-B", "-m", module]
+    return [sys.executable, "-s", "-B", *_SAFE_PATH, "-m", module]
+
+
+_SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
 
 def startup_environment(env: Mapping[str, str]) -> dict[str, str]:

@@ -214,6 +214,17 @@ def _kept_flags(mount_point: str) -> int:
     return sum(ms for st, ms in _ST_TO_MS.items() if kept & st and ms != _MS_RDONLY)
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 without Landlock. From 6 on, a claim's signals stay in its domain."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                           ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION)))
+    return max(abi, 0)
+
+
 def _under_tmp(folder: str) -> bool:
     return os.path.isabs(folder) and os.path.commonpath([os.path.normpath(folder), "/tmp"]) == "/tmp"
 
@@ -226,10 +237,7 @@ def _restrict_self(libc: Any) -> None:
     """
     import ctypes
 
-    libc.syscall.restype = ctypes.c_long
-    abi = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                           ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION)))
-    if abi < 6:
+    if landlock_abi() < 6:
         return
     handled_fs = _LANDLOCK_ACCESS_FS_MAKE_CHAR | _LANDLOCK_ACCESS_FS_MAKE_BLOCK  # none granted: no device nodes
     attr = struct.pack("QQQ", handled_fs, 0, _LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | _LANDLOCK_SCOPE_SIGNAL)
