@@ -195,3 +195,29 @@ def test_outside_the_sandbox_no_claim_enters_a_namespace() -> None:
 
     assert privatetmp.enter({}) is False
     assert privatetmp.probe({}) is None
+
+
+@needs_bwrap
+def test_where_no_namespace_can_be_made_one_line_says_the_claims_share_tmp(tmp_path: Path) -> None:
+    """bwrap's --disable-userns refuses every new user namespace inside, as docker's seccomp profile does."""
+    from physverify.commands.sandbox.plan import Inner, make_plan
+    from physverify.commands.sandbox.run import Limits, backend_env, bwrap_argv, python_paths
+
+    root = tmp_path / "project"
+    (root / "claims").mkdir(parents=True)
+    init_repo(root)
+    plan = make_plan(Inner(("replay", "claims"), "replay", ("claims",)), repo=root, cwd=root)
+    for writable in plan.writable:
+        writable.host.touch()
+    argv = bwrap_argv(plan, Limits(2**30, 64), python=python_paths())
+    probe = ("import os\nfrom physverify.isolation import privatetmp as p\n"
+             "print(p.probe())\nprint(os.environ.get(p.CLAIM_NS_ENV))\n")
+    refused = ["bwrap", "--disable-userns", *argv[1 : argv.index("--chdir")], "--", sys.executable, "-I", "-c", probe]
+    done = subprocess.run(refused, capture_output=True, text=True, timeout=120, env=backend_env("bwrap"))
+    line, variable = done.stdout.splitlines()
+    assert line.startswith("physverify: the claims of this run share one /tmp and /dev/shm: no claim can have its "
+                           "own here ("), done.stdout + done.stderr
+    assert "Each claim's own /tmp" in line and variable == "None"  # no claim tries: they run as before
+    allowed = [*argv[: argv.index("--chdir")], "--", sys.executable, "-I", "-c", probe]
+    done = subprocess.run(allowed, capture_output=True, text=True, timeout=120, env=backend_env("bwrap"))
+    assert done.stdout.splitlines() == ["None", "private"], done.stdout + done.stderr

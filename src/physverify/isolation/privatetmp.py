@@ -7,8 +7,9 @@ numba or matplotlib cache, a hand-written /tmp/x.npy), or read what another wrot
 ``enter`` runs in the claim's own process before anything of the claim's is loaded
 (child.run_as_process), and, when physverify inside the sandbox asked for it (``CLAIM_NS_ENV``):
 
-1. makes a user namespace and a mount namespace of the claim's own (the same uid and gid
-   mapped), its mounts private, so nothing it mounts is seen by any other process;
+1. makes a user namespace, a mount namespace and an IPC namespace (System V shared memory,
+   semaphores and message queues) of the claim's own (the same uid and gid mapped), its mounts
+   private, so nothing it mounts is seen by any other process;
 2. remounts read-only every mount it received writable (the sandbox's shared /tmp, /dev/shm,
    /home, /root, the bound ledger and output files), then mounts an empty tmpfs on /tmp and
    /dev/shm, and makes its HOME and TMPDIR again, empty, inside its new /tmp;
@@ -55,7 +56,7 @@ from physverify.errors import PhysverifyError
 CLAIM_NS_ENV = "PHYSVERIFY_CLAIM_NAMESPACE"
 ASK, PRIVATE = "ask", "private"
 
-_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 1024, 2048, 1 << 21
@@ -149,7 +150,7 @@ def _isolate(home: str | None, tmpdir: str | None) -> None:
     _call(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     uid, gid = os.getuid(), os.getgid()
     sizes = {path: _size(path) for path in ("/tmp", "/dev/shm")}
-    _call(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+    _call(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWIPC), "unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w", encoding="ascii") as file:
             file.write(text)
