@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_SOLVER, committed_project
 
 needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
 
@@ -29,26 +29,12 @@ def command():
 '''
 
 
-def _package(folder: Path, cli: str) -> list[str]:
-    (folder / "physverify" / "commands").mkdir(parents=True)
-    (folder / "physverify" / "__init__.py").write_text("")
-    (folder / "physverify" / "commands" / "__init__.py").write_text("")
-    (folder / "physverify" / "commands" / "cli.py").write_text(cli)
-    top = folder.name + "/" if folder.name == "claims" else ""
-    return [f"{top}physverify/__init__.py", f"{top}physverify/commands/__init__.py", f"{top}physverify/commands/cli.py"]
-
-
 def _project(tmp_path: Path, where: str) -> Path:
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_SOLVER)
-    (root / "claims" / "claim_decay.py").write_text(DECAY_CLAIM)
-    planted = _package(root if where == "root" else root / "claims", STAND_IN)
-    (root / "claims" / "socket.py").write_text('raise SystemExit("a claims folder\'s socket.py was imported")\n')
-    repo = init_repo(root)
-    repo.index.add(["decay.py", "claims/claim_decay.py", "claims/socket.py", *planted])
-    repo.index.commit("a claim and a stand-in physverify")
-    return root
+    package = "physverify" if where == "root" else "claims/physverify"
+    files = {"decay.py": DECAY_SOLVER, "claims/claim_decay.py": DECAY_CLAIM,
+             "claims/socket.py": 'raise SystemExit("a claims folder\'s socket.py was imported")\n',
+             f"{package}/__init__.py": "", f"{package}/commands/__init__.py": "", f"{package}/commands/cli.py": STAND_IN}
+    return committed_project(tmp_path / "project", files, "a claim and a stand-in physverify")
 
 
 @needs_bwrap

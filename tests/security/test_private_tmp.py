@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.fixtures import DECAY_DEFECT, init_repo
+from support.fixtures import DECAY_DEFECT, committed_project, init_repo
 
 needs_bwrap = pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
 
@@ -143,15 +143,8 @@ def checks():
 
 
 def _project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_DEFECT)
-    (root / "claims" / "a_planter.py").write_text(PLANTER)
-    (root / "claims" / "b_victim.py").write_text(VICTIM)
-    repo = init_repo(root)
-    repo.index.add(["decay.py", "claims/a_planter.py", "claims/b_victim.py"])
-    repo.index.commit("a planter and a victim")
-    return root
+    files = {"decay.py": DECAY_DEFECT, "claims/a_planter.py": PLANTER, "claims/b_victim.py": VICTIM}
+    return committed_project(tmp_path / "project", files, "a planter and a victim")
 
 
 def _sandboxed_replay(root: Path, tmp_path: Path, isolation: str) -> tuple[dict[str, dict[str, object]], str]:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, init_repo
+from support.fixtures import DECAY_CLAIM, DECAY_DEFECT, committed_project
 
 from physverify.commands.sandbox import run as sandbox
 from physverify.commands.sandbox import seal
@@ -74,15 +74,9 @@ def checks():
 
 
 def _project(tmp_path: Path, *, limit: bool = False) -> Path:
-    root = tmp_path / "project"
-    (root / "claims").mkdir(parents=True)
-    (root / "decay.py").write_text(DECAY_DEFECT)
-    (root / "claims" / "a_forger.py").write_text(FORGER.format(forged=FORGED, limit=limit))
-    (root / "claims" / "b_victim.py").write_text(DECAY_CLAIM)
-    repo = init_repo(root)
-    repo.index.add(["decay.py", "claims/a_forger.py", "claims/b_victim.py"])
-    repo.index.commit("a forger and a real defect")
-    return root
+    files = {"decay.py": DECAY_DEFECT, "claims/a_forger.py": FORGER.format(forged=FORGED, limit=limit),
+             "claims/b_victim.py": DECAY_CLAIM}
+    return committed_project(tmp_path / "project", files, "a forger and a real defect")
 
 
 def _replay(root: Path, output: Path, report: Path) -> subprocess.CompletedProcess[str]:
