@@ -93,6 +93,8 @@ def _report(label: str, unit: str, pairs: list[tuple[float, float]], per: int = 
 
 
 def _inside(args: argparse.Namespace) -> None:
+    import ctypes  # noqa: F401  (loaded by the fork server and the fresh supervisor before they fork: procgroup)
+
     import numpy  # noqa: F401  (a warm interpreter, as the fork server's)
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, Landlock ABI {privatetmp.landlock_abi()}, "
