@@ -28,16 +28,19 @@ user namespace, or the opener holds CAP_SYS_PTRACE (CAP_SYS_ADMIN for setns) ove
 target's user namespace (commoncap's ptrace check, on top of the same-uid and dumpable
 checks). Every claim is in a user namespace of its own, a sibling of the others, so none
 holds anything over another's; a program a claim starts with exec stays in its namespace.
-The one process with rights over it is the owner of its namespace's parent: physverify inside
-(same uid in the parent namespace), which is not the code under test. Were the claims in the
+The processes with rights over it are those of its uid in the sandbox's own user namespace,
+where its namespace was made: physverify, the fork server, the supervisors and bwrap's init,
+none of which runs code of the repository (every interpreter physverify starts takes -P from
+Python 3.11 on, so a module in a claims folder is not imported before the claim's namespace is
+made; on 3.10 a claims folder's ``socket.py`` would still run there). Were the claims in the
 sandbox's own user namespace, any dumpable one would open another's /proc/PID/root, and the
 kernel makes every exec'd program dumpable again.
 
 physverify inside the sandbox calls ``probe`` once, at its start, before any claim runs: it
 tries steps 1-4 in a forked child. Where that fails (docker's and podman's default seccomp
-profile refuse new user namespaces; a kernel without unprivileged user
-namespaces, or an architecture other than x86_64 and aarch64), it prints one line and the
-claims share /tmp as before (sandbox/README.md).
+profile refuse new user namespaces; a kernel without unprivileged user namespaces; an
+architecture other than x86_64 and aarch64), it prints one line and the claims share /tmp as
+before (sandbox/README.md).
 """
 
 from __future__ import annotations
