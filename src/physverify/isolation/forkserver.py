@@ -80,7 +80,8 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     """Take the run's secret, preload, report the modules' files, then fork per request until the client closes."""
     global _before_preload
 
-    del sys.path[0]  # the server's cwd (physverify's folder), which no child has on its path
+    if not getattr(sys.flags, "safe_path", False):  # -P (Python 3.11 on) put no cwd first
+        del sys.path[0]  # the server's cwd (physverify's folder), which no child has on its path
     client = os.getppid()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     first = _receive(sock)
