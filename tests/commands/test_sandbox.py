@@ -364,6 +364,7 @@ def test_docker_and_podman_build_the_exact_command_lines(repo: Path) -> None:
         "--mount", f"type=bind,source={repo.resolve()}/claims/confirm_ledger.jsonl,target=/repo/claims/confirm_ledger.jsonl",
         "--tmpfs", "/tmp:rw,nosuid,nodev,size=1073741824", "--env", "HOME=/tmp",
         "--env", "PHYSVERIFY_REPO=/repo", "--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONNOUSERSITE=1",
+        "--env", "PHYSVERIFY_CLAIM_NAMESPACE=ask",
         "--env", f"PHYSVERIFY_REPO_COMMIT={plan.commit}", "--workdir", "/repo", "img",
         "replay", "claims", "--format", "github", "--ledger", "/repo/claims/confirm_ledger.jsonl"]
     podman = sandbox.podman_argv(plan, limits, image="img", name="box")
@@ -379,7 +380,7 @@ def test_bwrap_hides_home_and_network_and_binds_the_repository_read_only(repo: P
     assert ("--ro-bind", str(repo.resolve()), "/repo") in pairs
     assert ("--bind", str(repo.resolve() / "confirm_ledger.jsonl"), "/repo/confirm_ledger.jsonl") in pairs
     assert argv.index("/root") < argv.index("/opt/py")  # the homes are hidden before the Python is bound
-    assert argv[-9:] == ["--", "/opt/py/bin/python", "-s", "-c", sandbox.INNER_MAIN, "confirm", "c.py", "--ledger",
+    assert argv[-10:] == ["--", "/opt/py/bin/python", "-I", "-B", "-c", sandbox.INNER_MAIN, "confirm", "c.py", "--ledger",
                          "/repo/confirm_ledger.jsonl"]
 
 

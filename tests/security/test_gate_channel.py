@@ -93,9 +93,12 @@ def _forge():
         named += [args[args.index(b"--output") + 1]] if b"--output" in args else []
         if not named:
             continue
-        with open(named[0], "w") as handle:
-            handle.write(json.dumps({{"claims": [], "exit_code": 0, "skipped": [], "written": 0}}))
-        done.append("forged")
+        try:  # read-only to a claim that has its own namespace (isolation/privatetmp.py); the limit is set anyway
+            with open(named[0], "w") as handle:
+                handle.write(json.dumps({{"claims": [], "exit_code": 0, "skipped": [], "written": 0}}))
+            done.append("forged")
+        except OSError as exc:
+            done.append(f"not forged ({{exc.strerror}})")
         hard = resource.prlimit(pid, resource.{limit})[1]
         resource.prlimit(pid, resource.{limit}, ({value}, hard))
         done.append("limited")

@@ -60,6 +60,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ``--system-site-packages`` venv: its user site is on (checked), and the system's numpy is in it."""
     folder = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True)
+    # the physverify under test, installed as an editable install is: a path in the venv's site-packages
+    site_packages = folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (site_packages / "physverify_under_test.pth").write_text(str(SRC) + "\n")
     return folder / "bin" / "python"
 
 
@@ -108,7 +111,6 @@ def test_a_pth_planted_in_the_shared_home_never_runs_in_a_later_claims_process(v
 def test_a_pth_planted_inside_the_sandbox_never_runs_in_a_later_claims_process(venv: Path, tmp_path: Path) -> None:
     root, home = _project(tmp_path), tmp_path / "home"
     home.mkdir()
-    (root / "physverify").symlink_to(SRC / "physverify")  # the physverify under test, inside too (cwd first on sys.path)
     output = tmp_path / "report.json"
     done = subprocess.run([venv, "-m", "physverify", "sandbox", "--backend", "bwrap", "--", "replay", "claims",
                            "--jobs", "1", "--isolation", "fresh", "--format", "json", "--output", str(output)],

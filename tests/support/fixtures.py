@@ -29,6 +29,17 @@ def init_repo(path: Path) -> git.Repo:
     return repo
 
 
+def committed_project(root: Path, files: Mapping[str, str], message: str) -> Path:
+    """A new git repository at ``root`` holding ``files`` (path relative to ``root`` -> text), all committed."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    repo = init_repo(root)
+    repo.index.add(list(files))
+    repo.index.commit(message)
+    return root
+
+
 # Exponential decay and a claim that it decays with half the rate (Krane, Introductory
 # Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)). DECAY_DEFECT seeds that defect.
 DECAY_SOLVER = '''\

@@ -253,33 +253,30 @@ def _sandboxed(inputs: Inputs, baseline: str | None, log: list[str]) -> ReplayRe
     """The same replay run by ``physverify sandbox``; its sealed JSON report is read back into a ReplayResult.
 
     The ledger reported (and uploaded by action.yml) is the file the sandbox checked and
-    bound, never a path read from the repository under test (issue 13). The report file is
-    bound writable, so every claim inside can write it: only a report sealed with this run's
-    key (commands/sandbox/seal.py) is read, and only when physverify inside ended with the
-    exit code it reports; anything else is an error, never a pass.
+    bound, never a path read from the repository under test (issue 13). The report reaches
+    ``report_path`` only through the run's seal (commands/sandbox/seal.py): sandbox() writes
+    it there only when the seal holds, and it is read only when physverify inside ended with
+    the exit code it reports; anything else is an error, never a pass.
     """
     import tempfile
 
     from physverify.commands.sandbox import run as sandbox
-    from physverify.commands.sandbox import seal
 
     options = {"--ledger": inputs.ledger, "--jobs": inputs.jobs, "--timeout": inputs.timeout, "--baseline": baseline,
                "--shard": _shard_text(inputs)}
     args = ["replay", *inputs.claims, *(x for k, v in options.items() if v is not None for x in (k, v))]
-    key = seal.new_key()
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "replay.json"
         # the result as a report file; the inner run's usual text and progress go to the log
         inner = sandbox.Inner((*args, "--report", f"json={report_path}"), "replay",
                               folders=inputs.claims, timeout=inputs.timeout, jobs=inputs.jobs)
-        ran = sandbox.sandbox(inner, capture=True, seal_key=key)  # the code inside must not reach the runner's stdout
+        ran = sandbox.sandbox(inner, capture=True)  # the code inside must not reach the runner's stdout
         log += neutralise(ran.output)
         written = report_path.is_file() and report_path.stat().st_size > 0
         if ran.problem or ran.ledger is None or not written:
             why = ran.problem or "; ".join(ran.notes) or "see the log above"
             raise PhysverifyError(f"sandbox ({ran.backend}): the replay inside wrote no result (exit {ran.exit_code}): {why}")
-        data = seal.opened(_read_regular(report_path), key, f"sandbox ({ran.backend}): the replay's result")
-        result = result_of(data, report_path, ledger=_shown(ran.ledger, Path.cwd()))
+        result = result_of(_read_regular(report_path), report_path, ledger=_shown(ran.ledger, Path.cwd()))
     if result.exit_code != ran.exit_code:
         raise PhysverifyError(f"sandbox ({ran.backend}): physverify inside ended with exit {ran.exit_code}, but its "
                               f"result says {result.exit_code}; no verdict")

@@ -61,10 +61,11 @@ def _add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="-|FILE", help="write the result as JSON to FILE, or to stdout with -")
 
 
-def _emit(text: str, output: str | None = None, *, sealed: bool = False) -> None:
+def _emit(text: str, output: str | None = None) -> None:
     """Write ``text`` to stdout, or to the file ``output`` (created or replaced).
 
-    ``sealed``: inside the Action's sandbox the file carries the run's seal (commands/sandbox/seal.py).
+    Inside the sandbox the file carries the run's seal (commands/sandbox/seal.py): the runner
+    outside copies it to the caller's file only when the seal holds.
     """
     from physverify.commands.sandbox import seal
 
@@ -74,7 +75,7 @@ def _emit(text: str, output: str | None = None, *, sealed: bool = False) -> None
         sys.stdout.write(text)
         return
     try:
-        if sealed and seal.active():
+        if seal.active():
             Path(output).write_bytes(seal.seal(text.encode("utf-8", errors="backslashreplace")))
         else:
             Path(output).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -560,8 +561,8 @@ def _replay(args: argparse.Namespace) -> int:
         shard=args.shard, record_all=args.record_all, dry_run=args.dry_run, progress=progress, isolation=args.isolation,
     )
     for name, path in reports:
-        _emit(report.render(name, result), path, sealed=name == "json")  # the one the Action reads back
-    _emit(report.render(fmt, result), args.output, sealed=True)
+        _emit(report.render(name, result), path)
+    _emit(report.render(fmt, result), args.output)
     return result.exit_code
 
 
@@ -633,11 +634,14 @@ def command() -> int:
     file, the ledger first, is closed where it is written).
     """
     from physverify.commands.sandbox import seal
-    from physverify.isolation import guard
+    from physverify.isolation import guard, privatetmp
 
     guard.protect()  # before any claim runs: none may open this process's descriptors or memory
     try:
         seal.receive()  # inside the Action's sandbox: the key of the result's seal, before anything else runs
+        shared = privatetmp.probe()  # inside the sandbox: whether each claim gets its own /tmp; one line if not
+        if shared is not None:
+            sys.stderr.write(shared + "\n")
         return main()
     except PhysverifyError as exc:  # only receive's: main reports its own
         sys.stderr.write(f"physverify: {exc}\n")

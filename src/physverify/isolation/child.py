@@ -25,6 +25,7 @@ from typing import Any
 
 from physverify.checks import ERROR, Check, CheckOutcome, describe_exception, run_check
 from physverify.isolation.procgroup import TOKEN_ENV
+from physverify.isolation import privatetmp as _privatetmp
 from physverify.isolation import variant_import as _variant_import
 from physverify.isolation.protocol import encode_progress, encode_result
 from physverify.isolation.variant_channel import VariantSource
@@ -38,9 +39,15 @@ def interpreter(module: str) -> list[str]:
     into a HOME the others share (the sandbox's, the user's own) ran inside every interpreter
     started after it, the victim's included. The paths a child gets are the ones the design
     names (the claim's folder, the root, src/, then PYTHONPATH and the interpreter's own
-    site-packages). ``-B``: no .pyc is written.
+    site-packages). ``-B``: no .pyc is written. ``-P`` (Python 3.11 on): the working folder, the
+    claim's own, is not put first on the path while physverify's child code is imported, so a
+    ``physverify/`` or ``socket.py`` in a claims folder does not run as that code, before the
+    claim's own namespace is made inside the sandbox (privatetmp.py).
     """
-    return [sys.executable, "-s", "-B", "-m", module]
+    return [sys.executable, "-s", "-B", *_SAFE_PATH, "-m", module]
+
+
+_SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
 
 
 def startup_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -106,6 +113,7 @@ def run_as_process(mode: str, path: Path, extra: Sequence[str], result_fd: int, 
                    variant: VariantSource | None = None) -> int:
     """``child_main`` in a forked process (both modes), ended as the interpreter would end it: its exit code."""
     try:
+        _privatetmp.enter()  # inside the sandbox: this claim's own /tmp and HOME, before any of its code runs
         child_main(mode, path, extra, result_fd, key, variant)
         code = 0
     except SystemExit as exc:  # as the interpreter would end a fresh child

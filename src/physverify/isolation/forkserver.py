@@ -88,7 +88,8 @@ def serve(sock: socket.socket, preload: Sequence[str]) -> None:
     """Take the run's secret, preload, report the modules' files, then fork per request until the client closes."""
     global _before_preload
 
-    del sys.path[0]  # the server's cwd (physverify's folder), which no child has on its path
+    if not getattr(sys.flags, "safe_path", False):  # -P (Python 3.11 on) put no cwd first
+        del sys.path[0]  # the server's cwd (physverify's folder), which no child has on its path
     # Not dumpable, nor is any claim it forks (the flag is inherited by fork, reset by exec): a
     # process of the same user without CAP_SYS_PTRACE cannot read their memory, descriptors or
     # environment through /proc, nor copy a descriptor with pidfd_getfd, where no Yama module

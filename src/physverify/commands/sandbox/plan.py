@@ -19,6 +19,7 @@ from physverify.gate import settings
 from physverify.commands.sandbox.defaults import GRACE_S
 from physverify.errors import UsageError
 from physverify.gate.ledger import DEFAULT_LEDGER
+from physverify.isolation.privatetmp import ASK, CLAIM_NS_ENV
 
 if TYPE_CHECKING:
     from physverify.gate.config import Config
@@ -29,6 +30,9 @@ COMMANDS = ("confirm", "replay")
 CLAIM_GRACE_S = 15.0  # added per claim of a replay to its --timeout (its child's start and end)
 # The options whose value is a file physverify writes: they are the only writable places.
 _WRITE_OPTIONS = {"confirm": ("--ledger", "--json"), "replay": ("--ledger", "--output", "--report")}
+# The results among them: written inside into a file of the runner's own (``staging``), sealed, and
+# copied to the file the caller named only once the seal holds (run.py, ``_deliver``).
+_STAGED = ("--json", "--output", "--report")
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,13 @@ class Plan:
     commit: str | None
     ledger: Path | None = None  # the ledger on the host, after the checks of writable_path
     sealed: bool = False  # the host sends a key on standard input and reads only a result sealed with it
+    outputs: tuple[tuple[Path, Path], ...] = ()  # (the staged file bound inside, the caller's file) of each result
 
     def env(self) -> dict[str, str]:
         """Return the variables physverify reads inside (spec sections 3 and 5)."""
         # No user site and no start-up file: every claim of a run shares the HOME inside (child.interpreter).
-        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+        env = {settings.REPO_ENV: MOUNT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+               CLAIM_NS_ENV: ASK}  # each claim its own /tmp, where the kernel allows it (isolation/privatetmp.py)
         if self.commit:
             env[settings.REPO_COMMIT_ENV] = self.commit
         if self.sealed:
@@ -78,13 +84,17 @@ class Inner:
     jobs: str | None = None  # replay's --jobs as given
 
 
-def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
-    """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``."""
+def make_plan(inner: Inner, *, repo: Path, cwd: Path, staging: Path | None = None) -> Plan:
+    """Return the Plan for ``physverify sandbox -- ARGS`` run from ``cwd`` on ``repo``.
+
+    With ``staging`` (a folder of the runner's own), a result file the caller names is not bound
+    itself: a new file in ``staging`` is, and ``Plan.outputs`` pairs the two.
+    """
     from physverify.gate.repo import commit as repo_commit
 
     command = _command(inner)
     repo, cwd = repo.resolve(), cwd.resolve()
-    translate = _Translator(repo, cwd)
+    translate = _Translator(repo, cwd, staging)
     out: list[str] = [command]
     rest = list(inner.args[1:])
     writes = _WRITE_OPTIONS[command]
@@ -105,7 +115,7 @@ def make_plan(inner: Inner, *, repo: Path, cwd: Path) -> Plan:
     # The commit is read on the host, so it is the same for every backend (spec section 3), with
     # git told to run nothing the received .git/config names (issue 21, item 7).
     return Plan(repo, tuple(out), translate.inside(cwd) or MOUNT, tuple(translate.files),
-                repo_commit(repo, untrusted=True), named["--ledger"])
+                repo_commit(repo, untrusted=True), named["--ledger"], outputs=tuple(translate.outputs))
 
 
 def _report_value(value: str) -> tuple[str, str]:
@@ -201,10 +211,11 @@ def _seconds(given: str | None, default: float) -> float:
 class _Translator:
     """Maps host paths in the arguments to the paths the command sees inside."""
 
-    def __init__(self, repo: Path, cwd: Path) -> None:
-        self.repo, self.cwd = repo, cwd
+    def __init__(self, repo: Path, cwd: Path, staging: Path | None = None) -> None:
+        self.repo, self.cwd, self.staging = repo, cwd, staging
         self.cwd_inside = self.inside(cwd) is not None
         self.files: list[WritableFile] = []
+        self.outputs: list[tuple[Path, Path]] = []
 
     def inside(self, host: Path) -> str | None:
         """Return where the host path ``host`` is seen inside, or None when it is outside the repository."""
@@ -237,6 +248,10 @@ class _Translator:
         if value == "-":
             return value, None
         host = writable_path(self.cwd / value, self.repo, f"{option} {value}")
+        if self.staging is not None and option in _STAGED:
+            staged = self.staging / f"{len(self.outputs)}-{host.name}"
+            self.outputs.append((staged, host))
+            return self._bind(staged), host
         keep = self.cwd_inside and not Path(value).is_absolute() and self.repo in host.parents
         inside = self._bind(host)
         return (value if keep else inside), host

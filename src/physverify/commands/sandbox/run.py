@@ -146,8 +146,9 @@ INNER_MAIN = (
 
 def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), executable: str = "") -> list[str]:
     """Return the bubblewrap command line that runs ``plan`` with the host's Python."""
-    argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--disable-userns",
-            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+    # No --disable-userns: it would also refuse the user namespace each claim makes for its own /tmp
+    # (isolation/privatetmp.py), which then refuses any further one to the claim with a seccomp filter.
+    argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "physverify-sandbox", "--die-with-parent", "--new-session", "--clearenv",
             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", INSIDE_HOME,
             "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
@@ -160,8 +161,9 @@ def bwrap_argv(plan: Plan, limits: Limits, *, python: Sequence[Path] = (), execu
     argv += [a for p in python for a in ("--ro-bind", str(p), str(p))]
     argv += ["--ro-bind", str(plan.repo), MOUNT]
     argv += [a for f in plan.writable for a in ("--bind", str(f.host), f.inside)]
-    # -s: no user site, as every interpreter physverify starts (child.interpreter)
-    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-s", "-c", INNER_MAIN, *plan.args]
+    # -I: neither the working folder (the repository: its own physverify/ would run in place of this one and read
+    # the seal's key) nor the user site nor PYTHON* variables decide what is imported; -B: no .pyc is written.
+    return argv + ["--chdir", plan.cwd, "--", executable or sys.executable, "-I", "-B", "-c", INNER_MAIN, *plan.args]
 
 
 def _system_binds() -> list[str]:
@@ -262,7 +264,6 @@ def sandbox(
     timeout: str | None = None,
     capture: bool = False,
     relay: Relay | None = None,
-    seal_key: bytes | None = None,
 ) -> SandboxRun:
     """``physverify sandbox``: run confirm or replay ``inner`` in a sandbox; return its exit code and notes.
 
@@ -272,10 +273,19 @@ def sandbox(
     stdout and stderr writers) each line goes to its writer as it comes, shown through
     ``visible``: the code inside can write to the inner physverify's own streams, and
     passed on as bytes a screen clear, an OSC 52 clipboard write or a ``##[`` command reached
-    the terminal or a CI log as it was (issue 13). With ``seal_key`` the command inside
-    receives the key on its standard input and seals the result it writes with it
-    (commands/sandbox/seal.py).
+    the terminal or a CI log as it was (issue 13).
+
+    Every result file the caller names (``--output``, ``--report``, ``--json``) reaches it
+    only through the seal (commands/sandbox/seal.py): the command inside receives a new key on
+    its standard input and writes each result, sealed, into a file of a folder of the runner's
+    own; the runner copies it to the caller's file only when the seal holds. A result a claim
+    forged, or none where physverify inside reported a verdict, is exit 2 with a problem, and
+    the caller's file is left as it was.
     """
+    import tempfile
+
+    from physverify.commands.sandbox import seal
+
     from physverify.gate.evaluate import parse_timeout
 
     if not 0 <= pids <= MAX_PIDS:
@@ -284,20 +294,78 @@ def sandbox(
     outer_given = parse_timeout(timeout) if timeout is not None else None  # the rule of every --timeout
     limits = Limits(parse_size(memory), pids)
     cwd = Path.cwd()
-    plan = make_plan(inner, repo=(repo or find_repo(cwd)), cwd=cwd)
-    plan = replace(plan, sealed=seal_key is not None)
-    outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd, repo=plan.repo)
-    image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
-    chosen = choose_backend(backend, image)
-    created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
+    key = seal.new_key()
+    with tempfile.TemporaryDirectory(prefix="physverify-sandbox-") as staging:
+        plan = make_plan(inner, repo=(repo or find_repo(cwd)), cwd=cwd, staging=Path(staging))
+        plan = replace(plan, sealed=True)
+        outer = outer_given if outer_given is not None else outer_limit(inner, cwd=cwd, repo=plan.repo)
+        image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
+        chosen = choose_backend(backend, image)
+        created = [f.host for f in plan.writable if _create(f.host)]  # a bind needs its source
+        try:
+            run = _run_bwrap if chosen == "bwrap" else functools.partial(_run_engine, chosen, image=image)
+            ran = run(plan, limits, outer, _Tail() if capture else _Relay(*relay) if relay is not None else None, key)
+        finally:
+            for path in created:  # an unused one is removed again
+                if path.lstat().st_size == 0:
+                    path.unlink()
+        return _deliver(_known_exit(replace(ran, ledger=plan.ledger)), plan.outputs, key)
+
+
+def _deliver(ran: SandboxRun, outputs: Sequence[tuple[Path, Path]], key: bytes) -> SandboxRun:
+    """Copy each staged result to the caller's file once every seal holds; else exit 2 with a problem, nothing copied.
+
+    A result missing where physverify inside ended with a verdict (0 or 1) is a problem too: a
+    claim kept it from writing (a limit set with prlimit), and the caller's old file must not
+    stand for this run's.
+    """
+    from physverify.commands.sandbox import seal
+
+    opened: list[tuple[Path, bytes]] = []
+    for staged, target in outputs:
+        data = _read_staged(staged)
+        if not data:
+            if ran.exit_code in (EXIT_OK, EXIT_FINDING) and ran.problem is None:
+                return replace(ran, exit_code=EXIT_ERROR, problem=(
+                    f"sandbox: physverify inside ended with exit {ran.exit_code} but wrote no result for {target}; "
+                    "no verdict"))
+            continue
+        try:
+            opened.append((target, seal.opened(data, key, f"sandbox: the result for {target}")))
+        except PhysverifyError as exc:
+            return replace(ran, exit_code=EXIT_ERROR, problem=str(exc))
+    for target, data in opened:
+        _write_result(target, data)
+    return ran
+
+
+_MAX_RESULT = 256 * 1024 * 1024  # as the Action's reader of a result (action.result_of)
+
+
+def _read_staged(path: Path) -> bytes:
+    """The bytes of a staged result: a regular file reached without a link, at most _MAX_RESULT; b"" when none."""
     try:
-        run = _run_bwrap if chosen == "bwrap" else functools.partial(_run_engine, chosen, image=image)
-        ran = run(plan, limits, outer, _Tail() if capture else _Relay(*relay) if relay is not None else None, seal_key)
-    finally:
-        for path in created:  # an unused one is removed again
-            if path.lstat().st_size == 0:
-                path.unlink()
-    return _known_exit(replace(ran, ledger=plan.ledger))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise PhysverifyError(f"sandbox: the result staged for {path.name} cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_RESULT:
+            raise PhysverifyError(f"sandbox: the result staged for {path.name} is not a regular file of at most "
+                                  f"{_MAX_RESULT} bytes; no verdict")
+        return handle.read()
+
+
+def _write_result(path: Path, data: bytes) -> None:
+    """Write a result whose seal held to the caller's file (checked by plan.writable_path), never through a link."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise PhysverifyError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def _create(path: Path) -> bool:

@@ -1,4 +1,5 @@
-"""The sandboxed Action's result, sealed by physverify inside with a key no claim can reach.
+"""Every sandboxed run's result files (the Action's, and ``--output``, ``--report``, ``--json`` of the command
+line), sealed by physverify inside with a key no claim can reach.
 
 The replay inside the sandbox writes its JSON result into a file bound writable from the
 host, and every claim inside can write that file too: it finds the path in its ancestor's
@@ -12,7 +13,9 @@ standard input, a pipe the host closes at once; physverify reads it before anyth
 repository runs and is non-dumpable from its start (isolation/guard.py), so no claim can read
 it from the pipe (empty by then), from /proc/PID/environ or /proc/PID/cmdline (it is in
 neither), or from physverify's memory. The sealed file is the tag in hexadecimal, a newline,
-and the result's bytes. A file without a valid tag, or none at all, is ``gate=error``.
+and the result's bytes. The runner (run.sandbox) writes a result to the caller's file only when
+its tag holds; a file without a valid tag, or none after a verdict, is exit 2 and, in the
+Action, ``gate=error``.
 """
 
 from __future__ import annotations
