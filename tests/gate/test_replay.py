@@ -853,11 +853,26 @@ def test_write_lines_appends_only_the_lines_the_gate_said_to_write(tmp_path: Pat
     assert [line["claim_key"] for line in ledger.read_ledger(path).records] == ["a.py"]
 
 
+@pytest.fixture()
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The working tree of each repository GitPython opens from now on, through the real opener."""
+    found: list[Path] = []
+    real = repo_module.open_repo
+
+    def counted(folder: Path) -> Any:
+        repository = real(folder)
+        found.append(Path(repository.working_tree_dir) if repository is not None else folder)
+        return repository
+
+    monkeypatch.setattr(repo_module, "open_repo", counted)
+    return found
+
+
 @pytest.mark.parametrize("options", [{}, {"changed_since": "HEAD"}, {"baseline": "HEAD~1"},
                                      {"pre_commit": True, "files": ["solver.py"]}],
                          ids=["full", "changed since", "older baseline", "hook"])
 def test_a_run_opens_each_repository_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          options: dict[str, Any]) -> None:
+                                          options: dict[str, Any], opened: list[Path]) -> None:
     """Every git question of one run goes through its one Checkout per repository: the settings, the committed
     ledger, the change set, renames, removed claims and each claim's commit."""
     project = make_repo(tmp_path, GOOD, claims=2)
@@ -867,21 +882,13 @@ def test_a_run_opens_each_repository_once(tmp_path: Path, monkeypatch: pytest.Mo
     project.index.commit("ledger")
     (tmp_path / "solver.py").write_text(GOOD + "# touched\n")
     monkeypatch.chdir(tmp_path)
-    opened: list[Path] = []
-    real = repo_module.open_repo
-
-    def counted(folder: Path) -> Any:
-        found = real(folder)
-        opened.append(Path(found.working_tree_dir) if found is not None else folder)
-        return found
-
-    monkeypatch.setattr(repo_module, "open_repo", counted)
+    opened.clear()  # what the setup's run opened
     result = run(tmp_path, jobs=1, dry_run=True, **options)
     assert len(result.claims) == 2
     assert opened == [tmp_path]
 
 
-def test_a_claim_in_another_repository_opens_that_one_once_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_claim_in_another_repository_opens_that_one_once_more(tmp_path: Path, opened: list[Path]) -> None:
     """Two checkouts, two repositories opened: the claims folder's and the one CLAIM["repo"] names."""
     make_repo(tmp_path / "project", DEFECT, claims=0)
     init_repo(tmp_path / "adapters")
@@ -890,15 +897,6 @@ def test_a_claim_in_another_repository_opens_that_one_once_more(tmp_path: Path, 
     for name in ("a.py", "b.py"):
         text = claim_text().replace('"impact": "used",', '"impact": "used",\n    "repo": "../../project",')
         (claims / name).write_text(text)
-    opened: list[Path] = []
-    real = repo_module.open_repo
-
-    def counted(folder: Path) -> Any:
-        found = real(folder)
-        opened.append(Path(found.working_tree_dir) if found is not None else folder)
-        return found
-
-    monkeypatch.setattr(repo_module, "open_repo", counted)
     result = replay.replay([claims], trusted=True, timeout_s=60, jobs=1, dry_run=True)
     assert [run.verdict for run in result.claims] == [CONFIRMED, CONFIRMED]
     assert sorted(opened) == sorted([tmp_path / "adapters", tmp_path / "project"])
