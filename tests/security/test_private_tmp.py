@@ -214,3 +214,21 @@ def test_where_no_namespace_can_be_made_one_line_says_the_claims_share_tmp(tmp_p
     allowed = [*argv[: argv.index("--chdir")], "--", sys.executable, "-I", "-c", probe]
     done = subprocess.run(allowed, capture_output=True, text=True, timeout=120, env=backend_env("bwrap"))
     assert done.stdout.splitlines() == ["None", "private"], done.stdout + done.stderr
+
+
+def test_a_claim_whose_namespace_cannot_be_made_after_the_probe_is_refused_not_run_shared(tmp_path: Path) -> None:
+    """A process with a second thread cannot enter a user namespace: enter raises, so the claim's process ends."""
+    code = (
+        "import threading, time\n"
+        "from physverify.isolation import privatetmp\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "try:\n"
+        "    privatetmp.enter({privatetmp.CLAIM_NS_ENV: privatetmp.PRIVATE, 'HOME': '/tmp/h', 'TMPDIR': '/tmp/t'})\n"
+        "except privatetmp.PrivateTmpError as exc:\n"
+        "    print(exc)\n"
+        "else:\n"
+        "    print('entered')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.stdout.startswith("the claim's own /tmp could not be made (") and "unshare" in done.stdout, done
+    assert done.stdout.rstrip().endswith("the claim was not run")
