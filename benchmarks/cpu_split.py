@@ -2,10 +2,11 @@
 
 Runs one cold replay (no ledger, an empty cache folder) of scale_bench.py's N tiny claims with a
 ``sitecustomize`` on PYTHONPATH that makes every Python process it starts note its own resource
-usage at exit. The fork server's children (each claim's supervisor, and through it the claim's
-own process) are counted in the server's RUSAGE_CHILDREN; the claims' processes note their own
-usage before their exit, so "supervisors and exits" is what is left of the server's children:
-the supervisors' own work and every process's exit (unmapping its copy of the server's pages).
+usage at exit. The fork server's children (each claim's own process; before the server did the
+supervisor's jobs itself, a supervisor per claim and, through it, the claim's process) are counted
+in the server's RUSAGE_CHILDREN; the claims' processes note their own usage before their exit, so
+"supervisors and exits" is what is left of the server's children: every process's exit (unmapping
+its copy of the server's pages) and, in a tree that still has them, the supervisors' own work.
 Then the claims' compute in one warm process, as scale_bench.py measures the floor. Nothing is
 asserted. To see the kernel's share of the same run, wrap it in ``perf record -a`` (see
 benchmarks/README.md, "Issue 19's eighth pass").

@@ -225,7 +225,10 @@ class ForkServer:
         if forked is None or ("pid" in forked and len(fds) != 1):  # stopped (a claim can SIGSTOP it) or dead
             self.broken = True
             self._wake()
-            raise ForkUnavailable(self._unable() or "the fork server did not answer", died=True)
+            why = self._unable()
+            if self._proc.poll() is not None:  # it may have forked the claim before it died: that one came here
+                end_orphans(_is_watched)
+            raise ForkUnavailable(why or "the fork server did not answer", died=True)
         if "pid" not in forked:  # it could not fork (a process limit), refused, or is unsafe: a fresh child
             raise ForkUnavailable(str(forked.get("error")), unsafe=forked.get("unsafe") is True)
         return int(forked["pid"]), int(forked.get("threads", 1)), fds[0]
