@@ -344,6 +344,17 @@ def check_order(
             judged = _judge_levels(h[finite:above], e[finite:above], len(e), expected, limits)
             if judged[0] == PASS:
                 (status, message, fitted, window), kept, excluded = judged, above, True
+    if status == FAIL and roundoff is not None and GROWS not in message:
+        # A FAIL on the order or on a flat error must rest on levels above their round-off: an error
+        # within it may be round-off alone, at any level (a truncation error near zero between two
+        # levels whose round-off happens to be large looks flat).
+        inside = [i for i in range(finite, kept) if level < e[i] <= noise[i]]  # those below the floor are out
+        if inside:
+            use = [i for i in range(finite, kept) if i not in inside]
+            judged = _judge_levels([h[i] for i in use], [e[i] for i in use], len(e), expected, limits)
+            status, fitted, window = judged[0], judged[2], judged[3]
+            message = (f"{len(inside)} level{'s' if len(inside) > 1 else ''} within {limits.precision or 'the code'}'s "
+                       f"round-off (h = {', '.join(f'{h[i]:g}' for i in inside)}) not used; {judged[1]}")
     if excluded:
         message = (f"levels h <= {h[kept]:g} are at {limits.precision or 'the code'}'s round-off and were not used; "
                    + message)
@@ -428,11 +439,24 @@ def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: in
         order = math.log(before / x) / math.log(h[end - 2] / h[end - 1]) if x > 0 and before > 0 else math.inf
         stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER and not (
             order < -STALL_ORDER and x > GROWTH_OVER_BOUND * noise[end - 1])  # growth is judged by _growth
-        bent = x <= noise[end - 1] and order < slowest
+        bent = order < slowest and (x <= noise[end - 1] or _could_reach(h, e, noise, end - 1, slowest))
         if not (stopped or bent):
             break
         end -= 1
     return end, end < len(e)
+
+
+def _could_reach(h: list[float], e: list[float], noise: list[float], i: int, slowest: float) -> bool:
+    """Whether round-off within ``noise`` at levels i - 1 and i could have bent their pairwise order from ``slowest``.
+
+    The truncation error of a level is its error give or take its round-off, so the order between the
+    two is at most log((e[i-1] + r[i-1]) / (e[i] - r[i])) / log(h[i-1] / h[i]); a pair that could be
+    falling at an accepted order under that round-off is no evidence of a lower one.
+    """
+    lower = e[i] - noise[i]
+    if lower <= 0:
+        return True
+    return math.log((e[i - 1] + noise[i - 1]) / lower) / math.log(h[i - 1] / h[i]) >= slowest
 
 
 # A PASS rests on three levels at the fewest.
