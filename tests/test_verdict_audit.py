@@ -242,14 +242,14 @@ def _verlet_free_float32(source, y0, t_end: float, n: int, cast: bool = False) -
     return end.astype(np.float64) if cast else end
 
 
-FREE = ManufacturedODE(lambda t: np.array([0.25 + 0.5 * t, 0.5 + 0.0 * t]), lambda t, y: np.array([y[1], 0.0 * y[0]]))
+FREE_PARTICLE = ManufacturedODE(lambda t: np.array([0.25 + 0.5 * t, 0.5 + 0.0 * t]), lambda t, y: np.array([y[1], 0.0 * y[0]]))
 
 
 @pytest.mark.parametrize("ns", [(50, 100, 200, 400), refine(50, max_n=6400)], ids=["fixed", "plan"])
 @pytest.mark.parametrize("cast", [False, True], ids=["float32-out", "cast-to-float64"])
 def test_a_float32_free_particle_a_few_units_off_is_exact_up_to_its_precision(ns: object, cast: bool) -> None:
     kwargs = {"precision": np.float32} if cast else {}
-    result = mms_order_study(lambda s, y0, t, n: _verlet_free_float32(s, y0, t, n, cast), FREE, 1.5, ns, 2, **kwargs)
+    result = mms_order_study(lambda s, y0, t, n: _verlet_free_float32(s, y0, t, n, cast), FREE_PARTICLE, 1.5, ns, 2, **kwargs)
     assert result.status == EXACT, result.message
     assert result.errors[0] > 2 * float(np.finfo(np.float32).eps)  # more than the two units the old rule allowed
     assert "exact up to the code's precision" in result.message and "coarser" not in result.message

@@ -297,8 +297,8 @@ def _judge_roundoff(result: OrderResult, roundoff: dict[float, float], span: flo
     if not (math.isfinite(finest) and finest <= ROUNDOFF_FACTOR * noise):
         return result
     if result.status == FAIL and GROWS in result.message and ROUNDOFF_NOT_USED in result.message:
-        # The sweep judged the growth against this measured round-off (a low precision's), on the levels a
-        # decade above it; the finer ones near it were left out, and the FAIL does not rest on them.
+        # The sweep judged the growth against this measured round-off (a low precision's), on the levels
+        # above it by check_order's margin; the finer ones near it were left out: the FAIL does not rest on them.
         return result
     if GROWS in result.message and finest > (GROWTH_OVER_BOUND if judged else _GROWTH_OVER_NOISE) * noise:
         # Growth the sweep judged against this measured round-off (a low precision's, ``judged``) and found

@@ -284,7 +284,8 @@ def check_order(
     unstable blow-up, round-off reached, or input that cannot give an order.
 
     Growth is evidence (``_growth``): an error that grows as h shrinks at a settled rate over
-    three or more pairs of levels spanning DECISION_SPAN, from the first levels on, far above
+    three or more pairs of levels spanning DECISION_SPAN (two where the error is already ten
+    times the solution's size at the first of them), from the first levels on, far above
     what round-off could make, is a FAIL at any size of the error (the discretisation is
     inconsistent). An error that rises only at coarse levels and then falls (a pre-asymptotic
     hump) is judged by its falling levels; one that falls and then grows, or whose growth
@@ -297,6 +298,10 @@ def check_order(
     in the order given, where it grows as h shrinks (n steps accumulate n round-offs, a k-th
     difference quotient divides eps |u| by h**k): the finest levels whose error has stopped
     falling within _NEAR_ROUNDOFF of it are not used, and say so; every error within it is EXACT.
+    With either: the finest levels within their round-off cannot show an order moving out of the
+    range (a PASS of the levels above them stands, never a FAIL); levels below the floor that go
+    on falling at an accepted order are used; growth is judged against the round-off with a
+    margin of GROWTH_OVER_BOUND.
     """
     if refines not in REFINES:
         raise ValueError(f"check_order(refines={refines!r}): refines must be one of {', '.join(REFINES)}")
@@ -329,7 +334,7 @@ def check_order(
     limits = _Limits(tol_low, math.inf if tol_high is None else tol_high, level, abs(scale), fit_points, atol,
                      refines, name, dict(zip(h[finite:kept], noise[finite:kept])) if roundoff is not None else {})
     status, message, fitted, window = _judge_levels(h[finite:kept], e[finite:kept], len(e), expected, limits)
-    if status == INCONCLUSIVE and excluded is not None and (name is not None or roundoff is not None):
+    if status == INCONCLUSIVE and (name is not None or roundoff is not None):
         # The finest levels within their round-off still fall at an accepted order (_roundoff_tail kept
         # them), but round-off bends their pairwise orders either way, so they cannot show that the order
         # is still moving: a PASS of the levels above them stands. Never a FAIL: a level falling at an
@@ -339,6 +344,17 @@ def check_order(
             judged = _judge_levels(h[finite:above], e[finite:above], len(e), expected, limits)
             if judged[0] == PASS:
                 (status, message, fitted, window), kept, excluded = judged, above, True
+    if status == FAIL and roundoff is not None and GROWS not in message:
+        # A FAIL on the order or on a flat error must rest on levels above their round-off: an error
+        # within it may be round-off alone, at any level (a truncation error near zero between two
+        # levels whose round-off happens to be large looks flat).
+        inside = [i for i in range(finite, kept) if level < e[i] <= noise[i]]  # those below the floor are out
+        if inside:
+            use = [i for i in range(finite, kept) if i not in inside]
+            judged = _judge_levels([h[i] for i in use], [e[i] for i in use], len(e), expected, limits)
+            status, fitted, window = judged[0], judged[2], judged[3]
+            message = (f"{len(inside)} level{'s' if len(inside) > 1 else ''} within {limits.precision or 'the code'}'s "
+                       f"round-off (h = {', '.join(f'{h[i]:g}' for i in inside)}) not used; {judged[1]}")
     if excluded:
         message = (f"levels h <= {h[kept]:g} are at {limits.precision or 'the code'}'s round-off and were not used; "
                    + message)
@@ -423,11 +439,28 @@ def _roundoff_tail(h: list[float], e: list[float], noise: list[float], start: in
         order = math.log(before / x) / math.log(h[end - 2] / h[end - 1]) if x > 0 and before > 0 else math.inf
         stopped = x <= _NEAR_ROUNDOFF * noise[end - 1] and order < STALL_ORDER and not (
             order < -STALL_ORDER and x > GROWTH_OVER_BOUND * noise[end - 1])  # growth is judged by _growth
-        bent = x <= noise[end - 1] and order < slowest
+        bent = order < slowest and (x <= noise[end - 1] or _could_reach(h, e, noise, end - 1, slowest))
         if not (stopped or bent):
             break
         end -= 1
     return end, end < len(e)
+
+
+def _could_reach(h: list[float], e: list[float], noise: list[float], i: int, slowest: float) -> bool:
+    """Whether round-off within ``noise`` at levels i - 1 and i could have bent their pairwise order from ``slowest``.
+
+    The truncation error of a level is its error give or take its round-off, so the order between the
+    two is at most log((e[i-1] + r[i-1]) / (e[i] - r[i])) / log(h[i-1] / h[i]); a pair that could be
+    falling at an accepted order under that round-off is no evidence of a lower one.
+    """
+    lower = e[i] - noise[i]
+    if lower <= 0:
+        return True
+    return math.log((e[i - 1] + noise[i - 1]) / lower) / math.log(h[i - 1] / h[i]) >= slowest
+
+
+# A PASS rests on three levels at the fewest.
+_ABOVE_ROUNDOFF = 3
 
 
 def _within_roundoff_tail(e: list[float], noise: list[float], start: int, end: int) -> int:
@@ -438,9 +471,6 @@ def _within_roundoff_tail(e: list[float], noise: list[float], start: int, end: i
     while end - start > _ABOVE_ROUNDOFF and e[end - 1] <= noise[end - 1]:
         end -= 1
     return end
-
-
-_ABOVE_ROUNDOFF = 3
 
 
 def _falling_below_floor(h: list[float], e: list[float], expected: float, limits: _Limits) -> set[int]:
@@ -513,13 +543,15 @@ def _judge_levels(h: list[float], e: list[float], n_given: int, expected: float,
 # belongs, a missing 1/h. Its pairwise orders are negative and agree; round-off grows too, like
 # eps |u| (l/h)**k for a k-th difference quotient over a field varying on a length l, or eps n**k
 # (k = 1/2 or 1) over n steps, and so does a pre-asymptotic hump while it rises. So growth is a FAIL
-# only when (1) the finest _GROWTH_PAIRS or more pairwise orders are below -STALL_ORDER, the finest
-# two agreeing within _SETTLED_SPREAD, spanning DECISION_SPAN in h, each step below the blow-up factor; (2) the error grew from the first
-# usable level on (an error that fell first may be growing round-off, or the far side of a valley);
+# only when (1) the finest _GROWTH_PAIRS or more pairwise orders are below -STALL_ORDER (two where
+# the error at the first of them is _FAR_BEYOND times the solution's size), the finest two agreeing
+# within _SETTLED_SPREAD, spanning DECISION_SPAN in h, each step below the blow-up factor; (2) the
+# error grew from the first usable level on (an error that fell first may be growing round-off, or
+# the far side of a valley);
 # (3) the growth is not slowing towards a turn (the rise of a hump slows before its top); (4)
 # the finest error is larger than the solution (a hump stays below it), and (5)
 # round-off could not have made it: where the round-off of each level is known, every growing
-# error is far above it; where it is not, round-off of size `level` at the coarsest level would
+# error is more than GROWTH_OVER_BOUND times above it; where it is not, round-off of size `level` at the coarsest level would
 # need more than _MAX_CELLS cells (or steps) per feature there to grow to the finest error.
 _GROWTH_PAIRS = 3
 _FAR_BEYOND = 10.0
@@ -551,7 +583,7 @@ def _growth(h: list[float], e: list[float], noise: list[float], limits: _Limits)
         return None  # an unstable blow-up, judged as one
     fell = any(q > STALL_ORDER for q in pairwise[:len(pairwise) - growing])
     rate = -fit_order(gh, ge)
-    # A round-off measured or stated per level is a near bound already: growth a decade above it is not round-off.
+    # A round-off measured or stated per level is a bound already (GROWTH_OVER_BOUND says how far above it).
     near = [step for step, x, r in zip(gh, ge, gn) if x <= (GROWTH_OVER_BOUND if limits.noise else ROUNDOFF_FACTOR) * r]
     head = (f"{GROWS}: pairwise orders {_fmt_orders(pairwise)}, about {e[-1]:.3g} at the "
             "finest level")

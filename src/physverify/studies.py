@@ -167,9 +167,9 @@ def patch_study(
     stage then sees the slope exactly (Butcher, Numerical Methods for ODEs, ch. 3).
     Assumes the code's right-hand side equals ``rhs_ref``. A code that returns float32 (or lower)
     is exact up to its precision: the floor is raised to n eps of the solution for the finest
-    n steps. EXACT shows the stages are
-    consistent (right times, right increments); it says nothing about the order, which
-    needs a curved solution. FAIL points to a stage at the wrong time or increment.
+    n steps. EXACT shows the stages are consistent (right times, right increments); it says
+    nothing about the order, which needs a curved solution. FAIL points to a stage at the wrong
+    time or increment.
     """
     a, b = np.asarray(intercept, dtype=float), np.asarray(slope, dtype=float)
     mms = ManufacturedODE(lambda t: a + b * t, rhs_ref, du=lambda t: b)
