@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from physverify.scan.reading import read
@@ -34,6 +34,8 @@ TEMPLATES = [
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(TEMPLATES), st.lists(NUMBER, min_size=6, max_size=6))
+# A grid's length as a float beside a spacing's exact Fraction too large for any float.
+@example(TEMPLATES[3], ["0", "0", "1.0000000000000002e+16", "Fraction(1, 1e-320)", "0", "0"])
 def test_hostile_numbers_in_every_shape_give_findings_or_nothing_never_an_exception(template: str,
                                                                                      numbers: list[str]) -> None:
     source = "import numpy as np\nfrom fractions import Fraction\n" + template.format(*numbers)

@@ -101,6 +101,8 @@ def check(body: Sequence[ast.stmt], file: str) -> list[Finding]:
                 finding = _spacing(name, value, line, grids, file)
             except Inexact:  # ends with two different square roots: not comparable exactly, so nothing to say
                 continue
+            except UNREADABLE:  # an exact number beyond a float's range met a float: nothing to say
+                continue
             if finding is not None:
                 found.append(finding)
     return found
