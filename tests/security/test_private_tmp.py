@@ -232,3 +232,55 @@ def test_a_claim_whose_namespace_cannot_be_made_after_the_probe_is_refused_not_r
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.stdout.startswith("the claim's own /tmp could not be made (") and "unshare" in done.stdout, done
     assert done.stdout.rstrip().endswith("the claim was not run")
+
+
+# A claim that imports, once its namespace is made, a module installed below /tmp.
+IMPORTS_LATE = '''\
+"""Claim: amount() decays with half the rate; its check imports a module installed below /tmp."""
+import math
+
+from physverify import FAIL, PASS, Check, Result
+
+import decay
+
+CLAIM = {"text": "amount() uses half the decay rate", "source": "a test", "file": "decay.py", "line": 6,
+         "reference": "Krane, Introductory Nuclear Physics, sec. 6.1: N(t) = N0 exp(-lambda t)", "impact": "used"}
+
+
+def _compare(t):
+    import installed_below_tmp  # first imported here, after the claim's own /tmp hid the sandbox's
+
+    want, got = math.exp(-1.0 * t), decay.amount(1.0, 1.0, t)
+    return Result(PASS if abs(got - want) <= 1e-12 else FAIL, f"got {got}, want {want}, {installed_below_tmp.WORD}")
+
+
+def control():
+    return Check("x", "exp(0) is 1", lambda: Result(PASS if math.exp(0.0) == 1.0 else FAIL, "exp(0) = 1"))
+
+
+def checks():
+    return [Check("x", "amount at t=1", lambda: _compare(1.0))]
+'''
+
+
+@needs_bwrap
+@pytest.mark.parametrize("isolation", ["fresh", "fork"])
+def test_what_the_sandbox_bound_below_tmp_stays_importable_in_the_claims_own_tmp(tmp_path: Path,
+                                                                                 isolation: str) -> None:
+    """A Python, a virtualenv or physverify itself installed below /tmp (a CI checkout there, a venv made in
+    /tmp) is bound read-only into the sandbox below its /tmp; the claim's new tmpfs on /tmp must not hide it."""
+    venv = tmp_path / "venv"  # below /tmp, as pytest's tmp_path is here
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    site_packages = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (site_packages / "installed_below_tmp.py").write_text('WORD = "imported from below /tmp"\n')
+    (site_packages / "under_test.pth").write_text(f"{Path(__file__).resolve().parents[2] / 'src'}\n")
+    root = committed_project(tmp_path / "project", {"decay.py": DECAY_DEFECT, "claims/claim_late.py": IMPORTS_LATE},
+                             "a claim importing late")
+    output = tmp_path / "report.json"
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "physverify", "sandbox", "--backend", "bwrap", "--",
+                           "replay", "claims", "--jobs", "1", "--isolation", isolation, "--dry-run", "--format",
+                           "json", "--output", str(output)], cwd=root, capture_output=True, text=True, timeout=300)
+    assert output.exists(), done.stdout + done.stderr
+    claim = json.loads(output.read_text())["claims"][0]
+    assert "imported from below /tmp" in claim["checks"][0]["message"], done.stdout + done.stderr + str(claim)
+    assert claim["verdict"] == "confirmed", done.stdout + done.stderr

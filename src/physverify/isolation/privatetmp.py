@@ -158,13 +158,26 @@ def _isolate(home: str | None, tmpdir: str | None) -> None:
         with open(f"/proc/self/{name}", "w", encoding="ascii") as file:
             file.write(text)
     _call(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(/, private)")
-    for mount_point in _writable_mounts():
-        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(mount_point)
-        _call(libc.mount(None, mount_point.encode(), None, flags, None), f"remount {mount_point} read-only")
+    mounts = _mounts()
+    for mount_point, writable in mounts:
+        if writable:
+            flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(mount_point)
+            _call(libc.mount(None, mount_point.encode(), None, flags, None), f"remount {mount_point} read-only")
     for path, size in sizes.items():
         if size is not None:
-            options = f"mode=1777,size={size}".encode()
-            _call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"tmpfs on {path}")
+            # What the sandbox bound read-only below /tmp (a Python, a virtualenv or physverify itself
+            # installed there) must stay where it was: the new tmpfs would hide it, and an import the
+            # claim makes later would then fail. Each is held open and bound again on top.
+            kept = [(point, os.open(point, os.O_PATH | os.O_CLOEXEC)) for point in _read_only_below(mounts, path)]
+            try:
+                options = f"mode=1777,size={size}".encode()
+                _call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
+                      f"tmpfs on {path}")
+                for point, held in kept:
+                    _bind_again(libc, point, held)
+            finally:
+                for _, held in kept:
+                    os.close(held)
     for name, folder, fallback in (("HOME", home, "/tmp/home"), ("TMPDIR", tmpdir, "/tmp")):
         if folder is not None and not _under_tmp(folder):  # read-only now: one of its own in the new /tmp
             os.environ[name] = folder = fallback
@@ -192,17 +205,40 @@ def _size(path: str) -> int | None:
     return stats.f_blocks * stats.f_frsize or None
 
 
-def _writable_mounts() -> list[str]:
-    """The mount points of this namespace that are writable, except /proc and what lies under it."""
+def _mounts() -> list[tuple[str, bool]]:
+    """The mount points of this namespace, each with whether it is writable, except /proc and what lies under it."""
     points = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as mountinfo:
         for line in mountinfo:
             fields = line.split()
             point = _unescape(fields[4])
-            options = fields[5].split(",")
-            if "rw" in options and point != "/proc" and not point.startswith("/proc/"):
-                points.append(point)
+            if point != "/proc" and not point.startswith("/proc/"):
+                points.append((point, "rw" in fields[5].split(",")))
     return points
+
+
+def _read_only_below(mounts: list[tuple[str, bool]], path: str) -> list[str]:
+    """The outermost mount points strictly below ``path`` that were read-only (the sandbox's read-only binds).
+
+    Writable ones (the ledger and result files bound for physverify) are left hidden: the claim has no use for them.
+    """
+    below = [point for point, writable in mounts
+             if not writable and point != path and os.path.commonpath([point, path]) == path]
+    return [point for point in below if not any(other != point and os.path.commonpath([point, other]) == other
+                                                for other in below)]
+
+
+def _bind_again(libc: Any, point: str, held: int) -> None:
+    """Bind the mount ``held`` open (hidden by a tmpfs since) at ``point`` again, read-only as it was."""
+    if os.path.isdir(f"/proc/self/fd/{held}"):
+        os.makedirs(point, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(point), exist_ok=True)
+        os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    _call(libc.mount(f"/proc/self/fd/{held}".encode(), point.encode(), None, _MS_BIND | _MS_REC, None),
+          f"bind {point} again")
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(point)
+    _call(libc.mount(None, point.encode(), None, flags, None), f"remount {point} read-only")
 
 
 def _unescape(field: str) -> str:
