@@ -218,6 +218,8 @@ class ForkServer:
                 forked, fds = _recv_with_fds(reply)
                 break
             why = self._unable()
+            if why is not None and select.select([reply], [], [], 0)[0]:
+                continue  # the claim sent its pid first, then stopped or killed the server: it was forked, read it
             if why is not None or time.monotonic() >= deadline:
                 forked = None
                 break
