@@ -316,6 +316,63 @@ def test_a_claim_that_signals_the_fork_server_decides_no_other_claims_verdict(
         assert runs[name].verdict == "confirmed", (name, runs[name].record)
 
 
+def test_a_claim_whose_pid_is_read_late_is_not_swept_as_an_orphan_when_a_sibling_kills_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine a claim's thread may read its pid only after a sibling killed the server and the
+    sibling's thread swept the orphans that came here: the claim must not be among them."""
+    if not isolate.fork_supported():
+        pytest.skip("fork mode is Linux only")
+    from support.fixtures import DECAY_DEFECT, init_repo
+
+    from physverify.gate import replay
+
+    done = str(tmp_path / "signal.done")
+    root = tmp_path / "repo"
+    (root / "claims").mkdir(parents=True)
+    (root / "decay.py").write_text(DECAY_DEFECT)
+    claims = {"claim_a_signaller.py": hostile.signaller(done, "SIGKILL"), "claim_b_victim.py": hostile.victim(done),
+              "claim_c_victim.py": hostile.victim(done)}
+    for name, text in claims.items():
+        (root / "claims" / name).write_text(text)
+    repo = init_repo(root)
+    repo.index.add(["decay.py", *[f"claims/{name}" for name in claims]])
+    repo.index.commit("claims")
+    swept = threading.Event()
+    victim = threading.local()
+    real_run, real_reap = forkclient.ForkServer.run, forkclient.ForkServer._reap_orphan
+    real_forked_pid = forkclient.ForkServer._forked_pid
+
+    def run(server: forkclient.ForkServer, request: dict[str, object], *args: object) -> object:
+        victim.late = "victim" in str(request["path"])
+        return real_run(server, request, *args)  # type: ignore[arg-type]
+
+    def reap_orphan(server: forkclient.ForkServer, pidfd: int) -> int | None:
+        try:
+            return real_reap(server, pidfd)
+        finally:
+            swept.set()  # the signaller's thread: the server it killed is reaped, its orphans swept
+
+    def forked_pid(server: forkclient.ForkServer, reply: object, watch: object) -> tuple[int, int, int]:
+        answer = real_forked_pid(server, reply, watch)  # type: ignore[arg-type]
+        if victim.late:
+            swept.wait(60)  # the victims' threads read their pids only then, as starved threads do
+        return answer
+
+    monkeypatch.setattr(forkclient.ForkServer, "run", run)
+    monkeypatch.setattr(forkclient.ForkServer, "_reap_orphan", reap_orphan)
+    monkeypatch.setattr(forkclient.ForkServer, "_forked_pid", forked_pid)
+    forkclient.shutdown()
+    try:
+        result = replay.replay([root / "claims"], ledger=tmp_path / "ledger.jsonl", trusted=True, jobs=3,
+                               isolation="fork", timeout_s=120)
+    finally:
+        forkclient.shutdown()
+    runs = {run.key.rsplit("/", 1)[-1]: run for run in result.claims}
+    for name in ("claim_b_victim.py", "claim_c_victim.py"):
+        assert runs[name].verdict == "confirmed", (name, runs[name].record.get("reason"))  # type: ignore[union-attr]
+
+
 def test_a_claim_whose_server_died_is_re_run_fresh_and_a_second_failure_names_the_server(tmp_path: Path) -> None:
     """Issue 21, item 4: the re-run decides; only when it fails too does the reason speak of the server."""
     import os

@@ -178,6 +178,7 @@ class ForkServer:
         unset = [name for name in self._environ if name not in env]
         message = json.dumps({**request, "env": changed, "unset": unset, "key": key.hex(),
                               "secret": self._secret}).encode()
+        _await_pid()
         try:
             with self._send_lock:
                 fds = [s.fileno() for s in (reply_child, out_child, err_child, watch_child)]
@@ -186,6 +187,7 @@ class ForkServer:
             self.broken = True
             for sock in (out, err, watch, reply):
                 sock.close()
+            _settle(None)
             raise ForkUnavailable(f"the fork server is gone ({exc})", died=True) from exc
         finally:
             for sock in (reply_child, out_child, err_child, watch_child):
@@ -196,6 +198,7 @@ class ForkServer:
                 pid, threads, pidfd = self._forked_pid(reply, watch)
         except BaseException:  # nothing was forked (the caller may start a fresh child): its streams are not read
             streams.close()
+            _settle(None)
             raise
         outcome = self._watch(_Forked(pid, pidfd, watch), streams, key, timeout_s, start)
         if outcome.timed_out and threads > 1:
@@ -215,6 +218,8 @@ class ForkServer:
                 forked, fds = _recv_with_fds(reply)
                 break
             why = self._unable()
+            if why is not None and select.select([reply], [], [], 0)[0]:
+                continue  # the claim sent its pid first, then stopped or killed the server: it was forked, read it
             if why is not None or time.monotonic() >= deadline:
                 forked = None
                 break
@@ -227,7 +232,7 @@ class ForkServer:
             self._wake()
             why = self._unable()
             if self._proc.poll() is not None:  # it may have forked the claim before it died: that one came here
-                end_orphans(_is_watched)
+                _sweep_orphans()
             raise ForkUnavailable(why or "the fork server did not answer", died=True)
         if "pid" not in forked:  # it could not fork (a process limit), refused, or is unsafe: a fresh child
             raise ForkUnavailable(str(forked.get("error")), unsafe=forked.get("unsafe") is True)
@@ -257,8 +262,7 @@ class ForkServer:
         def left() -> float:
             return timeout_s - (time.monotonic() - start)
 
-        with _watched_lock:
-            _watched.add(pid)
+        _settle(pid)
         try:
             with watch, tracked(pid, end=end):
                 told, status = streams.wait_for_status(watch, left(), key, pidfd)
@@ -300,7 +304,7 @@ class ForkServer:
             code = None
         else:
             code = None if done is None else (done.si_status if done.si_code == os.CLD_EXITED else -done.si_status)
-        end_orphans(_is_watched)
+        _sweep_orphans()
         return code
 
     def _unable(self) -> str | None:
@@ -345,9 +349,48 @@ _watched_lock = threading.Lock()
 _watched: set[int] = set()
 
 
+# Requests sent whose claim's pid is not watched yet. The claim's process sends its pid
+# before its code runs (forkserver._send_pid), but a thread of this process may read it late
+# (a loaded machine): when the server dies meanwhile, the claim is this process's child
+# already, and a sweep would kill it as a leftover. A sweep waits until no pid is awaited;
+# the thread that settles the last one makes it (``_settle``).
+_awaited = 0
+_sweep_owed = False
+
+
 def _is_watched(pid: int) -> bool:
     with _watched_lock:
         return pid in _watched
+
+
+def _await_pid() -> None:
+    global _awaited
+    with _watched_lock:
+        _awaited += 1
+
+
+def _settle(pid: int | None) -> None:
+    """An awaited pid arrived (watched from now on) or never will (None); the sweep put off meanwhile is made."""
+    global _awaited, _sweep_owed
+    with _watched_lock:
+        if pid is not None:
+            _watched.add(pid)
+        _awaited -= 1
+        owed = _sweep_owed and _awaited == 0
+        if owed:
+            _sweep_owed = False
+    if owed:
+        end_orphans(_is_watched)
+
+
+def _sweep_orphans() -> None:
+    """``procgroup.end_orphans`` of every child not watched, now, or once no claim's pid is awaited any more."""
+    global _sweep_owed
+    with _watched_lock:
+        if _awaited:
+            _sweep_owed = True
+            return
+    end_orphans(_is_watched)
 
 
 _subreaper: list[bool] = []
@@ -431,7 +474,7 @@ def shutdown() -> None:
             _retire(server)
         _servers.clear()
     if _subreaper and _subreaper[0]:
-        end_orphans(_is_watched)  # what came here from a server that died, and was not ended with its claim
+        _sweep_orphans()  # what came here from a server that died, and was not ended with its claim
 
 
 def start() -> None:

@@ -241,11 +241,10 @@ def _answer(received: tuple[dict[str, Any], list[int], tuple[int, int] | None], 
         answer = {"error": hazard, "unsafe": True}
     else:
         try:
-            pid = _fork_claim(request, fds)
+            _fork_claim(request, fds, reply, threads)
         except OSError as exc:  # EAGAIN at a process limit: this claim gets a fresh child, the server lives on
             answer = {"error": str(exc)}
         else:
-            _send_pid(reply, pid, threads)
             return
     _send(reply, answer)
     for fd in fds[1:]:
@@ -297,27 +296,33 @@ def _send_files(sock: socket.socket) -> None:
     sock.send(json.dumps({"ready": True, "environ": dict(os.environ)}).encode())
 
 
-def _send_pid(reply: socket.socket, pid: int, threads: int) -> None:
-    """The forked claim's pid, with a pidfd of it, and close ``reply``.
+def _send_pid(reply: socket.socket, threads: int) -> bool:
+    """In the forked claim's process, before any of the claim's code: its pid, with a pidfd of it; close ``reply``.
+
+    Sent from here, not from the server after its fork: the claim may stop or kill the
+    server at once, and a server descheduled right after the fork (a loaded machine) would
+    then never answer. The client would take the claim for one never forked and run it
+    again in a fresh child, where it stops its supervisor the same way and its verdict is
+    lost at its timeout. Sent first, the answer is on the client's socket whatever the claim
+    does to the server next.
 
     The client watches the claim's end through the pidfd and, once this server is gone and
-    the claim is the client's child, reaps it. Opened before the claim can be reaped here, so
-    it is the claim's and no later process's of that pid. Without pidfds (Linux before 5.3)
-    the claim cannot be watched: it is killed, and the client runs it in a fresh child.
+    the claim is the client's child, reaps it. Without pidfds (Linux before 5.3) the claim
+    cannot be watched: False, it exits unrun, and the client runs it in a fresh child.
     """
     with reply:
         try:
-            pidfd = os.pidfd_open(pid)
+            pidfd = os.pidfd_open(os.getpid())
         except (AttributeError, OSError) as exc:
-            os.kill(pid, signal.SIGKILL)
             _send(reply, {"error": f"a forked claim cannot be watched without pidfd_open (Linux 5.3): {exc}"})
-            return
+            return False
         try:
-            socket.send_fds(reply, [json.dumps({"pid": pid, "threads": threads}).encode()], [pidfd])
+            socket.send_fds(reply, [json.dumps({"pid": os.getpid(), "threads": threads}).encode()], [pidfd])
         except OSError:
             pass  # the client stopped waiting (its thread gave up): the claim's status still goes to its watch
         finally:
             os.close(pidfd)
+    return True
 
 
 def _send(reply: socket.socket, message: dict[str, Any]) -> None:
@@ -364,18 +369,21 @@ def _reap() -> None:
         claim.watch.close()
 
 
-def _fork_claim(request: dict[str, Any], fds: list[int]) -> int:
-    """Fork the claim's own process; here, keep its watch socket and key for its status (``_reap``)."""
+def _fork_claim(request: dict[str, Any], fds: list[int], reply: socket.socket, threads: int) -> int:
+    """Fork the claim's own process, which answers on ``reply`` (``_send_pid``); here, keep its watch socket and key
+    for its status (``_reap``)."""
     _preloaded_tops()  # made here, once, so no claim's process makes it (drop_shadowed)
     key = bytearray.fromhex(request["key"])
     pid = os.fork()
     if pid == 0:
         code = 70
         try:
-            code = _become_claim(request, fds, key)
+            if _send_pid(reply, threads):
+                code = _become_claim(request, fds, key)
         except BaseException:  # noqa: BLE001 - reported as exit code 70: the claim's process could not be set up
             pass
         os._exit(code)
+    reply.close()
     try:
         os.setpgid(pid, pid)  # also here: a kill of its group before the child's own setpgid still reaches it
     except OSError:
