@@ -161,8 +161,7 @@ def _isolate(home: str | None, tmpdir: str | None) -> None:
     mounts = _mounts()
     for mount_point, writable in mounts:
         if writable:
-            flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(mount_point)
-            _call(libc.mount(None, mount_point.encode(), None, flags, None), f"remount {mount_point} read-only")
+            _remount_read_only(libc, mount_point)
     for path, size in sizes.items():
         if size is not None:
             # What the sandbox bound read-only below /tmp (a Python, a virtualenv or physverify itself
@@ -237,6 +236,11 @@ def _bind_again(libc: Any, point: str, held: int) -> None:
         os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
     _call(libc.mount(f"/proc/self/fd/{held}".encode(), point.encode(), None, _MS_BIND | _MS_REC, None),
           f"bind {point} again")
+    _remount_read_only(libc, point)
+
+
+def _remount_read_only(libc: Any, point: str) -> None:
+    """Make the mount at ``point`` read-only for this namespace, keeping the flags the kernel locked on it."""
     flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _kept_flags(point)
     _call(libc.mount(None, point.encode(), None, flags, None), f"remount {point} read-only")
 

@@ -137,8 +137,13 @@ def kill_leftovers(token: str) -> None:
     if not os.path.isdir("/proc"):
         return
     needle = f"{TOKEN_ENV}={token}\0".encode()
+    _kill_in_rounds(lambda: [pid for pid in _own_pids() if needle in _environ_of(pid)])
+
+
+def _kill_in_rounds(find: Callable[[], list[int]]) -> None:
+    """SIGKILL every process ``find`` lists, and list again: three rounds, for processes started meanwhile."""
     for _ in range(3):
-        found = [pid for pid in _own_pids() if needle in _environ_of(pid)]
+        found = find()
         if not found:
             return
         for pid in found:
@@ -281,16 +286,8 @@ def kill_session(sid: int) -> None:
     if not os.path.isdir("/proc"):
         return
     me = os.getpid()
-    for _ in range(3):
-        found = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and int(e.name) != me
-                 and (f := _stat_fields(e.name)) is not None and int(f[3]) == sid]
-        if not found:
-            return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    _kill_in_rounds(lambda: [int(e.name) for e in os.scandir("/proc")
+                             if e.name.isdigit() and int(e.name) != me and _session_of(e.name) == sid])
 
 
 # Processes this one started in a session of their own (fork servers, fresh supervisors): never
@@ -363,7 +360,7 @@ def _kill_child(pid: int, pgid: int, spared_groups: tuple[int, int]) -> None:
         pass
 
 
-def _session_of(pid: int) -> int | None:
+def _session_of(pid: int | str) -> int | None:
     fields = _stat_fields(pid)
     return None if fields is None else int(fields[3])
 
